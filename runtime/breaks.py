@@ -1,0 +1,149 @@
+"""The catalog of graph-break categories the runtime reports.
+
+A break is structured data, not a string built at the raise site: every
+category has a stable code (``FG2xx``; the static rules use ``FG1xx``), a
+short title, an explanation and a fix hint.  The codes are part of the report
+schema and of the editor diagnostics, so never renumber one; add new ones.
+Each code has a documentation page at ``docs/codes/<CODE>.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakCategory:
+    code: str
+    name: str
+    title: str
+    explanation: str
+    hint: str
+
+
+def _category(code: str, name: str, title: str, explanation: str, hint: str) -> BreakCategory:
+    return BreakCategory(code, name, title, explanation, hint)
+
+
+PYTHON_SIDE_EFFECT = _category(
+    "FG201",
+    "python-side-effect",
+    "Call with Python-level side effects",
+    "The call prints, logs, warns, reads the clock or random state, or does I/O. "
+    "It cannot be part of an operator graph, so the graph is split around it and "
+    "the call is replayed eagerly on every run.",
+    "Move the call out of the compiled function, or defer it until after the "
+    "forward pass (fullgraph's FG102 fix records it and emits it afterwards).",
+)
+TENSOR_VALUE_READ = _category(
+    "FG202",
+    "tensor-value-read",
+    "Python reads a tensor's data",
+    "`.item()`, `bool(t)`, `int(t)`, `.tolist()` or `.numpy()` moves tensor data into "
+    "Python. Data changes between batches, so the value cannot be baked into the "
+    "graph: the graph is split here and the value is guarded on.",
+    "Keep the value a tensor: replace `if t.item() > 0:` with `torch.where`, "
+    "and Python arithmetic on `.item()` with tensor arithmetic.",
+)
+DATA_DEPENDENT_SHAPE = _category(
+    "FG203",
+    "data-dependent-shape",
+    "Operation whose output shape depends on tensor data",
+    "`nonzero`, boolean-mask indexing, `unique` and similar produce a shape that "
+    "is known only after the data is read, so the graph ends before them.",
+    "Use a fixed-shape formulation: `torch.where(mask, x, 0)` instead of "
+    "`x[mask]`, or `masked_fill` and a reduction.",
+)
+UNKNOWN_NATIVE_CALL = _category(
+    "FG204",
+    "unknown-native-call",
+    "Call into native code with no annotation",
+    "The monitor cannot see inside a C function it has no annotation for, so it "
+    "must assume the call is dynamic and run it eagerly.",
+    "If the function is pure, add an annotation for it (one line in "
+    "`fullgraph.runtime.annotations`); otherwise move it out of the hot path.",
+)
+UNSUPPORTED_CONSTRUCT = _category(
+    "FG205",
+    "unsupported-construct",
+    "Python construct the monitor cannot record",
+    "The monitor saw bytecode or an object whose effect it cannot reproduce "
+    "without the interpreter (for example a generator that escapes the call).",
+    "Restructure the code so that the construct stays outside the compiled function.",
+)
+EAGER_FALLBACK = _category(
+    "FG206",
+    "eager-fallback",
+    "Function fell back to eager execution",
+    "The function kept missing its records (each call needed a new monitoring "
+    "run) until the recompile limit was reached; it now runs eagerly.",
+    "Look at the guard failures in the report: a value that changes on every "
+    "call (a counter, a timestamp, a new object) should be made an argument or removed.",
+)
+NOT_REUSABLE = _category(
+    "FG207",
+    "not-reusable",
+    "Record cannot be reused safely",
+    "Replaying the record could repeat or drop a side effect (for example an "
+    "effect that happens before a value the rest of the run depends on), so the "
+    "function is monitored again on every call.",
+    "Move the side effect after the data-dependent decision, or out of the function.",
+)
+
+CATEGORIES: dict[str, BreakCategory] = {
+    c.code: c
+    for c in (
+        PYTHON_SIDE_EFFECT,
+        TENSOR_VALUE_READ,
+        DATA_DEPENDENT_SHAPE,
+        UNKNOWN_NATIVE_CALL,
+        UNSUPPORTED_CONSTRUCT,
+        EAGER_FALLBACK,
+        NOT_REUSABLE,
+    )
+}
+
+
+@dataclasses.dataclass
+class StackFrame:
+    file: str
+    line: int
+    column: int
+    function: str
+
+
+@dataclasses.dataclass
+class GraphBreak:
+    """One graph break, at one source location in user code."""
+
+    category: BreakCategory
+    function: str  # the dynamic callee, e.g. "builtins.print" or "Tensor.item"
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    stack: list[StackFrame]  # outermost first; the last frame is the break site
+    detail: str = ""
+
+    @property
+    def location(self) -> tuple[str, int, int]:
+        return (self.file, self.line, self.column)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.category.code,
+            "category": self.category.name,
+            "function": self.function,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "stack": [dataclasses.asdict(f) for f in self.stack],
+            "message": f"{self.category.title}: {self.function}"
+            + (f" ({self.detail})" if self.detail else ""),
+            "explanation": self.category.explanation,
+            "hint": self.category.hint,
+        }
