@@ -13,11 +13,10 @@ from __future__ import annotations
 import copy
 import functools
 
+import fullgraph.runtime as fr
 import pytest
 import torch
 from torch import nn
-
-import fullgraph.runtime as fr
 
 if not hasattr(fr, "compile"):
     pytest.skip("fullgraph.runtime.compile is not built yet (issue 2)", allow_module_level=True)
@@ -64,7 +63,9 @@ def test_nested_custom_modules_replay_like_eager(replay):
 
 
 def test_sequential_replays_like_eager_and_captures_every_layer(replay, count_ops):
-    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2))
+    model = nn.Sequential(
+        nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2)
+    )
     eager = copy.deepcopy(model)
     compiled = fr.compile(model, backend="eager")
     replay(compiled, eager, batch(5, 8))
@@ -173,7 +174,9 @@ def test_buffers_are_read_at_call_time(replay):
         for m in (model, eager):
             m.shift.add_(0.25)
 
-    replay(fr.compile(model, backend="eager"), eager, batch(3, 4), after_call=change_buffers_in_place)
+    replay(
+        fr.compile(model, backend="eager"), eager, batch(3, 4), after_call=change_buffers_in_place
+    )
 
 
 class ConvBN(nn.Module):
@@ -267,9 +270,7 @@ class TiedLM(nn.Module):
 def test_weight_tying_between_embedding_and_output(replay):
     model = TiedLM()
     eager = copy.deepcopy(model)
-    replay(
-        fr.compile(model, backend="eager"), eager, lambda: (torch.randint(0, 11, (2, 7)),)
-    )
+    replay(fr.compile(model, backend="eager"), eager, lambda: (torch.randint(0, 11, (2, 7)),))
 
 
 def test_weight_tying_stays_tied_when_the_shared_weight_changes(assert_same):
@@ -290,7 +291,12 @@ def test_weight_tying_stays_tied_when_the_shared_weight_changes(assert_same):
 @pytest.mark.inductor
 def test_sequential_with_inductor(replay, inductor_tolerance):
     model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
-    replay(fr.compile(model, backend="inductor"), copy.deepcopy(model), batch(4, 8), **inductor_tolerance)
+    replay(
+        fr.compile(model, backend="inductor"),
+        copy.deepcopy(model),
+        batch(4, 8),
+        **inductor_tolerance,
+    )
 
 
 @pytest.mark.inductor
