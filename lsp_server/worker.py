@@ -1,0 +1,288 @@
+"""The analysis worker: the only place where user code runs.
+
+Started by :mod:`fullgraph.lsp_server.service` as
+``python -m fullgraph.lsp_server.worker --request-fd R --result-fd W --root DIR``
+under the user's interpreter.  It caps its own address space, imports torch and
+the runtime once (the slow part, so the process is kept warm between
+analyses), then serves requests: one JSON object per line on fd ``R``, one JSON
+answer per line on fd ``W``.
+
+Standard output and error belong to the user's program.  For each request
+they are pointed (at the file-descriptor level, so C extensions and
+subprocesses are captured too) at files the service chose; protocol messages
+never go there.  A user exception, ``sys.exit`` or a configuration mistake is
+an answer; a hang, ``os.abort()`` or a segfault kills this process only, and
+the service reports it and starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import faulthandler
+import functools
+import importlib
+import json
+import os
+import resource
+import sys
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+
+def _cap_memory(memory_mb: int) -> None:
+    if memory_mb <= 0:
+        return
+    limit = memory_mb * 1024 * 1024
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker if the service process dies (best effort)."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+class _Channel:
+    """Newline-delimited JSON over two inherited pipe descriptors."""
+
+    def __init__(self, request_fd: int, result_fd: int):
+        self._requests = os.fdopen(request_fd, "rb", buffering=0)
+        self._result_fd = result_fd
+
+    def receive(self) -> dict[str, Any] | None:
+        line = self._requests.readline()
+        if not line:
+            return None  # the service closed the pipe: shut down
+        return json.loads(line)
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, default=repr) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            written = os.write(self._result_fd, view)
+            view = view[written:]
+
+
+@contextlib.contextmanager
+def _captured_output(stdout_path: str, stderr_path: str) -> Iterator[None]:
+    """Send fds 1 and 2 (and sys.stdout/sys.stderr) to the request's files."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved_fds = os.dup(1), os.dup(2)
+    saved_streams = sys.stdout, sys.stderr
+    with open(stdout_path, "ab", buffering=0) as out, open(stderr_path, "ab", buffering=0) as err:
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+    try:
+        yield
+    finally:
+        # User code may have replaced or closed the stream objects.
+        sys.stdout, sys.stderr = saved_streams
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os.dup2(saved_fds[0], 1)
+        os.dup2(saved_fds[1], 2)
+        os.close(saved_fds[0])
+        os.close(saved_fds[1])
+
+
+def _error(exc: BaseException, *, skip_frames: int = 0) -> dict[str, Any]:
+    """Type, message and a traceback that starts at the user's code."""
+    tb = exc.__traceback__
+    for _ in range(skip_frames):
+        if tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+    if isinstance(exc, SystemExit):
+        message = f"sys.exit({exc.code!r}) was called"
+    else:
+        message = str(exc)
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return {"type": type(exc).__qualname__, "message": message, "traceback": text}
+
+
+@functools.lru_cache(maxsize=1)
+def _tool_dirs() -> tuple[str, ...]:
+    """Source folders of fullgraph itself: frames there are not the user's."""
+    here = Path(__file__).resolve().parent
+    dirs = [str(here)]
+    for name in ("fullgraph.runtime", "fullgraph.refactors"):
+        with contextlib.suppress(Exception):
+            dirs.extend(str(Path(p).resolve()) for p in importlib.import_module(name).__path__)
+    return tuple(dirs)
+
+
+def _is_tool_frame(filename: str) -> bool:
+    importlib_dir = os.path.dirname(importlib.__file__)
+    return filename.startswith((*_tool_dirs(), importlib_dir, "<frozen importlib"))
+
+
+def _user_frames_first(exc: BaseException) -> int:
+    """How many leading traceback frames belong to fullgraph rather than the user."""
+    count = 0
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        if not _is_tool_frame(tb.tb_frame.f_code.co_filename):
+            break
+        count += 1
+        tb = tb.tb_next
+    return count
+
+
+def _passes_through(exc: BaseException, root: Path) -> bool:
+    """True when any frame of the traceback is the user's code under ``root``."""
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith(str(root)) and not _is_tool_frame(filename):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+class Worker:
+    """Serves analyze / compile_wrapper requests for one project root."""
+
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        from fullgraph.lsp_server.config import ConfigError
+        from fullgraph.lsp_server.entrypoints import build_target, parse_entrypoint
+
+        answer: dict[str, Any] = {"id": request.get("id"), "report": None, "error": None}
+        op = request.get("op")
+        importlib.invalidate_caches()  # a module created since the last request is found
+        with _captured_output(request["stdout_path"], request["stderr_path"]):
+            try:
+                entry = parse_entrypoint(request.get("entry"), key=request.get("key", "entry"))
+                target = build_target(entry, key=request.get("key", "entry"))
+            except ConfigError as exc:
+                return {**answer, "status": "config_error", "error": exc.to_json()}
+            except BaseException as exc:  # noqa: BLE001 - user code may raise anything
+                return {
+                    **answer,
+                    "status": "user_exception",
+                    "error": _error(exc, skip_frames=_user_frames_first(exc)),
+                }
+            if op == "analyze":
+                return {**answer, **self._analyze(target)}
+            if op == "compile_wrapper":
+                return {**answer, **self._compile_wrapper(target)}
+            return {
+                **answer,
+                "status": "crashed",
+                "error": {
+                    "type": "ProtocolError",
+                    "message": f"unknown op {op!r}",
+                    "traceback": "",
+                },
+            }
+
+    def _runtime(self) -> Any:
+        from fullgraph import runtime
+
+        return runtime
+
+    def _tool_failure(self, exc: BaseException, what: str) -> dict[str, Any]:
+        """An exception escaping the runtime: the user's if raised in user code."""
+        error = _error(exc)
+        if _passes_through(exc, self.root):
+            return {"status": "user_exception", "error": error}
+        error["message"] = f"{what} failed inside fullgraph: {error['message']}"
+        return {"status": "crashed", "error": error}
+
+    def _missing(self, name: str) -> dict[str, Any]:
+        return {
+            "status": "crashed",
+            "error": {
+                "type": "RuntimeUnavailable",
+                "message": f"fullgraph.runtime.{name} is not available in this installation",
+                "traceback": "",
+            },
+        }
+
+    def _analyze(self, target: Any) -> dict[str, Any]:
+        runtime = self._runtime()
+        if not hasattr(runtime, "explain"):
+            return self._missing("explain")
+        try:
+            report = runtime.explain(target.fn, *target.args, **target.kwargs)
+            data = report.to_json()
+        except BaseException as exc:  # noqa: BLE001
+            return self._tool_failure(exc, "explain")
+        status = data.get("status", "ok")
+        return {"status": status, "report": data, "error": data.get("error")}
+
+    def _compile_wrapper(self, target: Any) -> dict[str, Any]:
+        runtime = self._runtime()
+        if not hasattr(runtime, "generate_wrapper"):
+            return self._missing("generate_wrapper")
+        try:
+            source = runtime.generate_wrapper(target.fn, *target.args, **target.kwargs)
+        except BaseException as exc:  # noqa: BLE001
+            return self._tool_failure(exc, "generate_wrapper")
+        return {"status": "ok", "wrapper": source}
+
+
+def _warm_up() -> dict[str, bool]:
+    """Import the slow parts now, so the first analysis does not pay for them."""
+    capabilities = {"explain": False, "generate_wrapper": False}
+    try:
+        runtime = importlib.import_module("fullgraph.runtime")
+        importlib.import_module("torch")
+    except Exception:  # noqa: BLE001 - reported per request instead
+        return capabilities
+    return {name: hasattr(runtime, name) for name in capabilities}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--request-fd", type=int, required=True)
+    parser.add_argument("--result-fd", type=int, required=True)
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--memory-mb", type=int, default=0)
+    options = parser.parse_args(argv)
+
+    _die_with_parent()
+    _cap_memory(options.memory_mb)
+    # A segfault or abort prints the Python stack to fd 2, which is the
+    # request's stderr file while user code runs.
+    faulthandler.enable()
+    root = options.root.resolve()
+    os.chdir(root)
+    sys.path.insert(0, str(root))
+
+    channel = _Channel(options.request_fd, options.result_fd)
+    channel.send(
+        {
+            "type": "ready",
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "capabilities": _warm_up(),
+        }
+    )
+    worker = Worker(root)
+    while (request := channel.receive()) is not None:
+        channel.send(worker.handle(request))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
