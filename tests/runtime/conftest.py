@@ -184,3 +184,23 @@ def op_count(graph_module: torch.fx.GraphModule) -> int:
 @pytest.fixture
 def count_ops() -> Callable[[torch.fx.GraphModule], int]:
     return op_count
+
+
+@pytest.fixture
+def check_call(assert_same) -> Callable[..., Any]:
+    """``check_call(compiled, eager, args, counts=(monitor_runs, hits, records))``:
+    one call of each on the same inputs; outputs equal and the counters exactly
+    ``counts`` afterwards.  Returns the compiled output."""
+
+    def check(compiled: Any, eager: Callable[..., Any], args: tuple, *, counts, **tolerance) -> Any:
+        expected = eager(*clone_tensors(args))
+        actual = compiled(*args)
+        assert_same(actual, expected, **tolerance)
+        stats = compiled.stats
+        observed = (stats.monitor_runs, stats.hits, len(compiled.records))
+        assert observed == tuple(counts), (
+            f"(monitor_runs, hits, records) = {observed}, expected {tuple(counts)}; {stats}"
+        )
+        return actual
+
+    return check

@@ -1,0 +1,291 @@
+"""Acceptance: a guard miss makes a new record and the old one still hits (issue 2, point 4).
+
+Each test calls with inputs A, A, B, B, A where B differs from A in one way
+the guard must notice: shape, dtype, a global scalar, ``module.training``,
+grad mode, list length, a different object in an attribute.  After every
+call the outputs equal eager and the counters are exactly:
+
+    call      A       A       B       B       A
+    (monitor_runs, hits, records)
+              (1,0,1) (1,1,1) (2,1,2) (2,2,2) (2,3,2)
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import fullgraph.runtime as fr
+import pytest
+import torch
+from torch import nn
+
+if not hasattr(fr, "compile"):
+    pytest.skip("fullgraph.runtime.compile is not built yet (issue 2)", allow_module_level=True)
+
+# (monitor_runs, hits, records) after each call of the A, A, B, B, A pattern.
+COUNTS_AFTER_AABBA = [(1, 0, 1), (1, 1, 1), (2, 1, 2), (2, 2, 2), (2, 3, 2)]
+
+
+def run_aabba(
+    check_call, compiled, eager, make_a, make_b, *, before_a=None, before_b=None, **tolerance
+):
+    """Call A, A, B, B, A (``before_a``/``before_b`` switch external state first)."""
+    outputs = []
+    for which, counts in zip("AABBA", COUNTS_AFTER_AABBA):
+        switch, make_args = (before_a, make_a) if which == "A" else (before_b, make_b)
+        if switch is not None:
+            switch()
+        outputs.append(check_call(compiled, eager, make_args(), counts=counts, **tolerance))
+    return outputs
+
+
+def pointwise(x):
+    return torch.softmax(x, dim=-1) * 2 + x.sum()
+
+
+def test_changed_shape_makes_a_new_record(check_call):
+    run_aabba(
+        check_call,
+        fr.compile(pointwise, backend="eager"),
+        pointwise,
+        lambda: (torch.randn(4, 8),),
+        lambda: (torch.randn(6, 8),),
+    )
+
+
+def test_changed_dtype_makes_a_new_record(check_call):
+    outputs = run_aabba(
+        check_call,
+        fr.compile(pointwise, backend="eager"),
+        pointwise,
+        lambda: (torch.randn(4, 8),),
+        lambda: (torch.randn(4, 8, dtype=torch.float64),),
+    )
+    assert [out.dtype for out in outputs] == [torch.float32] * 2 + [torch.float64] * 2 + [
+        torch.float32
+    ]
+
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return x * SCALE + 1
+
+
+def set_scale(value):
+    def switch():
+        global SCALE
+        SCALE = value
+
+    return switch
+
+
+def test_changed_global_scalar_makes_a_new_record(check_call):
+    try:
+        run_aabba(
+            check_call,
+            fr.compile(scaled, backend="eager"),
+            scaled,
+            lambda: (torch.randn(3),),
+            lambda: (torch.randn(3),),
+            before_a=set_scale(2.0),
+            before_b=set_scale(3.0),
+        )
+    finally:
+        set_scale(2.0)()
+
+
+class ModeDependent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if self.training:
+            return y * 2
+        return y - 1
+
+
+def test_changed_module_training_flag_makes_a_new_record(check_call):
+    model = ModeDependent()
+    eager = copy.deepcopy(model)
+
+    def mode(training):
+        return lambda: (model.train(training), eager.train(training))
+
+    run_aabba(
+        check_call,
+        fr.compile(model, backend="eager"),
+        eager,
+        lambda: (torch.randn(2, 4),),
+        lambda: (torch.randn(2, 4),),
+        before_a=mode(True),
+        before_b=mode(False),
+    )
+
+
+def test_changed_grad_mode_makes_a_new_record(check_call):
+    model = nn.Linear(3, 3)
+    eager = copy.deepcopy(model)
+    compiled = fr.compile(model, backend="eager")
+    for which, counts in zip("AABBA", COUNTS_AFTER_AABBA):
+        with torch.set_grad_enabled(which == "A"):
+            out = check_call(compiled, eager, (torch.randn(2, 3),), counts=counts)
+        # What a training loop notices: under no_grad nothing is tracked.
+        assert out.requires_grad == (which == "A"), (
+            f"call with grad {'on' if which == 'A' else 'off'}"
+        )
+
+
+def sum_of_products(xs):
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = acc * x + 1
+    return acc, len(xs)
+
+
+def test_changed_list_length_makes_a_new_record(check_call):
+    run_aabba(
+        check_call,
+        fr.compile(sum_of_products, backend="eager"),
+        sum_of_products,
+        lambda: ([torch.randn(3) for _ in range(2)],),
+        lambda: ([torch.randn(3) for _ in range(3)],),
+    )
+
+
+class Swappable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.lin(x))
+
+
+def test_different_module_in_an_attribute_makes_a_new_record(check_call):
+    model = Swappable()
+    eager = copy.deepcopy(model)
+    relu, eager_relu = model.act, eager.act
+    tanh, eager_tanh = nn.Tanh(), nn.Tanh()
+
+    def use(act, eager_act):
+        def switch():
+            model.act, eager.act = act, eager_act
+
+        return switch
+
+    run_aabba(
+        check_call,
+        fr.compile(model, backend="eager"),
+        eager,
+        lambda: (torch.randn(2, 4),),
+        lambda: (torch.randn(2, 4),),
+        before_a=use(relu, eager_relu),  # the very same object again: the first record hits
+        before_b=use(tanh, eager_tanh),
+    )
+
+
+class FunctionAttribute(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.activation_fn = torch.relu
+
+    def forward(self, x):
+        return self.activation_fn(x) + 1
+
+
+def test_different_function_in_an_attribute_makes_a_new_record(check_call):
+    model = FunctionAttribute()
+    eager = FunctionAttribute()  # no parameters: a second instance is an exact eager twin
+
+    def use(fn):
+        def switch():
+            model.activation_fn = eager.activation_fn = fn
+
+        return switch
+
+    run_aabba(
+        check_call,
+        fr.compile(model, backend="eager"),
+        eager,
+        lambda: (torch.randn(5),),
+        lambda: (torch.randn(5),),
+        before_a=use(torch.relu),
+        before_b=use(torch.sigmoid),
+    )
+
+
+@dataclasses.dataclass
+class HeadConfig:
+    temperature: float = 1.0
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = HeadConfig()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return (self.lin(x) / self.config.temperature).softmax(-1)
+
+
+def test_changed_dataclass_config_field_makes_a_new_record(check_call):
+    model = Head()
+    eager = copy.deepcopy(model)
+
+    def temperature(value):
+        def switch():
+            model.config.temperature = eager.config.temperature = value
+
+        return switch
+
+    run_aabba(
+        check_call,
+        fr.compile(model, backend="eager"),
+        eager,
+        lambda: (torch.randn(2, 4),),
+        lambda: (torch.randn(2, 4),),
+        before_a=temperature(1.0),
+        before_b=temperature(0.25),
+    )
+
+
+# A string cannot become a graph input, so every new value needs a new record.
+ACTIVATION = "relu"
+
+
+def named_activation(x):
+    return getattr(torch, ACTIVATION)(x) * 2
+
+
+def test_beyond_the_recompile_limit_results_stay_correct(assert_same):
+    global ACTIVATION
+    compiled = fr.compile(named_activation, backend="eager", recompile_limit=2)
+    try:
+        for name in ["relu", "tanh", "sigmoid", "exp", "sin", "cos", "relu"]:
+            ACTIVATION = name
+            x = torch.randn(3)
+            assert_same(compiled(x), named_activation(x.clone()), where=f"ACTIVATION={name!r}")
+    finally:
+        ACTIVATION = "relu"
+    assert len(compiled.records) <= 2
+    assert compiled.stats.fallbacks >= 1, compiled.stats
+
+
+@pytest.mark.inductor
+def test_changed_shape_makes_a_new_record_with_inductor(check_call, inductor_tolerance):
+    model = nn.Sequential(nn.Linear(8, 8), nn.SiLU())
+    run_aabba(
+        check_call,
+        fr.compile(model, backend="inductor"),
+        copy.deepcopy(model),
+        lambda: (torch.randn(4, 8),),
+        lambda: (torch.randn(7, 8),),
+        **inductor_tolerance,
+    )
