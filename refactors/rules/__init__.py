@@ -1,1 +1,19 @@
-"""fullgraph package."""
+"""The rule registry: one module per rule, collected here in code order."""
+
+from __future__ import annotations
+
+from ..rule import Rule
+from .fg102_python_side_effect import PythonSideEffectRule
+from .fg104_tensor_value_read import TensorValueReadRule
+from .fg105_data_dependent_shape import DataDependentShapeRule
+
+RULES: dict[str, type[Rule]] = {
+    rule.CODE: rule
+    for rule in (
+        PythonSideEffectRule,
+        TensorValueReadRule,
+        DataDependentShapeRule,
+    )
+}
+
+__all__ = ["RULES"]

@@ -1,0 +1,155 @@
+"""What a rule sees of the file being linted, and how its reports become findings.
+
+One :class:`RuleContext` per lint run holds the parsed module, its metadata,
+the compiled regions and the suppression comments; ``Rule.report`` lands in
+:meth:`RuleContext.add_finding`, which turns the rule's node replacements into
+a :class:`~fullgraph.refactors.findings.Fix` of minimal text edits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+import libcst.metadata as meta
+
+from .findings import Finding, Fix, Severity
+from .imports import ensure_import, module_reference
+from .regions import FunctionInfo, find_functions
+from .suppression import find_suppressions, is_suppressed
+from .tensor_types import TensorTypes
+from .text_edits import diff_edits
+
+if TYPE_CHECKING:
+    from .rule import Replacement, Rule
+
+try:  # libcst >= 1.2 resolves some metadata lazily; visitors unwrap it, a plain resolve() does not.
+    from libcst._metadata_dependent import LazyValue
+except ImportError:  # pragma: no cover - older libcst
+    LazyValue = ()
+
+logger = logging.getLogger(__name__)
+
+
+class _Metadata:
+    """One provider's resolved metadata, unwrapping lazy values on read."""
+
+    def __init__(self, mapping) -> None:
+        self._mapping = mapping
+
+    def get(self, node, default=None):
+        value = self._mapping.get(node, default)
+        return value() if LazyValue and isinstance(value, LazyValue) else value
+
+    def __getitem__(self, node):
+        value = self._mapping[node]
+        return value() if LazyValue and isinstance(value, LazyValue) else value
+
+
+class _Replace(cst.CSTTransformer):
+    """Swap nodes by identity; the map's keys are nodes of the metadata wrapper's module."""
+
+    def __init__(self, changes: dict[cst.CSTNode, Replacement]) -> None:
+        super().__init__()
+        self.changes = changes
+
+    def on_leave(self, original_node, updated_node):
+        if original_node in self.changes:
+            return self.changes[original_node]
+        return updated_node
+
+
+class RuleContext:
+    def __init__(self, source: str, path: str, wrapper: meta.MetadataWrapper,
+                 entrypoints: Collection[str] = ()) -> None:
+        self.source = source
+        self.path = path
+        self.wrapper = wrapper
+        self.module = wrapper.module
+        self.functions: dict[cst.FunctionDef, FunctionInfo] = find_functions(wrapper, entrypoints)
+        self.suppressions = find_suppressions(source)
+        self.findings: list[Finding] = []
+        self._types: dict[cst.FunctionDef, TensorTypes] = {}
+        self._parents = self._resolve(meta.ParentNodeProvider)
+        self._positions = self._resolve(meta.PositionProvider)
+        self._qualified = self._resolve(meta.QualifiedNameProvider)
+
+    # -- queries used by rules ----------------------------------------------
+
+    def _resolve(self, provider) -> _Metadata:
+        return _Metadata(self.wrapper.resolve(provider))
+
+    def get_metadata(self, provider, node, default=None):
+        return self._resolve(provider).get(node, default)
+
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        return {q.name for q in self._qualified.get(node, set())}
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        current = self._parents.get(node)
+        while current is not None and not isinstance(current, cst.FunctionDef):
+            if isinstance(current, (cst.Lambda, cst.ClassDef)):
+                return None
+            current = self._parents.get(current)
+        return current
+
+    def function_info(self, node: cst.CSTNode) -> FunctionInfo | None:
+        function = node if isinstance(node, cst.FunctionDef) else self.enclosing_function(node)
+        return self.functions.get(function) if function is not None else None
+
+    def tensor_types(self, function: cst.FunctionDef) -> TensorTypes:
+        if function not in self._types:
+            info = self.functions[function]
+            is_forward = info.in_module_class and function.name.value == "forward"
+            self._types[function] = TensorTypes(function, self.get_metadata, is_forward=is_forward)
+        return self._types[function]
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def module_reference(self, dotted: str) -> str:
+        """How a fix spells module ``dotted`` here; list it in ``imports`` of the report."""
+        return module_reference(self.module, dotted)
+
+    # -- reports --------------------------------------------------------------
+
+    def add_finding(self, rule: Rule, node: cst.CSTNode, message: str, *,
+                    changes: dict[cst.CSTNode, Replacement] | None, imports: Sequence[str],
+                    fix_title: str | None, refusal_reason: str | None,
+                    severity: Severity | None) -> None:
+        position = self._positions[node]
+        line, column = position.start.line, position.start.column
+        if is_suppressed(self.suppressions, line, rule.CODE):
+            return
+        if severity is None:
+            info = self.function_info(node)
+            severity = rule.SEVERITY if info is not None and info.region_reason else "hint"
+        fix = None
+        if changes:
+            fix = self._build_fix(changes, imports, fix_title or f"Fix {rule.CODE}: {rule.NAME}")
+            if fix is None:
+                refusal_reason = refusal_reason or "the rewrite could not be built"
+        self.findings.append(
+            Finding(rule.CODE, message, line, column, position.end.line, position.end.column,
+                    severity, fix, refusal_reason)
+        )
+
+    def _build_fix(self, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str],
+                   title: str) -> Fix | None:
+        # A fix is a result, never an exception: a rule bug costs the fix, not the lint run.
+        try:
+            module = self.module.visit(_Replace(changes))
+            for dotted in imports:
+                module = ensure_import(module, dotted)
+            new_source = module.code
+            cst.parse_module(new_source)
+        except Exception:  # noqa: BLE001 - see comment above
+            logger.exception("could not build the fix %r", title)
+            return None
+        edits = diff_edits(self.source, new_source)
+        return Fix(title, edits) if edits else None

@@ -1,0 +1,62 @@
+"""The values the refactors API hands to its callers: findings, fixes and text edits.
+
+Every position uses one convention, the one libcst's ``PositionProvider`` and the
+runtime report share: lines are 1-based, columns are 0-based code points.  The
+language server converts to LSP positions in its own single helper.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+Severity = Literal["error", "warning", "information", "hint"]
+
+
+class SourceSyntaxError(Exception):
+    """The source could not be parsed, so no rule ran on it."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(f"{message} (line {line}, column {column})")
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+@dataclasses.dataclass(frozen=True)
+class TextEdit:
+    """Replace the text between two positions (end exclusive) with ``new_text``."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    new_text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Fix:
+    """A safe rewrite: the edits are minimal and apply to the linted source as-is."""
+
+    title: str
+    edits: list[TextEdit]
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One diagnostic of one rule at one source range."""
+
+    code: str
+    message: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    severity: Severity
+    fix: Fix | None = None
+    # Why no fix is offered, when the rule knows a rewrite but could not prove it safe.
+    refusal_reason: str | None = None
+
+    @property
+    def doc_path(self) -> str:
+        return f"docs/rules/{self.code}.md"

@@ -1,0 +1,154 @@
+"""Which functions of a file will run compiled ("compiled regions").
+
+A function is compiled when it is an ``nn.Module.forward``, when it carries a
+compile decorator (``torch.compile``, ``fullgraph.runtime.compile``, …), when
+its qualified name is a configured entrypoint, or when one of those calls it
+(by plain name or through ``self.``) — the call tree within the file.
+Side effects are only a graph break inside such a region, so rules that are
+about compilation use this to pick their severity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+
+import libcst as cst
+import libcst.metadata as meta
+from libcst.helpers import get_full_name_for_node
+
+COMPILE_DECORATORS = frozenset(
+    {
+        "torch.compile",
+        "torch.jit.script",
+        "torch.jit.trace",
+        "torch._dynamo.optimize",
+        "fullgraph.runtime.compile",
+    }
+)
+
+
+def is_module_class(class_qualified_bases: set[str], local_module_classes: set[str]) -> bool:
+    return any(
+        base.startswith("torch.nn.") or base in local_module_classes for base in class_qualified_bases
+    )
+
+
+@dataclasses.dataclass
+class FunctionInfo:
+    node: cst.FunctionDef
+    qualname: str
+    class_name: str | None
+    in_module_class: bool
+    compile_decorated: bool
+    # Why the function is compiled ("" when it is not).
+    region_reason: str = ""
+    # The functions where compilation starts whose call tree holds this one.
+    roots: list[cst.FunctionDef] = dataclasses.field(default_factory=list)
+
+
+class _Collector(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (meta.QualifiedNameProvider,)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
+        self.module_classes: set[str] = set()
+        self._classes: list[tuple[str, bool]] = []
+        self._function_names: list[str] = []
+        # function node -> names it calls (plain ``f(...)`` and ``self.f(...)``)
+        self.calls: dict[cst.FunctionDef, set[str]] = {}
+        self._current: list[cst.FunctionDef] = []
+
+    def _qualified(self, node: cst.CSTNode) -> set[str]:
+        return {q.name for q in self.get_metadata(meta.QualifiedNameProvider, node, set())}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        bases: set[str] = set()
+        for arg in node.bases:
+            bases |= self._qualified(arg.value)
+            plain = get_full_name_for_node(arg.value)
+            if plain:
+                bases.add(plain)
+        is_module = is_module_class(bases, self.module_classes)
+        if is_module:
+            self.module_classes.add(node.name.value)
+        self._classes.append((node.name.value, is_module))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        class_name, in_module = self._classes[-1] if self._classes else (None, False)
+        # A function nested in a method is not a method of the class.
+        if self._current:
+            class_name, in_module = None, False
+        prefix = ".".join(self._function_names)
+        qualname = f"{class_name}.{node.name.value}" if class_name else node.name.value
+        if prefix:
+            qualname = f"{prefix}.<locals>.{node.name.value}"
+        decorated = False
+        for decorator in node.decorators:
+            target = decorator.decorator
+            if isinstance(target, cst.Call):
+                target = target.func
+            if self._qualified(target) & COMPILE_DECORATORS:
+                decorated = True
+        self.functions[node] = FunctionInfo(node, qualname, class_name, in_module, decorated)
+        self.calls[node] = set()
+        self._current.append(node)
+        self._function_names.append(qualname)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._current.pop()
+        self._function_names.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._current:
+            return
+        func = node.func
+        if isinstance(func, cst.Name):
+            self.calls[self._current[-1]].add(func.value)
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            self.calls[self._current[-1]].add(func.attr.value)
+
+
+def find_functions(
+    wrapper: meta.MetadataWrapper, entrypoints: Collection[str] = ()
+) -> dict[cst.FunctionDef, FunctionInfo]:
+    """Every function of the module, with the reason it is compiled (if it is)."""
+    collector = _Collector()
+    wrapper.visit(collector)
+    functions = collector.functions
+    pending = []
+    for info in functions.values():
+        if info.compile_decorated:
+            info.region_reason = "it is decorated for compilation"
+        elif info.in_module_class and info.node.name.value == "forward":
+            info.region_reason = f"it is the forward of the nn.Module {info.class_name}"
+        elif info.qualname in entrypoints or info.node.name.value in entrypoints:
+            info.region_reason = "it is a configured entrypoint"
+        if info.region_reason:
+            info.roots.append(info.node)
+            pending.append(info)
+    by_name: dict[str, list[FunctionInfo]] = {}
+    for info in functions.values():
+        by_name.setdefault(info.node.name.value, []).append(info)
+    # Spread the region through the call tree inside this file.
+    while pending:
+        caller = pending.pop()
+        for name in collector.calls[caller.node]:
+            for callee in by_name.get(name, []):
+                same_class = callee.class_name is None or callee.class_name == caller.class_name
+                new_roots = [root for root in caller.roots if root not in callee.roots]
+                if not same_class or not new_roots:
+                    continue
+                if not callee.region_reason:
+                    callee.region_reason = f"it is called from {caller.qualname}, which is compiled"
+                callee.roots.extend(new_roots)
+                pending.append(callee)
+    return functions

@@ -1,0 +1,103 @@
+"""The rule base class: a rule is data (code, message, docs, examples) plus one libcst visitor.
+
+Written in the style of Fixit: the VALID and INVALID examples embedded in a
+rule are its specification.  Unit tests (``tests/refactors/test_rule_examples.py``)
+and the rule's page under ``docs/rules/`` are generated from them, and whether a
+rule "has a fix" is derived from its examples, never set by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+import libcst.metadata as meta
+
+from .findings import Severity
+
+if TYPE_CHECKING:
+    from .context import RuleContext
+
+
+@dataclasses.dataclass(frozen=True)
+class Valid:
+    """Source on which the rule must report nothing."""
+
+    code: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Invalid:
+    """Source on which the rule must report.
+
+    ``expected_replacement`` is the whole source after the rule's fix; ``None``
+    means no fix may be offered.  ``refusal`` is a fragment that must appear in
+    the finding's refusal reason (or message, for report-only rules).
+    """
+
+    code: str
+    expected_replacement: str | None = None
+    refusal: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+
+# A statement or expression replacement; statements may become several statements.
+Replacement = cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
+
+
+class Rule(cst.CSTVisitor):
+    """Base class of every static rule; subclasses fill in the class attributes."""
+
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    MESSAGE: ClassVar[str]
+    # Used inside a compiled region; outside one the finding is a hint only.
+    SEVERITY: ClassVar[Severity] = "warning"
+    WHAT_IT_DOES: ClassVar[str]
+    WHY_IS_THIS_BAD: ClassVar[str]
+    FIX_SAFETY: ClassVar[str]
+    # For report-only rules: what to write instead (there is no expected replacement).
+    USE_INSTEAD: ClassVar[str | None] = None
+    VALID: ClassVar[Sequence[Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    METADATA_DEPENDENCIES = (
+        meta.PositionProvider,
+        meta.QualifiedNameProvider,
+        meta.ParentNodeProvider,
+        meta.ScopeProvider,
+    )
+
+    def __init__(self, context: RuleContext) -> None:
+        super().__init__()
+        self.context = context
+
+    @classmethod
+    def has_fix(cls) -> bool:
+        return any(case.expected_replacement is not None for case in cls.INVALID)
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        *,
+        changes: dict[cst.CSTNode, Replacement] | None = None,
+        imports: Sequence[str] = (),
+        fix_title: str | None = None,
+        refusal_reason: str | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        """Record a finding at ``node``'s range; ``changes`` (original node -> new node) make the fix."""
+        self.context.add_finding(
+            self,
+            node,
+            message or self.MESSAGE,
+            changes=changes,
+            imports=imports,
+            fix_title=fix_title,
+            refusal_reason=refusal_reason,
+            severity=severity,
+        )

@@ -1,0 +1,317 @@
+"""A small, conservative guess of which expressions in a function are tensors.
+
+Static rules need to know whether ``x.sum() > 0`` compares a tensor (a graph
+break when it decides an ``if``) or a number (harmless).  Without running the
+code that is a guess, so the answer has three values and rules only act on
+``TENSOR``:
+
+- parameters annotated ``torch.Tensor`` are tensors; unannotated parameters of
+  an ``nn.Module.forward`` are assumed tensors (the usual convention); other
+  unannotated parameters are tensors when the body passes them to ``torch.*``
+  or calls a tensor method on them;
+- ``torch.*`` calls return tensors except for a known list that returns Python
+  values (``torch.equal``, ``torch.is_tensor`` …);
+- methods and operators on tensors return tensors, except metadata
+  (``.shape``, ``.size()``, ``.dim()`` …) and value reads (``.item()`` …).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import libcst as cst
+import libcst.metadata as meta
+from libcst.helpers import get_full_name_for_node
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    NOT_TENSOR = "not-tensor"
+    UNKNOWN = "unknown"
+
+
+METADATA_ATTRIBUTES = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "is_leaf",
+     "is_sparse", "is_quantized", "grad_fn", "names", "is_meta"}
+)
+TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+METADATA_METHODS = frozenset(
+    {"size", "dim", "numel", "ndimension", "nelement", "stride", "is_contiguous", "data_ptr",
+     "element_size", "is_floating_point", "is_complex", "get_device", "storage_offset",
+     "type", "__len__"}
+)
+# Methods that move tensor data into Python: a graph break wherever they appear.
+VALUE_READ_METHODS = frozenset({"item", "tolist", "numpy"})
+VALUE_READ_BUILTINS = frozenset({"int", "float", "bool", "complex"})
+# Methods that return tuples (or tensors) depending on their arguments.
+TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "chunk", "split", "unbind", "kthvalue",
+                           "median", "mode", "tensor_split", "aminmax"})
+# Methods that mark an unannotated parameter as a tensor.
+TENSOR_HINT_METHODS = frozenset(
+    {"sum", "mean", "any", "all", "abs", "relu", "sigmoid", "tanh", "softmax", "clone",
+     "detach", "float", "half", "matmul", "view", "reshape", "unsqueeze", "squeeze",
+     "permute", "transpose", "contiguous", "norm", "exp", "log", "pow", "clamp", "masked_fill",
+     "to", "cpu", "cuda", "nonzero", "item", "tolist", "numpy", "isnan", "isfinite", "std",
+     "var", "amax", "amin", "argmax", "argmin", "gt", "lt", "ge", "le", "eq", "ne"}
+)
+# torch functions whose result is not a tensor.
+NON_TENSOR_TORCH = frozenset(
+    {"torch.is_tensor", "torch.numel", "torch.is_floating_point", "torch.is_complex",
+     "torch.get_default_dtype", "torch.device", "torch.Size", "torch.dtype", "torch.equal",
+     "torch.allclose", "torch.is_nonzero", "torch.is_grad_enabled", "torch.no_grad",
+     "torch.enable_grad", "torch.manual_seed", "torch.set_grad_enabled", "torch.compile",
+     "torch.cond", "torch._assert_async", "torch.is_storage", "torch.typename"}
+)
+# torch functions that return a Python bool computed from tensor data.
+DATA_DEPENDENT_BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
+TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor",
+                                "torch.nn.Parameter", "torch.BoolTensor"})
+PRIMITIVE_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "complex",
+                                   "builtins.int", "builtins.float", "builtins.bool",
+                                   "builtins.str"})
+
+
+def qualified_names(wrapper_metadata, node: cst.CSTNode) -> set[str]:
+    return {q.name for q in wrapper_metadata(meta.QualifiedNameProvider, node, set())}
+
+
+class _Assignments(cst.CSTVisitor):
+    """Name -> assigned values in one function body, not looking into nested scopes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, list[cst.BaseExpression | None]] = {}
+        self.depth = 0
+
+    def _add(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            self.values.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._add(element.value, None)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.depth += 1
+        return self.depth == 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._add(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._add(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._add(node.target, cst.BinaryOperation(node.target, cst.Add(), node.value))
+
+    def visit_For(self, node: cst.For) -> None:
+        self._add(node.target, None)
+        if isinstance(node.target, cst.Name):
+            self.values[node.target.value].append(None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._add(node.asname.name, None)
+            if isinstance(node.asname.name, cst.Name):
+                self.values[node.asname.name.value].append(None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._add(node.target, node.value)
+
+
+class TensorTypes:
+    """Kinds of the expressions of one function."""
+
+    def __init__(self, function: cst.FunctionDef, get_metadata, *, is_forward: bool) -> None:
+        self._get_metadata = get_metadata
+        self.function = function
+        self.assumed: set[str] = set()
+        self.env: dict[str, Kind] = {}
+        collector = _Assignments()
+        function.visit(collector)
+        self.assigned = collector.values
+        self._init_parameters(is_forward)
+        # Two rounds: a name can be used above the line that assigns it (loops).
+        for _ in range(2):
+            for name, values in collector.values.items():
+                kinds = {self.kind(v) if v is not None else Kind.UNKNOWN for v in values}
+                if name in self.parameters and self.env.get(name) is not None:
+                    kinds.add(self.env[name])
+                self.env[name] = kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+
+    def _init_parameters(self, is_forward: bool) -> None:
+        params = self.function.params
+        all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
+        self.parameters = {p.name.value: p for p in all_params}
+        for p in (params.star_arg, params.star_kwarg):
+            if isinstance(p, cst.Param):
+                self.env[p.name.value] = Kind.NOT_TENSOR
+        hinted = self._names_used_as_tensors()
+        for index, param in enumerate(all_params):
+            name = param.name.value
+            self.env[name] = self.parameter_kind(param, index, is_forward, name in hinted)
+
+    def parameter_kind(self, param: cst.Param, index: int, is_forward: bool, hinted: bool) -> Kind:
+        name = param.name.value
+        if index == 0 and name in ("self", "cls"):
+            return Kind.NOT_TENSOR
+        if param.annotation is not None:
+            annotation = param.annotation.annotation
+            names = qualified_names(self._get_metadata, annotation)
+            names.add(get_full_name_for_node(annotation) or "")
+            if names & TENSOR_ANNOTATIONS or "Tensor" in names:
+                return Kind.TENSOR
+            if names & PRIMITIVE_ANNOTATIONS:
+                return Kind.NOT_TENSOR
+            return Kind.UNKNOWN
+        if param.default is not None and not isinstance(param.default, cst.Name):
+            return Kind.NOT_TENSOR
+        if is_forward or hinted:
+            self.assumed.add(name)
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _names_used_as_tensors(self) -> set[str]:
+        hinted: set[str] = set()
+        get_metadata = self._get_metadata
+
+        class _Hints(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                        and func.attr.value in TENSOR_HINT_METHODS):
+                    hinted.add(func.value.value)
+                names = qualified_names(get_metadata, func)
+                if any(n.startswith("torch.") for n in names):
+                    for arg in node.args:
+                        if isinstance(arg.value, cst.Name):
+                            hinted.add(arg.value.value)
+
+        self.function.body.visit(_Hints())
+        return hinted
+
+    def kind(self, node: cst.BaseExpression | None) -> Kind:
+        if node is None:
+            return Kind.UNKNOWN
+        method = getattr(self, f"_kind_{type(node).__name__}", None)
+        if method is not None:
+            return method(node)
+        if isinstance(node, (cst.BaseNumber, cst.BaseString, cst.Tuple, cst.List, cst.Dict,
+                             cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+            return Kind.NOT_TENSOR
+        return Kind.UNKNOWN
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        return self.kind(node) is Kind.TENSOR
+
+    def _kind_Name(self, node: cst.Name) -> Kind:
+        if node.value in ("None", "True", "False"):
+            return Kind.NOT_TENSOR
+        return self.env.get(node.value, Kind.UNKNOWN)
+
+    def _kind_Attribute(self, node: cst.Attribute) -> Kind:
+        attr = node.attr.value
+        if attr in METADATA_ATTRIBUTES:
+            return Kind.NOT_TENSOR
+        if attr in TENSOR_ATTRIBUTES and self.is_tensor(node.value):
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _kind_Subscript(self, node: cst.Subscript) -> Kind:
+        if self.is_tensor(node.value):
+            return Kind.TENSOR
+        if isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+            return Kind.NOT_TENSOR
+        return Kind.UNKNOWN
+
+    def _kind_Call(self, node: cst.Call) -> Kind:
+        func = node.func
+        names = qualified_names(self._get_metadata, func)
+        if names & NON_TENSOR_TORCH:
+            return Kind.NOT_TENSOR
+        if any(n.startswith("torch.") for n in names):
+            nn_constructor = any(
+                n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.") for n in names
+            )
+            return Kind.UNKNOWN if nn_constructor else Kind.TENSOR
+        if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
+            method = func.attr.value
+            if method in METADATA_METHODS or method in VALUE_READ_METHODS:
+                return Kind.NOT_TENSOR
+            if method in TUPLE_METHODS and node.args:
+                return Kind.UNKNOWN
+            return Kind.TENSOR
+        if isinstance(func, cst.Name):
+            if func.value in ("len", "isinstance", "int", "float", "bool", "str", "range"):
+                return Kind.NOT_TENSOR
+            if func.value == "abs" and node.args and self.is_tensor(node.args[0].value):
+                return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _kind_BinaryOperation(self, node: cst.BinaryOperation) -> Kind:
+        kinds = {self.kind(node.left), self.kind(node.right)}
+        if Kind.TENSOR in kinds:
+            return Kind.TENSOR
+        return Kind.NOT_TENSOR if kinds == {Kind.NOT_TENSOR} else Kind.UNKNOWN
+
+    def _kind_UnaryOperation(self, node: cst.UnaryOperation) -> Kind:
+        if isinstance(node.operator, cst.Not):
+            return Kind.NOT_TENSOR
+        return self.kind(node.expression)
+
+    def _kind_Comparison(self, node: cst.Comparison) -> Kind:
+        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+               for t in node.comparisons):
+            return Kind.NOT_TENSOR
+        kinds = {self.kind(node.left)} | {self.kind(t.comparator) for t in node.comparisons}
+        if Kind.TENSOR in kinds:
+            return Kind.TENSOR
+        return Kind.NOT_TENSOR if kinds == {Kind.NOT_TENSOR} else Kind.UNKNOWN
+
+    def _kind_IfExp(self, node: cst.IfExp) -> Kind:
+        kinds = {self.kind(node.body), self.kind(node.orelse)}
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+
+    # -- data dependence --------------------------------------------------
+
+    def value_reads(self, node: cst.BaseExpression) -> list[cst.Call]:
+        """Calls inside ``node`` that move tensor data into Python (``.item()``, ``int(t)`` …)."""
+        reads: list[cst.Call] = []
+        types = self
+
+        class _Reads(cst.CSTVisitor):
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+            def visit_Call(self, call: cst.Call) -> None:
+                func = call.func
+                if (isinstance(func, cst.Attribute) and func.attr.value in VALUE_READ_METHODS
+                        and types.is_tensor(func.value)):
+                    reads.append(call)
+                elif (isinstance(func, cst.Name) and func.value in VALUE_READ_BUILTINS
+                      and len(call.args) == 1 and types.is_tensor(call.args[0].value)):
+                    reads.append(call)
+
+        node.visit(_Reads())
+        return reads
+
+    def decides_on_tensor_data(self, node: cst.BaseExpression) -> bool:
+        """Whether Python's truth test of ``node`` reads tensor data."""
+        if self.is_tensor(node):
+            return True
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return self.decides_on_tensor_data(node.expression)
+        if isinstance(node, cst.BooleanOperation):
+            return self.decides_on_tensor_data(node.left) or self.decides_on_tensor_data(node.right)
+        if isinstance(node, cst.Call):
+            return bool(qualified_names(self._get_metadata, node.func) & DATA_DEPENDENT_BOOL_TORCH)
+        return False
