@@ -1,0 +1,90 @@
+/**
+ * Starts and stops the language server: `<interpreter> -m fullgraph.lsp_server`
+ * over stdio with vscode-languageclient.
+ *
+ * The middleware here is the only place the client adds behaviour to the
+ * protocol: it answers `workspace/configuration` with the same settings the
+ * server got at initialization, and routes the server's commands through
+ * `runServerCommand` (commands.ts: palette arguments, workspace trust,
+ * a cancellable progress notification).
+ */
+import type * as vscode from 'vscode';
+import {
+    ExecuteCommandRequest,
+    LanguageClient,
+    LanguageClientOptions,
+    RevealOutputChannelOn,
+    ServerOptions,
+} from 'vscode-languageclient/node';
+import { runServerCommand } from './commands';
+import { Interpreter, serverCommand } from './python';
+import { configurationFor, ServerSettings } from './settings';
+import { ANALYSIS_FINISHED, AnalysisFinished } from './status';
+
+export const SERVER_ID = 'fullgraph';
+export const SERVER_NAME = 'fullgraph';
+
+export interface ServerStart {
+    interpreter: Interpreter;
+    settings: ServerSettings;
+    /** Where the server runs, so it finds the project's pyproject.toml. */
+    cwd: string | undefined;
+    outputChannel: vscode.LogOutputChannel;
+    onAnalysisFinished: (result: AnalysisFinished) => void;
+}
+
+export function clientOptions(start: ServerStart, getClient: () => LanguageClient): LanguageClientOptions {
+    return {
+        documentSelector: [
+            { scheme: 'file', language: 'python' },
+            { scheme: 'untitled', language: 'python' },
+        ],
+        outputChannel: start.outputChannel,
+        revealOutputChannelOn: RevealOutputChannelOn.Never,
+        initializationOptions: start.settings,
+        middleware: {
+            executeCommand: (command, args) =>
+                runServerCommand(command, args, (sentArgs, token) =>
+                    getClient().sendRequest(ExecuteCommandRequest.type, { command, arguments: sentArgs }, token),
+                ),
+            workspace: {
+                configuration: async (params, token, next) => {
+                    const fromVscode = await next(params, token);
+                    return params.items.map((item, index) => {
+                        const ours = configurationFor(item.section, start.settings);
+                        return ours.ours ? ours.value : Array.isArray(fromVscode) ? fromVscode[index] : null;
+                    });
+                },
+            },
+        },
+    };
+}
+
+/** Starts a client and its server; resolves once the server has answered `initialize`. */
+export async function startServer(start: ServerStart): Promise<LanguageClient> {
+    const { command, args } = serverCommand(start.interpreter);
+    const serverOptions: ServerOptions = { command, args, options: { cwd: start.cwd } };
+    start.outputChannel.info(`Starting server: ${[command, ...args].join(' ')} (interpreter from ${start.interpreter.source})`);
+    start.outputChannel.info(`Settings: ${JSON.stringify(start.settings)}`);
+    const client: LanguageClient = new LanguageClient(
+        SERVER_ID,
+        SERVER_NAME,
+        serverOptions,
+        clientOptions(start, () => client),
+    );
+    client.onNotification(ANALYSIS_FINISHED, (params: AnalysisFinished) => start.onAnalysisFinished(params));
+    await client.start();
+    return client;
+}
+
+export async function stopServer(client: LanguageClient | undefined): Promise<void> {
+    if (!client) {
+        return;
+    }
+    try {
+        // dispose() also unregisters the server's commands, so the next client can register them.
+        await client.dispose(2000);
+    } catch {
+        // A server that already died cannot be asked to shut down; nothing left to do.
+    }
+}
