@@ -115,16 +115,30 @@ class AnalysisService:
     # -- public API ---------------------------------------------------------
 
     def analyze(
-        self, entry: str, timeout: float | None = None, cancel: threading.Event | None = None
+        self,
+        entry: str,
+        timeout: float | None = None,
+        cancel: threading.Event | None = None,
+        *,
+        key: str = "entry",
     ) -> AnalysisResult:
-        """Run ``fullgraph.runtime.explain`` on one entrypoint, isolated."""
-        return self._run("analyze", entry, timeout, cancel)
+        """Run ``fullgraph.runtime.explain`` on one entrypoint, isolated.
+
+        ``key`` names where the entrypoint came from in configuration errors
+        (for example ``tool.fullgraph.entrypoints[0]`` or ``--entry``).
+        """
+        return self._run("analyze", entry, timeout, cancel, key)
 
     def compile_wrapper(
-        self, entry: str, timeout: float | None = None, cancel: threading.Event | None = None
+        self,
+        entry: str,
+        timeout: float | None = None,
+        cancel: threading.Event | None = None,
+        *,
+        key: str = "entry",
     ) -> str:
         """Source of the generated compiled wrapper module for ``entry``."""
-        result = self._run("compile_wrapper", entry, timeout, cancel)
+        result = self._run("compile_wrapper", entry, timeout, cancel, key)
         if not result.ok or result.wrapper is None:
             raise AnalysisFailed(result)
         return result.wrapper
@@ -170,17 +184,22 @@ class AnalysisService:
     # -- running one request ------------------------------------------------
 
     def _run(
-        self, op: str, entry: str, timeout: float | None, cancel: threading.Event | None
+        self,
+        op: str,
+        entry: str,
+        timeout: float | None,
+        cancel: threading.Event | None,
+        key: str,
     ) -> AnalysisResult:
         started = time.monotonic()
         try:
-            parse_entrypoint(entry)
+            parse_entrypoint(entry, key=key)
         except ConfigError as exc:
             return AnalysisResult(entry=str(entry), status="config_error", error=exc.to_json())
         if not self._acquire(cancel):
             return self._cancelled(entry, started)
         try:
-            return self._run_locked(op, entry, timeout or self.config.timeout, cancel, started)
+            return self._run_locked(op, entry, key, timeout or self.config.timeout, cancel, started)
         finally:
             self._lock.release()
 
@@ -191,7 +210,13 @@ class AnalysisService:
         return True
 
     def _run_locked(
-        self, op: str, entry: str, timeout: float, cancel: threading.Event | None, started: float
+        self,
+        op: str,
+        entry: str,
+        key: str,
+        timeout: float,
+        cancel: threading.Event | None,
+        started: float,
     ) -> AnalysisResult:
         if self._closed:
             raise RuntimeError("AnalysisService is closed")
@@ -229,6 +254,7 @@ class AnalysisService:
         request = {
             "op": op,
             "entry": entry,
+            "key": key,
             "stdout_path": str(stdout_path),
             "stderr_path": str(stderr_path),
         }

@@ -1,0 +1,176 @@
+"""One ``fullgraph check`` run: static findings plus entrypoint analyses, as data.
+
+The text, JSON and SARIF printers all read a :class:`CheckRun`, so they agree
+on what was found.  Static findings (``FG1xx``) and runtime breaks (``FG2xx``)
+become one list of :class:`Diagnostic` values; a runtime break reached from
+several entrypoints is one diagnostic (breaks are counted by distinct source
+location).  Positions keep the project convention: 1-based lines, 0-based
+code-point columns; printers convert.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from fullgraph.lsp_server.service import AnalysisResult
+
+SCHEMA_VERSION = 1
+# Exit codes, as documented in docs/cli.md.
+EXIT_CLEAN = 0
+EXIT_PROBLEMS = 1
+EXIT_CONFIG = 2
+FAILED_STATUSES = ("user_exception", "timeout", "crashed", "cancelled")
+
+
+@dataclasses.dataclass
+class Diagnostic:
+    path: Path
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    severity: str  # "error" | "warning" | "information" | "hint"
+    origin: str  # "static" | "runtime"
+    fixable: bool = False
+    category: str | None = None  # runtime break category name
+    hint: str = ""
+    doc_path: str = ""
+    stack: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    entries: list[str] = dataclasses.field(default_factory=list)  # entrypoints reaching it
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["path"] = str(self.path)
+        return data
+
+
+def tool_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("fullgraph")
+    except Exception:  # noqa: BLE001 - an uninstalled checkout still reports
+        return "0.0.0+unknown"
+
+
+@dataclasses.dataclass
+class CheckRun:
+    root: Path
+    findings: dict[Path, list[Any]] = dataclasses.field(default_factory=dict)
+    syntax_errors: dict[Path, Exception] = dataclasses.field(default_factory=dict)
+    results: list[AnalysisResult] = dataclasses.field(default_factory=list)
+    static_available: bool = True
+
+    def diagnostics(self) -> list[Diagnostic]:
+        diagnostics = [
+            self._from_finding(path, finding)
+            for path, findings in self.findings.items()
+            for finding in findings
+        ]
+        breaks: dict[tuple[str, str, int, int], Diagnostic] = {}
+        for result in self.results:
+            for brk in (result.report or {}).get("breaks", []):
+                key = (brk["code"], brk["file"], brk["line"], brk["column"])
+                if key not in breaks:
+                    breaks[key] = self._from_break(brk)
+                if result.entry not in breaks[key].entries:
+                    breaks[key].entries.append(result.entry)
+        diagnostics.extend(breaks.values())
+        diagnostics.sort(key=lambda d: (str(d.path), d.line, d.column, d.code))
+        return diagnostics
+
+    @staticmethod
+    def _from_finding(path: Path, finding: Any) -> Diagnostic:
+        return Diagnostic(
+            path=path,
+            line=finding.line,
+            column=finding.column,
+            end_line=finding.end_line,
+            end_column=finding.end_column,
+            code=finding.code,
+            message=finding.message,
+            severity=finding.severity,
+            origin="static",
+            fixable=finding.fix is not None,
+            hint=finding.refusal_reason or "",
+            doc_path=getattr(finding, "doc_path", f"docs/rules/{finding.code}.md"),
+        )
+
+    @staticmethod
+    def _from_break(brk: dict[str, Any]) -> Diagnostic:
+        return Diagnostic(
+            path=Path(brk["file"]),
+            line=brk["line"],
+            column=brk["column"],
+            end_line=brk.get("end_line", brk["line"]),
+            end_column=brk.get("end_column", brk["column"]),
+            code=brk["code"],
+            message=brk["message"],
+            severity="warning",
+            origin="runtime",
+            category=brk.get("category"),
+            hint=brk.get("hint", ""),
+            doc_path=f"docs/codes/{brk['code']}.md",
+            stack=list(brk.get("stack", [])),
+        )
+
+    def failed(self) -> list[AnalysisResult]:
+        return [r for r in self.results if r.status in FAILED_STATUSES]
+
+    def config_errors(self) -> list[AnalysisResult]:
+        return [r for r in self.results if r.status == "config_error"]
+
+    def summary(self) -> dict[str, Any]:
+        diagnostics = self.diagnostics()
+        breaks = [d for d in diagnostics if d.origin == "runtime"]
+        static = [d for d in diagnostics if d.origin == "static"]
+        return {
+            "entrypoints": len(self.results),
+            "analyzed": sum(1 for r in self.results if r.report is not None),
+            "failed": len(self.failed()),
+            "config_errors": len(self.config_errors()),
+            "graphs": sum((r.report or {}).get("graph_count", 0) for r in self.results),
+            "breaks": len(breaks),
+            "breaks_by_category": dict(collections.Counter(d.category or d.code for d in breaks)),
+            "findings": len(static),
+            "findings_by_code": dict(collections.Counter(d.code for d in static)),
+            "fixable": sum(1 for d in static if d.fixable),
+            "files_checked": len(self.findings),
+            "syntax_errors": len(self.syntax_errors),
+        }
+
+    def exit_code(self) -> int:
+        if self.config_errors():
+            return EXIT_CONFIG
+        if self.diagnostics() or self.failed() or self.syntax_errors:
+            return EXIT_PROBLEMS
+        return EXIT_CLEAN
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {
+                "name": "fullgraph",
+                "version": tool_version(),
+                "python": sys.version.split()[0],
+            },
+            "root": str(self.root),
+            "summary": self.summary(),
+            "diagnostics": [d.to_json() for d in self.diagnostics()],
+            "syntax_errors": [
+                {
+                    "path": str(path),
+                    "line": getattr(exc, "line", 1),
+                    "column": getattr(exc, "column", 0),
+                    "message": getattr(exc, "message", str(exc)),
+                }
+                for path, exc in sorted(self.syntax_errors.items())
+            ],
+            "entrypoints": [result.to_json() for result in self.results],
+        }

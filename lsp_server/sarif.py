@@ -1,0 +1,158 @@
+"""SARIF 2.1.0 output of a check run, for code-scanning UIs.
+
+One run with the static rules (``FG1xx``) and runtime break categories
+(``FG2xx``) as ``tool.driver.rules``, one result per diagnostic.  Locations are
+relative to ``%SRCROOT%`` (the project root) when the file lies under it.
+Columns: SARIF columns are 1-based, and ``columnKind`` says they count Unicode
+code points, which is what the report's 0-based columns count.  A runtime
+break's user call stack becomes the result's ``stacks`` (innermost frame
+first, as SARIF orders them); entrypoints that failed to run are tool
+execution notifications.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fullgraph.lsp_server.check_run import CheckRun, Diagnostic, tool_version
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
+
+
+def _rule_entries() -> list[dict[str, Any]]:
+    """Every rule fullgraph knows: static rules if installed, then runtime categories."""
+    rules: list[dict[str, Any]] = []
+    try:
+        from fullgraph.refactors import RULES
+    except ImportError:
+        RULES = {}  # noqa: N806 - mirrors the imported name
+    for code, rule in sorted(RULES.items()):
+        description = getattr(rule, "WHAT_IT_DOES", "") or rule.MESSAGE
+        rules.append(
+            {
+                "id": code,
+                "name": rule.NAME,
+                "shortDescription": {"text": rule.MESSAGE},
+                "fullDescription": {"text": description},
+                "defaultConfiguration": {
+                    "level": LEVELS.get(getattr(rule, "SEVERITY", ""), "warning")
+                },
+                "properties": {"origin": "static"},
+            }
+        )
+    from fullgraph.runtime.breaks import CATEGORIES
+
+    for code, category in sorted(CATEGORIES.items()):
+        rules.append(
+            {
+                "id": code,
+                "name": category.name,
+                "shortDescription": {"text": category.title},
+                "fullDescription": {"text": category.explanation},
+                "help": {"text": category.hint},
+                "defaultConfiguration": {"level": "warning"},
+                "properties": {"origin": "runtime"},
+            }
+        )
+    return rules
+
+
+def _artifact(path: Path, root: Path) -> dict[str, Any]:
+    path = Path(path).resolve()
+    try:
+        return {"uri": path.relative_to(root).as_posix(), "uriBaseId": SRCROOT}
+    except ValueError:
+        return {"uri": path.as_uri()}
+
+
+def _location(path: Path, root: Path, region: dict[str, int], message: str = "") -> dict[str, Any]:
+    location: dict[str, Any] = {
+        "physicalLocation": {"artifactLocation": _artifact(path, root), "region": region}
+    }
+    if message:
+        location["message"] = {"text": message}
+    return location
+
+
+def _region(diagnostic: Diagnostic) -> dict[str, int]:
+    return {
+        "startLine": diagnostic.line,
+        "startColumn": diagnostic.column + 1,
+        "endLine": diagnostic.end_line,
+        "endColumn": diagnostic.end_column + 1,
+    }
+
+
+def _result(diagnostic: Diagnostic, rule_index: dict[str, int], root: Path) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": diagnostic.code,
+        "level": LEVELS.get(diagnostic.severity, "warning"),
+        "message": {"text": diagnostic.message},
+        "locations": [_location(diagnostic.path, root, _region(diagnostic))],
+    }
+    if diagnostic.code in rule_index:
+        result["ruleIndex"] = rule_index[diagnostic.code]
+    if diagnostic.stack:
+        frames = [
+            {
+                "location": _location(
+                    Path(frame["file"]),
+                    root,
+                    {"startLine": frame["line"], "startColumn": frame["column"] + 1},
+                    f"in {frame['function']}",
+                )
+            }
+            for frame in reversed(diagnostic.stack)
+        ]
+        result["stacks"] = [{"message": {"text": "user call stack"}, "frames": frames}]
+    properties: dict[str, Any] = {"origin": diagnostic.origin}
+    if diagnostic.hint:
+        properties["hint"] = diagnostic.hint
+    if diagnostic.entries:
+        properties["entrypoints"] = diagnostic.entries
+    result["properties"] = properties
+    return result
+
+
+def to_sarif(run: CheckRun) -> dict[str, Any]:
+    root = run.root.resolve()
+    rules = _rule_entries()
+    rule_index = {rule["id"]: index for index, rule in enumerate(rules)}
+    notifications = [
+        {
+            "level": "error",
+            "message": {
+                "text": f"{result.entry}: {result.status}: {(result.error or {}).get('message', '')}"
+            },
+            "properties": {"entry": result.entry, "status": result.status},
+        }
+        for result in run.failed() + run.config_errors()
+    ]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "fullgraph",
+                        "version": tool_version(),
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "invocations": [
+                    {
+                        "executionSuccessful": not notifications,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+                "results": [_result(d, rule_index, root) for d in run.diagnostics()],
+            }
+        ],
+    }
