@@ -5,14 +5,17 @@
  * `fullgraph.analyze`, `fullgraph.compileFunction` and `fullgraph.addEntrypoint`
  * are server commands (workspace/executeCommand): vscode-languageclient
  * registers them when the server advertises them. A code lens sends the
- * server's own arguments; from the palette there are none, so the client sends
- * where the cursor is and the server decides which function that means.
+ * server's own arguments. From the palette there are none: "Analyze" then
+ * means every configured entrypoint, and the two function commands take the
+ * arguments of the server's "Compile this function" lens on the function at
+ * the cursor — the client never works out for itself what a function is.
  */
 import type * as vscode from 'vscode';
 import {
     executeCommand,
     getActiveTextEditor,
     isWorkspaceTrusted,
+    showDocument,
     showErrorMessage,
     showUntitledDocument,
     showWarningMessage,
@@ -39,8 +42,14 @@ export interface CursorLocation {
     position: { line: number; character: number };
 }
 
-/** What the palette version of a server command sends: `[{uri, position}]`. */
-export type CommandArgument = CursorLocation;
+/** The part of an LSP CodeLens the palette commands read. */
+export interface ServerLens {
+    range: { start: { line: number } };
+    command?: { command: string; arguments?: unknown[] };
+}
+
+/** Asks the server for the code lenses of an open document. */
+export type LensSource = (uri: string) => Thenable<readonly ServerLens[] | null | undefined>;
 
 /** An error whose message is for the user (shown as is, no stack). */
 export class UserFacingError extends Error {}
@@ -54,24 +63,49 @@ export function cursorLocation(editor: vscode.TextEditor | undefined): CursorLoc
 }
 
 /**
+ * The arguments of the server's "Compile this function" lens on the function
+ * at `line`: the nearest lens that starts at or above it (lenses sit on the
+ * `def`/`class` line). Undefined when there is none.
+ */
+export function lensArgumentsAt(lenses: readonly ServerLens[], line: number): unknown[] | undefined {
+    let best: ServerLens | undefined;
+    for (const lens of lenses) {
+        if (lens.command?.command !== COMPILE_FUNCTION || lens.range.start.line > line) {
+            continue;
+        }
+        if (!best || lens.range.start.line >= best.range.start.line) {
+            best = lens;
+        }
+    }
+    return best ? [...(best.command?.arguments ?? [])] : undefined;
+}
+
+/**
  * The arguments to send with a server command. Arguments given by the caller
  * (a code lens, another extension) are passed through untouched.
  */
-export function commandArguments(command: string, given: readonly unknown[], cursor: CursorLocation | undefined): unknown[] {
+export async function commandArguments(
+    command: string,
+    given: readonly unknown[],
+    cursor: CursorLocation | undefined,
+    lenses: LensSource,
+): Promise<unknown[]> {
     if (given.length > 0) {
         return [...given];
     }
-    if (cursor) {
-        return [cursor];
-    }
     if (command === ANALYZE) {
-        // No editor: the server analyses the configured entrypoints.
+        // From the palette or the status bar: every configured entrypoint.
         return [];
     }
-    throw new UserFacingError(
-        `${command === COMPILE_FUNCTION ? 'Compile this function' : 'Add entrypoint'} needs a Python file ` +
-            'open with the cursor inside a function.',
-    );
+    const what = command === COMPILE_FUNCTION ? 'Compile this function' : 'Add entrypoint';
+    if (!cursor) {
+        throw new UserFacingError(`${what} needs a Python file open with the cursor inside a function.`);
+    }
+    const args = lensArgumentsAt((await lenses(cursor.uri)) ?? [], cursor.position.line);
+    if (!args) {
+        throw new UserFacingError(`${what}: no function or nn.Module class at the cursor.`);
+    }
+    return args;
 }
 
 /** Commands that run the user's code (in the server's worker), so need a trusted workspace. */
@@ -85,14 +119,10 @@ export function progressTitle(command: string, args: readonly unknown[]): string
         return undefined;
     }
     const verb = command === ANALYZE ? 'Analyzing' : 'Compiling';
-    const first = args[0] as Partial<CursorLocation> | string | undefined;
-    const target =
-        typeof first === 'string'
-            ? first
-            : first?.uri
-              ? decodeURIComponent(first.uri.split('/').pop() ?? first.uri)
-              : 'entrypoints';
-    return `fullgraph: ${verb} ${target}…`;
+    const first = args[0] as { entry?: unknown; qualname?: unknown } | string | undefined;
+    const name =
+        typeof first === 'string' ? first : typeof first === 'object' ? (first.entry ?? first.qualname) : undefined;
+    return `fullgraph: ${verb} ${typeof name === 'string' ? name : 'entrypoints'}…`;
 }
 
 /** JSON-RPC's "request cancelled" error code: the user pressed Cancel, nothing to report. */
@@ -111,22 +141,42 @@ async function requestTrust(): Promise<void> {
     }
 }
 
-/** Sends `workspace/executeCommand` with these arguments; cancelled through `token`. */
-export type SendCommand = (args: unknown[], token?: vscode.CancellationToken) => Thenable<unknown>;
+/** Shows the generated wrapper: the file the server created, else its source in a new editor. */
+async function showCompiledWrapper(result: CompileResult | null): Promise<void> {
+    if (result?.applied && result.uri) {
+        await showDocument(result.uri);
+    } else if (typeof result?.source === 'string' && result.source.length > 0) {
+        await showUntitledDocument(result.source, 'python');
+    }
+}
+
+/** What running a server command needs from the language client. */
+export interface ServerConnection {
+    /** Sends `workspace/executeCommand` with these arguments; cancelled through `token`. */
+    execute(args: unknown[], token?: vscode.CancellationToken): Thenable<unknown>;
+    codeLenses: LensSource;
+}
+
+/** What `fullgraph.compileFunction` answers (see lsp_server/features/commands.py). */
+interface CompileResult {
+    applied?: boolean;
+    uri?: string;
+    source?: string | null;
+}
 
 /**
  * Runs one server command the way the user expects from the palette: asks for
  * trust first when it runs user code, fills in the cursor, shows a cancellable
  * progress notification, and shows failures as messages instead of throwing.
  */
-export async function runServerCommand(command: string, given: unknown[], send: SendCommand): Promise<unknown> {
+export async function runServerCommand(command: string, given: unknown[], server: ServerConnection): Promise<unknown> {
     if (runsUserCode(command) && !isWorkspaceTrusted()) {
         await requestTrust();
         return undefined;
     }
     let args: unknown[];
     try {
-        args = commandArguments(command, given, cursorLocation(getActiveTextEditor()));
+        args = await commandArguments(command, given, cursorLocation(getActiveTextEditor()), server.codeLenses);
     } catch (error) {
         if (error instanceof UserFacingError) {
             void showErrorMessage(error.message);
@@ -136,10 +186,10 @@ export async function runServerCommand(command: string, given: unknown[], send: 
     }
     const title = progressTitle(command, args);
     try {
-        const result = await (title ? withNotificationProgress(title, (token) => send(args, token)) : send(args));
-        if (command === COMPILE_FUNCTION && typeof result === 'string' && result.length > 0) {
-            // A server that could not create the wrapper file returns its source instead.
-            await showUntitledDocument(result, 'python');
+        const execute = (token?: vscode.CancellationToken) => server.execute(args, token);
+        const result = await (title ? withNotificationProgress(title, execute) : execute());
+        if (command === COMPILE_FUNCTION) {
+            await showCompiledWrapper(result as CompileResult | null);
         }
         return result;
     } catch (error) {

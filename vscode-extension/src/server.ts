@@ -10,6 +10,7 @@
  */
 import type * as vscode from 'vscode';
 import {
+    CodeLensRequest,
     ExecuteCommandRequest,
     LanguageClient,
     LanguageClientOptions,
@@ -44,9 +45,11 @@ export function clientOptions(start: ServerStart, getClient: () => LanguageClien
         initializationOptions: start.settings,
         middleware: {
             executeCommand: (command, args) =>
-                runServerCommand(command, args, (sentArgs, token) =>
-                    getClient().sendRequest(ExecuteCommandRequest.type, { command, arguments: sentArgs }, token),
-                ),
+                runServerCommand(command, args, {
+                    execute: (sentArgs, token) =>
+                        getClient().sendRequest(ExecuteCommandRequest.type, { command, arguments: sentArgs }, token),
+                    codeLenses: (uri) => getClient().sendRequest(CodeLensRequest.type, { textDocument: { uri } }),
+                }),
             workspace: {
                 configuration: async (params, token, next) => {
                     const fromVscode = await next(params, token);

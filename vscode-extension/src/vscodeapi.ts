@@ -100,3 +100,8 @@ export async function showUntitledDocument(content: string, language: string): P
     const document = await vscode.workspace.openTextDocument({ content, language });
     await vscode.window.showTextDocument(document);
 }
+
+/** Opens the document at `uri` (a file the server created through workspace/applyEdit). */
+export async function showDocument(uri: string): Promise<void> {
+    await vscode.window.showTextDocument(vscode.Uri.parse(uri));
+}

@@ -35,6 +35,7 @@ export const state = {
     statusItems: [] as FakeStatusBarItem[],
     progressTitles: [] as string[],
     untitledDocuments: [] as { content: string; language: string }[],
+    shownDocuments: [] as string[],
 };
 
 export function reset(): void {
@@ -50,6 +51,7 @@ export function reset(): void {
     state.statusItems = [];
     state.progressTitles = [];
     state.untitledDocuments = [];
+    state.shownDocuments = [];
 }
 
 /** Sets a user (global) or workspace value, as a person would in settings.json. */
@@ -116,6 +118,9 @@ export const fake: typeof real = {
     getPythonEnvironments: async () => state.pythonEnvironments,
     showUntitledDocument: async (content, language) => {
         state.untitledDocuments.push({ content, language });
+    },
+    showDocument: async (uri) => {
+        state.shownDocuments.push(uri);
     },
 };
 
