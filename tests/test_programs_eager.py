@@ -1,0 +1,141 @@
+"""The corpus programs themselves: they run eagerly, are deterministic, and their markers are sound.
+
+These tests need nothing from fullgraph, so they keep the corpus honest while
+the runtime is being built.  The comparison with TorchDynamo records what
+Dynamo says and asserts only what is robust: a program that prints, reads
+tensor data or produces data-dependent shapes makes Dynamo break too, except
+where Dynamo is known to handle the construct (listed below with the reason).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+import pytest
+import torch
+
+from programs import loader
+
+NAMES = loader.program_names()
+BREAKING = [name for name in NAMES if loader.expected_breaks(name)]
+BREAKLESS = [name for name in NAMES if not loader.expected_breaks(name)]
+SEEDS = (0, 1, 2)
+
+# Programs with FG201/FG202/FG203 markers on which Dynamo (torch 2.13, default
+# config) reports no graph break, and why.  Checked by running it; a program
+# leaves this list as soon as Dynamo breaks on it (the test below says so).
+DYNAMO_HANDLES: dict[str, str] = {}
+
+
+def _run(name: str, seed: int):
+    program = loader.load_program(name)
+    return program.make_model()(*program.make_inputs(seed))
+
+
+@functools.cache
+def _dynamo_explain(name: str):
+    import torch._dynamo
+
+    program = loader.load_program(name)
+    torch._dynamo.reset()
+    try:
+        return torch._dynamo.explain(program.make_model(), backend="eager")(
+            *program.make_inputs(0)
+        )
+    finally:
+        torch._dynamo.reset()
+
+
+def test_corpus_is_large_and_mixed():
+    assert len(NAMES) >= 60, f"only {len(NAMES)} programs"
+    # Roughly two thirds breakless, one third with breaks.
+    assert 0.2 <= len(BREAKING) / len(NAMES) <= 0.45, (len(BREAKING), len(NAMES))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_program_declares_the_format(name):
+    program = loader.load_program(name)
+    assert program.__doc__ and program.__doc__.strip(), "needs a one-line docstring"
+    assert callable(program.make_model)
+    assert callable(program.make_inputs)
+    assert isinstance(program.make_inputs(0), tuple)
+    assert isinstance(program.EXPECTED_GRAPHS, int) and program.EXPECTED_GRAPHS >= 1
+    runs = loader.expected_monitor_runs(program)
+    assert runs is None or 1 <= runs <= len(SEEDS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_program_runs_and_data_matters(name):
+    outputs = [loader.output_leaves(_run(name, seed)) for seed in SEEDS]
+    for seed, leaves in zip(SEEDS, outputs):
+        assert any(isinstance(leaf, torch.Tensor) for leaf in leaves), f"seed {seed}: no tensor"
+    for other in outputs[1:]:
+        with pytest.raises(AssertionError):
+            torch.testing.assert_close(outputs[0], other)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_program_is_deterministic(name):
+    for seed in SEEDS:
+        torch.testing.assert_close(
+            loader.comparable_output(_run(name, seed)),
+            loader.comparable_output(_run(name, seed)),
+            msg=lambda m: f"seed {seed}: two fresh models disagree: {m}",
+        )
+
+
+@pytest.mark.parametrize("name", BREAKING)
+def test_break_markers_are_sound(name):
+    path = loader.program_path(name)
+    source_lines = path.read_text().splitlines()
+    # Lines that hold code (not only a comment): a marker must sit on one.
+    code_lines = {
+        node.lineno for node in ast.walk(ast.parse(path.read_text())) if hasattr(node, "lineno")
+    }
+    for expected in loader.expected_breaks(name):
+        assert expected.file == str(path)
+        assert expected.code in loader.MARKER_CODES, expected
+        assert 1 <= expected.line <= len(source_lines)
+        assert expected.line in code_lines, f"marker on a line without code: {expected}"
+    program = loader.load_program(name)
+    # A break splits the run; the program must say how many graphs result.
+    assert program.EXPECTED_GRAPHS >= 1
+
+
+def test_markers_are_found_only_in_comments(tmp_path, monkeypatch):
+    fake = tmp_path / "fake_program.py"
+    fake.write_text('x = "# BREAK: FG201"\nprint(x)  # BREAK: FG201, FG202\n')
+    monkeypatch.setattr(loader, "PROGRAMS_DIR", tmp_path)
+    assert loader.expected_breaks("fake_program") == [
+        loader.ExpectedBreak(str(fake), 2, "FG201"),
+        loader.ExpectedBreak(str(fake), 2, "FG202"),
+    ]
+
+
+@pytest.mark.parametrize("name", BREAKLESS)
+def test_dynamo_on_breakless_program(name, record_property):
+    """Record Dynamo's verdict; the corpus does not assume Dynamo is perfect."""
+    explained = _dynamo_explain(name)
+    record_property("dynamo_graph_count", explained.graph_count)
+    record_property("dynamo_break_count", explained.graph_break_count)
+    assert explained.graph_count >= 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name
+        for name in BREAKING
+        if {b.code for b in loader.expected_breaks(name)} & {"FG201", "FG202", "FG203"}
+    ],
+)
+def test_dynamo_also_breaks_where_python_must_run(name):
+    explained = _dynamo_explain(name)
+    reasons = [str(reason.reason) for reason in explained.break_reasons]
+    if name in DYNAMO_HANDLES:
+        assert explained.graph_break_count == 0, (
+            f"Dynamo now breaks on {name}; remove it from DYNAMO_HANDLES: {reasons}"
+        )
+    else:
+        assert explained.graph_break_count >= 1, f"Dynamo captured {name} whole"
