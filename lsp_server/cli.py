@@ -54,7 +54,7 @@ def _project(args: argparse.Namespace) -> tuple[Path, Config]:
     return root, config
 
 
-def _service(root: Path, config: Config):  # noqa: ANN202 - imported lazily (threads, tempfiles)
+def _service(root: Path, config: Config):
     from fullgraph.lsp_server.service import AnalysisService
 
     # A one-shot run: starting a spare worker after a crash would only cost time.
@@ -97,9 +97,8 @@ def _entries_for(args: argparse.Namespace, root: Path, config: Config) -> list[t
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from fullgraph.lsp_server import text_report
+    from tqdm import tqdm
 
     root, config = _project(args)
     paths = [Path(p) for p in args.paths] or [Path.cwd()]
@@ -271,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, handler: Callable[[argparse.Namespace], int], help_text: str):  # noqa: ANN202
+    def add(name: str, handler: Callable[[argparse.Namespace], int], help_text: str):
         command = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
         command.set_defaults(handler=handler)
         return command

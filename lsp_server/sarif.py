@@ -29,7 +29,7 @@ def _rule_entries() -> list[dict[str, Any]]:
     try:
         from fullgraph.refactors import RULES
     except ImportError:
-        RULES = {}  # noqa: N806 - mirrors the imported name
+        RULES = {}
     for code, rule in sorted(RULES.items()):
         description = getattr(rule, "WHAT_IT_DOES", "") or rule.MESSAGE
         rules.append(

@@ -93,8 +93,10 @@ def format_report(report: dict[str, Any], cwd: Path | None = None) -> str:
     where = f"{display_path(function.get('file', '?'), cwd)}:{function.get('line', '?')}"
     lines = [
         f"{function.get('qualname', '?')} ({where})",
-        f"status: {report.get('status')}   graphs: {report.get('graph_count', 0)}   "
-        f"breaks: {report.get('break_count', 0)}",
+        (
+            f"status: {report.get('status')}   graphs: {report.get('graph_count', 0)}   "
+            f"breaks: {report.get('break_count', 0)}"
+        ),
     ]
     error = report.get("error")
     if error:
