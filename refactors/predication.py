@@ -1,0 +1,283 @@
+"""Predicated control flow: rewrite a two-way ``if`` on a tensor into ``torch.where`` selects.
+
+The plan for ``if c: <then> else: <else>`` (GraphMend's first transformation):
+
+1. every name a branch assigns is renamed inside that branch
+   (``y`` -> ``y_if_true``), so computing both branches one after the other
+   never clobbers a value the other branch or the condition reads;
+2. the renamed statements of both branches are hoisted (run unconditionally);
+3. each name that is live after the ``if`` is selected:
+   ``y = torch.where(c, y_if_true, y_if_false)``; a name only one branch
+   assigns keeps its previous value on the other side;
+4. a hoisted value used once, by a select, is inlined into it when nothing
+   it reads has been rebound by then, which turns the common
+   ``if c: y = a else: y = b`` into ``y = torch.where(c, a, b)``.
+
+Every condition of legality is checked by :func:`plan`; a failed one raises
+:class:`Refusal` with the reason in words.  This module builds code strings
+from nodes; the rule turns them into libcst statements.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from .purity import Impurity, check_speculatable
+from .tensor_types import TensorTypes
+
+RETURN = "<return>"
+# Reductions that give one value when called without a dimension.
+SCALAR_METHODS = frozenset(
+    {"any", "all", "sum", "mean", "max", "min", "norm", "prod", "std", "var", "amax", "amin",
+     "median", "count_nonzero", "logsumexp", "nansum", "nanmean"}
+)
+SCALAR_TORCH = frozenset(f"torch.{name}" for name in SCALAR_METHODS)
+
+
+class Refusal(Exception):
+    """The rewrite is not proven safe; the message says which condition failed."""
+
+
+@dataclasses.dataclass
+class Branch:
+    """One branch's statements as (target, value) pairs; target RETURN for ``return``."""
+
+    assignments: list[tuple[str, cst.BaseExpression]]
+
+    @property
+    def names(self) -> list[str]:
+        return [t for t, _ in self.assignments if t != RETURN]
+
+    @property
+    def returns(self) -> bool:
+        return bool(self.assignments) and self.assignments[-1][0] == RETURN
+
+
+def names_in(node: cst.CSTNode | None) -> set[str]:
+    found: set[str] = set()
+    if node is None:
+        return found
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.add(name.value)
+
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            attribute.value.visit(self)
+            return False
+
+    node.visit(_Names())
+    return found
+
+
+class _Rename(cst.CSTTransformer):
+    def __init__(self, mapping: dict[str, str]) -> None:
+        super().__init__()
+        self.mapping = mapping
+
+    def leave_Attribute(self, original_node, updated_node):
+        # ``x.y``: only ``x`` is a variable; the attribute name must stay.
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Name(self, original_node, updated_node):
+        if original_node.value in self.mapping:
+            return updated_node.with_changes(value=self.mapping[original_node.value])
+        return updated_node
+
+
+def rename(node: cst.BaseExpression, mapping: dict[str, str]) -> cst.BaseExpression:
+    return node.visit(_Rename(mapping)) if mapping else node
+
+
+def branch_from_block(block: cst.BaseSuite, label: str) -> Branch:
+    """The branch's assignments, or a :class:`Refusal` naming the statement that prevents it."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        smalls = list(block.body)
+    else:
+        smalls = []
+        for statement in block.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                kind = type(statement).__name__.lower()
+                raise Refusal(f"the {label} branch contains a nested `{kind}` statement")
+            smalls.extend(statement.body)
+    assignments: list[tuple[str, cst.BaseExpression]] = []
+    for index, small in enumerate(smalls):
+        if isinstance(small, cst.Pass):
+            continue
+        if isinstance(small, cst.Assign):
+            if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+                raise Refusal(f"the {label} branch stores to something other than a plain name")
+            assignments.append((small.targets[0].target.value, small.value))
+        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value:
+            assignments.append((small.target.value, small.value))
+        elif isinstance(small, cst.Return):
+            if small.value is None or index != len(smalls) - 1:
+                raise Refusal(f"the {label} branch returns early")
+            assignments.append((RETURN, small.value))
+        elif isinstance(small, cst.AugAssign):
+            raise Refusal(
+                f"the {label} branch updates a value in place (augmented assignment); "
+                "hoisted statements must be effect-free"
+            )
+        elif isinstance(small, cst.Raise):
+            raise Refusal(f"the {label} branch raises; hoisted code cannot contain `raise`")
+        elif isinstance(small, (cst.Break, cst.Continue)):
+            raise Refusal(f"the {label} branch contains `break`/`continue`")
+        elif isinstance(small, cst.Expr):
+            raise Refusal(
+                f"the {label} branch has an expression statement (a call for its effect); "
+                "hoisted statements must be effect-free"
+            )
+        else:
+            raise Refusal(f"the {label} branch contains a `{type(small).__name__}` statement")
+    return Branch(assignments)
+
+
+def is_single_value(node: cst.BaseExpression, types: TensorTypes, qualified_names,
+                    seen: frozenset[str] = frozenset()) -> bool:
+    """Whether ``node`` is provably a tensor with one element (or a Python number)."""
+    if isinstance(node, cst.BaseNumber):
+        return True
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in SCALAR_METHODS and not node.args:
+            return types.is_tensor(func.value)
+        if qualified_names(func) & SCALAR_TORCH and len(node.args) == 1 and not node.args[0].keyword:
+            return True
+        return False
+    if isinstance(node, cst.Comparison):
+        parts = [node.left, *(t.comparator for t in node.comparisons)]
+        return all(is_single_value(p, types, qualified_names, seen) for p in parts)
+    if isinstance(node, cst.BinaryOperation):
+        return is_single_value(node.left, types, qualified_names, seen) and is_single_value(
+            node.right, types, qualified_names, seen)
+    if isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
+        return is_single_value(node.expression, types, qualified_names, seen)
+    if isinstance(node, cst.Name) and node.value not in seen:
+        values = types.assigned.get(node.value, [])
+        return bool(values) and all(
+            v is not None and is_single_value(v, types, qualified_names, seen | {node.value})
+            for v in values
+        )
+    return False
+
+
+@dataclasses.dataclass
+class Plan:
+    """What to emit: a condition binding, hoisted assignments and the selects."""
+
+    condition_code: str
+    condition_name: str | None
+    hoisted: list[tuple[str, str]]
+    # (target or RETURN, code when true, code when false)
+    selects: list[tuple[str, str, str]]
+
+
+def plan(condition: cst.BaseExpression, then: Branch, otherwise: Branch | None, *,
+         types: TensorTypes, qualified_names, code, live: set[str], defined_before: set[str],
+         taken_names: set[str]) -> Plan:
+    """Check every legality condition and lay out the rewrite (or raise :class:`Refusal`)."""
+    if not types.is_tensor(condition):
+        raise Refusal(
+            f"the condition `{code(condition)}` is a Python bool computed from tensor data, "
+            "not a tensor that torch.where can select with"
+        )
+    if not is_single_value(condition, types, qualified_names):
+        raise Refusal(
+            f"the condition `{code(condition)}` is not provably a single value "
+            "(torch.where would broadcast it instead of raising like `if` does)"
+        )
+    otherwise = otherwise or Branch([])
+    if then.returns != otherwise.returns:
+        raise Refusal("only one branch returns; the other path continues after the `if`")
+    for _, value in then.assignments + otherwise.assignments:
+        try:
+            check_speculatable(value, types, qualified_names, code)
+        except Impurity as impurity:
+            raise Refusal(f"the untaken branch could fault or have an effect: {impurity}") from None
+
+    fresh_names = set(taken_names)
+
+    def fresh(base: str) -> str:
+        candidate, counter = base, 2
+        while candidate in fresh_names:
+            candidate, counter = f"{base}_{counter}", counter + 1
+        fresh_names.add(candidate)
+        return candidate
+
+    hoisted: list[tuple[str, cst.BaseExpression]] = []
+    # Tensor kinds are judged on the original (un-renamed) values.
+    original_values: dict[str, cst.BaseExpression] = {}
+    finals: list[dict[str, str]] = []
+    for branch, suffix in ((then, "if_true"), (otherwise, "if_false")):
+        mapping: dict[str, str] = {}
+        for target, value in branch.assignments:
+            original = value
+            value = rename(value, mapping)
+            if target == RETURN:
+                hoisted.append((fresh(f"result_{suffix}"), value))
+                mapping[RETURN] = hoisted[-1][0]
+            else:
+                mapping[target] = fresh(f"{target}_{suffix}")
+                hoisted.append((mapping[target], value))
+            original_values[hoisted[-1][0]] = original
+        finals.append(mapping)
+    true_final, false_final = finals
+
+    selects: list[tuple[str, str, str]] = []
+    ordered = list(dict.fromkeys([*then.names, *otherwise.names]))
+    for name in ordered:
+        in_true, in_false = name in true_final, name in false_final
+        if not (in_true and in_false) and name not in live:
+            continue  # a temporary of one branch: renamed, never selected
+        if not (in_true and in_false) and name not in defined_before:
+            side = "true" if in_true else "false"
+            raise Refusal(
+                f"`{name}` is bound only when the condition is {side}; both branches must "
+                "bind the same names"
+            )
+        if name not in live:
+            continue
+        selects.append((name, true_final.get(name, name), false_final.get(name, name)))
+    if then.returns:
+        selects.append((RETURN, true_final[RETURN], false_final[RETURN]))
+
+    for target, when_true, when_false in selects:
+        for ref in (when_true, when_false):
+            if not types.is_tensor(original_values.get(ref, cst.Name(ref))):
+                label = "the returned value" if target == RETURN else f"`{target}`"
+                raise Refusal(f"{label} is not known to be a tensor in both branches")
+    return _layout(condition, hoisted, selects, code=code, fresh=fresh)
+
+
+def _layout(condition, hoisted, selects, *, code, fresh) -> Plan:
+    # Inline a hoisted value into the select that is its only use, when no
+    # earlier select has rebound a name it reads.
+    uses: dict[str, int] = {}
+    for _, value in hoisted:
+        for name in names_in(value):
+            uses[name] = uses.get(name, 0) + 1
+    for _, when_true, when_false in selects:
+        for ref in (when_true, when_false):
+            uses[ref] = uses.get(ref, 0) + 1
+    values = dict(hoisted)
+    inlined: dict[str, str] = {}
+    rebound: set[str] = set()
+    for target, when_true, when_false in selects:
+        for ref in (when_true, when_false):
+            if ref in values and uses.get(ref) == 1 and not (names_in(values[ref]) & rebound):
+                inlined[ref] = code(values[ref])
+        rebound.add(target)
+    remaining = [(t, code(v)) for t, v in hoisted if t not in inlined]
+    condition_code = code(condition)
+    condition_name = None
+    needs_binding = len(selects) > 1 or remaining
+    rebinds_condition = isinstance(condition, cst.Name) and condition.value in rebound
+    if needs_binding and (rebinds_condition or not isinstance(condition, cst.Name)):
+        condition_name = fresh("condition")
+    elif isinstance(condition, cst.Name):
+        condition_code = condition.value
+    final = [(t, inlined.get(a, a), inlined.get(b, b)) for t, a, b in selects]
+    return Plan(condition_code, condition_name, remaining, final)

@@ -1,0 +1,331 @@
+"""FG101: an ``if``, conditional expression or ``while`` decides on tensor data.
+
+Fix: predicated control flow (see :mod:`fullgraph.refactors.predication`).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..predication import RETURN, Refusal, branch_from_block, names_in, plan
+from ..purity import Impurity, check_speculatable
+from ..rule import Invalid, Rule, Valid
+from ..predication import is_single_value
+
+
+def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return [*_conjuncts(node.left), *_conjuncts(node.right)]
+    return [node]
+
+
+def _only_raises(node: cst.If) -> bool:
+    body = node.body.body
+    return (
+        len(body) == 1
+        and isinstance(body[0], cst.SimpleStatementLine)
+        and len(body[0].body) == 1
+        and isinstance(body[0].body[0], cst.Raise)
+    )
+
+
+def _comments(node: cst.CSTNode) -> list[cst.EmptyLine]:
+    """Every comment inside ``node``, as standalone comment lines."""
+    found: list[cst.EmptyLine] = []
+
+    class _Comments(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(cst.EmptyLine(comment=comment))
+
+    node.visit(_Comments())
+    return found
+
+
+class TensorConditionRule(Rule):
+    CODE = "FG101"
+    NAME = "tensor-condition"
+    MESSAGE = "This {construct} decides on tensor data (`{condition}`); the graph breaks here."
+    WHAT_IT_DOES = (
+        "Reports an `if` statement, a conditional expression (`a if c else b`) or a `while` "
+        "loop whose condition is a tensor (a comparison or reduction on a tensor, "
+        "`.any()`, `.all()`) or a Python bool computed from tensor data (`torch.equal`). "
+        "Where it is proven safe it rewrites the `if` into predicated form: both branches "
+        "are computed and `torch.where` selects the result."
+    )
+    WHY_IS_THIS_BAD = (
+        "Python decides the branch by reading the tensor's value (`bool(t)`), and tensor "
+        "data is only known when the graph runs. The compiler stops the graph at the "
+        "condition (runtime code FG202), runs the branch in the interpreter and starts a "
+        "new graph, or records one graph per path."
+    )
+    FIX_SAFETY = (
+        "The fix is offered only when every one of these holds, and otherwise the finding "
+        "says which one failed: the condition is a tensor that is provably a single value "
+        "(a reduction such as `.sum()`, `.any()`, or a comparison of such values); the "
+        "`if` is two-way (no `elif`) and each branch is plain assignments to names (and "
+        "possibly a final `return` in both); names live after the `if` are bound in both "
+        "branches, or bound before it, and are tensors; the hoisted statements are "
+        "effect-free (no calls other than known torch operations and tensor methods, no "
+        "in-place updates, no random numbers) and cannot fault when their branch is not "
+        "taken (no computed indices, no `inverse`/`gather`/…); no `return`, `raise`, "
+        "`break` or `continue` in hoisted code. A static first conjunct "
+        "(`if self.training and x.sum() > 0`) stays a Python `if`. `torch.where` "
+        "broadcasts both results, so the fix assumes both branches give tensors of one "
+        "shape, as a program whose result does not depend on the branch taken does. "
+        "`while` loops are reported without a fix."
+    )
+    VALID = [
+        Valid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor, n: int) -> torch.Tensor:\n"
+            "    if x.shape[0] > n:\n"
+            "        x = x[:n]\n"
+            "    return x\n"
+        ),
+        Valid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    if x.sum() > 0:  # fullgraph: ignore\n"
+            "        x = x * 2\n"
+            "    return x\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    # choose the scale\n"
+            "    if x.sum() > 0:\n"
+            "        y = x * 2  # double\n"
+            "    else:\n"
+            "        y = x - 1\n"
+            "    return y + 1\n",
+            expected_replacement=(
+                "import torch\n\n\n"
+                "def f(x: torch.Tensor) -> torch.Tensor:\n"
+                "    # choose the scale\n"
+                "    # double\n"
+                "    y = torch.where(x.sum() > 0, x * 2, x - 1)\n"
+                "    return y + 1\n"
+            ),
+            line=6,
+            column=7,
+        ),
+        Invalid(
+            "import torch as T\n\n\n"
+            "def clamp_norm(x: T.Tensor) -> T.Tensor:\n"
+            "    if x.norm() > 1.0:\n"
+            "        x = x / x.norm()\n"
+            "    return x\n",
+            expected_replacement=(
+                "import torch as T\n\n\n"
+                "def clamp_norm(x: T.Tensor) -> T.Tensor:\n"
+                "    x = T.where(x.norm() > 1.0, x / x.norm(), x)\n"
+                "    return x\n"
+            ),
+        ),
+        Invalid(
+            "from torch import nn\n\n\n"
+            "class Gate(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        if self.training and x.mean() > 0:\n"
+            "            h = x.relu()\n"
+            "            return h * 2\n"
+            "        else:\n"
+            "            return -x\n",
+            expected_replacement=(
+                "from torch import nn\n"
+                "import torch\n\n\n"
+                "class Gate(nn.Module):\n"
+                "    def forward(self, x):\n"
+                "        if self.training:\n"
+                "            condition = x.mean() > 0\n"
+                "            h_if_true = x.relu()\n"
+                "            return torch.where(condition, h_if_true * 2, -x)\n"
+                "        else:\n"
+                "            return -x\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    return x * 2 if (x > 0).all() else torch.zeros_like(x)\n",
+            expected_replacement=(
+                "import torch\n\n\n"
+                "def f(x: torch.Tensor) -> torch.Tensor:\n"
+                "    return torch.where((x > 0).all(), x * 2, torch.zeros_like(x))\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    if x.sum() > 0:\n"
+            "        y = x\n"
+            "    elif x.sum() < -1:\n"
+            "        y = -x\n"
+            "    else:\n"
+            "        y = x * 0\n"
+            "    return y\n",
+            refusal="elif",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    while x.norm() > 1:\n"
+            "        x = x / 2\n"
+            "    return x\n",
+            refusal="`while` loop",
+        ),
+    ]
+
+    # -- if statements ---------------------------------------------------------
+
+    def visit_If(self, node: cst.If) -> None:
+        function = self.context.enclosing_function(node)
+        if function is None or function not in self.context.functions:
+            return
+        types = self.context.tensor_types(function)
+        if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+            return  # FG104 reports value reads such as `.item()`
+        if node.orelse is None and _only_raises(node):
+            return  # FG103 (predicated validation) owns `if c: raise …`
+        message = self.MESSAGE.format(construct="`if`", condition=self.context.code(node.test))
+        try:
+            replacement = self._predicate(node, function, types)
+        except Refusal as refusal:
+            self.report(node.test, message, refusal_reason=str(refusal))
+            return
+        self.report(node.test, message, changes={node: replacement}, imports=["torch"],
+                    fix_title="Compute both branches and select with torch.where")
+
+    def _predicate(self, node: cst.If, function: cst.FunctionDef, types) -> cst.CSTNode:
+        parent = self.context.parent(node)
+        if isinstance(parent, cst.If) and parent.orelse is node:
+            raise Refusal("the `if` is an `elif` of another `if`; only two-way `if` is rewritten")
+        if isinstance(node.orelse, cst.If):
+            raise Refusal("the `if` has an `elif`; only a two-way `if`/`else` is rewritten")
+        conjuncts = _conjuncts(node.test)
+        tensor_parts = [i for i, c in enumerate(conjuncts) if types.decides_on_tensor_data(c)]
+        if tensor_parts != [len(conjuncts) - 1]:
+            raise Refusal(
+                "the condition combines tensor tests with `and`/`or`; only a static first "
+                "conjunct can stay a Python `if`"
+            )
+        static, condition = conjuncts[:-1], conjuncts[-1]
+        then_block = node.body
+        else_block = node.orelse.body if isinstance(node.orelse, cst.Else) else None
+        if isinstance(condition, cst.UnaryOperation) and isinstance(condition.operator, cst.Not):
+            if else_block is None:
+                raise Refusal("a one-armed `if not …` would need a negated selection")
+            condition, then_block, else_block = condition.expression, else_block, then_block
+        then = branch_from_block(then_block, "true")
+        otherwise = branch_from_block(else_block, "false") if else_block is not None else None
+        outside = self._names_outside(function, node)
+        parameters = set(types.parameters)
+        layout = plan(
+            condition, then, otherwise, types=types,
+            qualified_names=self.context.qualified_names, code=self.context.code,
+            live=outside | names_in(node.test), defined_before=outside | parameters,
+            taken_names=self._all_names(function),
+        )
+        statements = self._statements(layout)
+        comments = [*node.leading_lines, *_comments(node.with_changes(leading_lines=()))]
+        if static:
+            # Comments stay above the new `if`; the Python test keeps the static part.
+            test = static[0]
+            for part in static[1:]:
+                test = cst.BooleanOperation(test, cst.And(), part)
+            body = node.body
+            block = (cst.IndentedBlock(body=statements) if isinstance(body, cst.SimpleStatementSuite)
+                     else body.with_changes(body=statements))
+            return node.with_changes(test=test, body=block)
+        first = statements[0]
+        statements[0] = first.with_changes(leading_lines=comments)
+        return cst.FlattenSentinel(statements)
+
+    def _statements(self, layout) -> list[cst.SimpleStatementLine]:
+        torch = self.context.module_reference("torch")
+        lines = []
+        condition = layout.condition_code
+        if layout.condition_name:
+            lines.append(f"{layout.condition_name} = {condition}")
+            condition = layout.condition_name
+        lines.extend(f"{target} = {value}" for target, value in layout.hoisted)
+        for target, when_true, when_false in layout.selects:
+            select = f"{torch}.where({condition}, {when_true}, {when_false})"
+            lines.append(f"return {select}" if target == RETURN else f"{target} = {select}")
+        return [cst.parse_statement(line + "\n") for line in lines]
+
+    def _names_outside(self, function: cst.FunctionDef, node: cst.If) -> set[str]:
+        names: set[str] = set()
+
+        class _Outside(cst.CSTVisitor):
+            def visit_If(self, inner: cst.If) -> bool:
+                if inner is node:
+                    names.update(names_in(inner.test))
+                    return False
+                return True
+
+            def visit_Name(self, name: cst.Name) -> None:
+                names.add(name.value)
+
+        function.body.visit(_Outside())
+        return names
+
+    def _all_names(self, function: cst.FunctionDef) -> set[str]:
+        return names_in(function) | names_in(self.context.module)
+
+    # -- conditional expressions -----------------------------------------------
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        function = self.context.enclosing_function(node)
+        if function is None or function not in self.context.functions:
+            return
+        types = self.context.tensor_types(function)
+        if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+            return
+        code = self.context.code
+        message = self.MESSAGE.format(construct="conditional expression", condition=code(node.test))
+        try:
+            self._check_ifexp(node, types)
+        except Refusal as refusal:
+            self.report(node.test, message, refusal_reason=str(refusal))
+            return
+        torch = self.context.module_reference("torch")
+        select = cst.parse_expression(
+            f"{torch}.where({code(node.test)}, {code(node.body)}, {code(node.orelse)})"
+        )
+        self.report(node.test, message, changes={node: select}, imports=["torch"],
+                    fix_title="Select with torch.where")
+
+    def _check_ifexp(self, node: cst.IfExp, types) -> None:
+        names, code = self.context.qualified_names, self.context.code
+        if not types.is_tensor(node.test):
+            raise Refusal(f"the condition `{code(node.test)}` is a Python bool, not a tensor")
+        if not is_single_value(node.test, types, names):
+            raise Refusal(f"the condition `{code(node.test)}` is not provably a single value")
+        for value in (node.body, node.orelse):
+            if not types.is_tensor(value):
+                raise Refusal(f"`{code(value)}` is not known to be a tensor")
+            try:
+                check_speculatable(value, types, names, code)
+            except Impurity as impurity:
+                raise Refusal(f"the untaken branch could fault or have an effect: {impurity}") from None
+
+    # -- while loops -----------------------------------------------------------
+
+    def visit_While(self, node: cst.While) -> None:
+        function = self.context.enclosing_function(node)
+        if function is None or function not in self.context.functions:
+            return
+        types = self.context.tensor_types(function)
+        if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+            return
+        self.report(
+            node.test,
+            self.MESSAGE.format(construct="`while` loop", condition=self.context.code(node.test)),
+            refusal_reason=(
+                "a `while` loop on tensor data runs a data-dependent number of times; it cannot "
+                "be predicated (bound the loop and mask the update with torch.where)"
+            ),
+        )

@@ -1,0 +1,208 @@
+"""FG103: ``assert`` or ``if …: raise E("msg")`` on tensor data.
+
+Fix: predicated validation — ``check(condition, E, "msg")`` from
+:mod:`fullgraph.refactors.support`, an in-graph ``torch._assert_async`` under
+compilation that raises ``E("msg")`` in eager code.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..rule import Invalid, Rule, Valid
+
+CHECK = "fullgraph.refactors.support:check"
+
+
+class _Refusal(Exception):
+    pass
+
+
+def _literal_message(node: cst.BaseExpression | None, code) -> str | None:
+    """The message as source text, if it is a plain string literal (evaluating it is free)."""
+    if node is None:
+        return None
+    if isinstance(node, cst.SimpleString) or (
+        isinstance(node, cst.ConcatenatedString)
+        and not any(isinstance(p, cst.FormattedString) for p in (node.left, node.right))
+    ):
+        return code(node)
+    raise _Refusal(
+        f"the message `{code(node)}` is computed; it would be evaluated on every call instead "
+        "of only on failure"
+    )
+
+
+class TensorValidationRule(Rule):
+    CODE = "FG103"
+    NAME = "tensor-validation"
+    MESSAGE = "This {construct} checks tensor data (`{condition}`); the graph breaks here."
+    WHAT_IT_DOES = (
+        "Reports `assert c, \"msg\"` and `if c: raise E(\"msg\")` (no `else`) whose condition "
+        "reads tensor data, and rewrites them into predicated validation: "
+        "`check(condition, E, \"msg\")` from `fullgraph.refactors.support`."
+    )
+    WHY_IS_THIS_BAD = (
+        "Deciding whether to raise reads the tensor's value in Python, which ends the graph "
+        "(runtime code FG202). An asynchronous in-graph assertion "
+        "(`torch._assert_async`) checks the same condition without leaving the graph."
+    )
+    FIX_SAFETY = (
+        "Offered when the condition is a tensor, the branch is exactly one `raise` of an "
+        "exception called with at most a plain string literal (no `from`), and the `if` "
+        "has no `else`/`elif`; an `assert` needs a literal message or none. In eager code "
+        "`check` raises the same exception type with the same message. Under compilation "
+        "the check runs inside the graph: its failure raises a `RuntimeError` whose message "
+        "starts with the original exception's name and message, and it may surface when "
+        "the graph's results are next read rather than at the line itself. Unlike "
+        "`assert`, the check also runs under `python -O`."
+    )
+    VALID = [
+        Valid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    assert x.dim() == 2, 'expected a matrix'\n"
+            "    return x\n"
+        ),
+        Valid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor, n: int) -> torch.Tensor:\n"
+            "    if n < 0:\n"
+            "        raise ValueError('n must be positive')\n"
+            "    return x * n\n"
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    if (x < 0).any():\n"
+            "        raise ValueError('x must be non-negative')\n"
+            "    return x.sqrt()\n",
+            expected_replacement=(
+                "import torch\n"
+                "from fullgraph.refactors.support import check\n\n\n"
+                "def f(x: torch.Tensor) -> torch.Tensor:\n"
+                "    check(~(x < 0).any(), ValueError, 'x must be non-negative')\n"
+                "    return x.sqrt()\n"
+            ),
+            line=5,
+            column=7,
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    assert torch.isfinite(x).all(), 'non-finite input'  # cheap\n"
+            "    return x * 2\n",
+            expected_replacement=(
+                "import torch\n"
+                "from fullgraph.refactors.support import check\n\n\n"
+                "def f(x: torch.Tensor) -> torch.Tensor:\n"
+                "    check(torch.isfinite(x).all(), AssertionError, 'non-finite input')  # cheap\n"
+                "    return x * 2\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    if not (x > 0).all():\n"
+            "        raise ValueError(f'bad input {x}')\n"
+            "    return x.log()\n",
+            refusal="is computed",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:\n"
+            "    if not torch.equal(a, b):\n"
+            "        raise ValueError('a and b differ')\n"
+            "    return a\n",
+            refusal="Python bool",
+        ),
+    ]
+
+    def _types(self, node: cst.CSTNode):
+        function = self.context.enclosing_function(node)
+        if function is None or function not in self.context.functions:
+            return None
+        return self.context.tensor_types(function)
+
+    def _condition_code(self, holds: cst.BaseExpression, negated: bool, types) -> str:
+        """Source of the condition that must hold, given the test that triggers the raise."""
+        code = self.context.code
+        if not negated:
+            if not types.is_tensor(holds):
+                raise _Refusal(
+                    f"`{code(holds)}` is a Python bool computed from tensor data, not a tensor "
+                    "the graph can check"
+                )
+            return code(holds)
+        # The test raises when true: the check needs its negation.
+        if isinstance(holds, cst.UnaryOperation) and isinstance(holds.operator, cst.Not):
+            return self._condition_code(holds.expression, False, types)
+        if not types.is_tensor(holds):
+            raise _Refusal(
+                f"`{code(holds)}` is a Python bool computed from tensor data, not a tensor "
+                "the graph can check"
+            )
+        atomic = isinstance(holds, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)) or holds.lpar
+        return f"~{code(holds)}" if atomic else f"~({code(holds)})"
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        types = self._types(node)
+        if types is None or not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+            return
+        code = self.context.code
+        message = self.MESSAGE.format(construct="`assert`", condition=code(node.test))
+        try:
+            condition = self._condition_code(node.test, False, types)
+            text = _literal_message(node.msg, code)
+        except _Refusal as refusal:
+            self.report(node.test, message, refusal_reason=str(refusal))
+            return
+        check = self.context.module_reference(CHECK)
+        arguments = f"{condition}, AssertionError" + (f", {text}" if text is not None else "")
+        replacement = cst.Expr(cst.parse_expression(f"{check}({arguments})"))
+        self.report(node.test, message, changes={node: replacement}, imports=[CHECK],
+                    fix_title="Check inside the graph (predicated validation)")
+
+    def visit_If(self, node: cst.If) -> None:
+        types = self._types(node)
+        if types is None or node.orelse is not None:
+            return
+        body = node.body.body
+        if not (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine)
+                and len(body[0].body) == 1 and isinstance(body[0].body[0], cst.Raise)):
+            return
+        if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+            return
+        parent = self.context.parent(node)
+        code = self.context.code
+        message = self.MESSAGE.format(construct="`if … raise`", condition=code(node.test))
+        try:
+            if isinstance(parent, cst.If) and parent.orelse is node:
+                raise _Refusal("the `if` is an `elif`; the check would run on every path")
+            exception, text = self._raised(body[0].body[0])
+            condition = self._condition_code(node.test, True, types)
+        except _Refusal as refusal:
+            self.report(node.test, message, refusal_reason=str(refusal))
+            return
+        check = self.context.module_reference(CHECK)
+        arguments = f"{condition}, {exception}" + (f", {text}" if text is not None else "")
+        statement = cst.parse_statement(f"{check}({arguments})\n")
+        statement = statement.with_changes(leading_lines=node.leading_lines)
+        self.report(node.test, message, changes={node: statement}, imports=[CHECK],
+                    fix_title="Check inside the graph (predicated validation)")
+
+    def _raised(self, statement: cst.Raise) -> tuple[str, str | None]:
+        code = self.context.code
+        if statement.cause is not None:
+            raise _Refusal("the `raise` has a `from` clause, which a check cannot keep")
+        exc = statement.exc
+        if isinstance(exc, (cst.Name, cst.Attribute)):
+            return code(exc), None
+        if not isinstance(exc, cst.Call) or not isinstance(exc.func, (cst.Name, cst.Attribute)):
+            raise _Refusal("the raised exception is not a plain `E(\"message\")`")
+        if len(exc.args) > 1 or any(arg.keyword or arg.star for arg in exc.args):
+            raise _Refusal("the exception takes more than one message argument")
+        text = _literal_message(exc.args[0].value, code) if exc.args else None
+        return code(exc.func), text
