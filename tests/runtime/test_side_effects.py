@@ -329,8 +329,10 @@ def same_tensor_twice(x):
 def test_a_tensor_returned_twice_is_one_object():
     compiled = fr.compile(same_tensor_twice, backend="eager")
     for _ in range(3):
-        y, extra = compiled(torch.randn(3))
+        x = torch.randn(3)
+        y, extra = compiled(x)
         assert y is extra["again"], "eager returns one tensor object in both places"
+        torch.testing.assert_close(y, x.exp())
     assert compiled.stats.hits == 2
 
 
