@@ -1,8 +1,9 @@
 """Shared helpers for the runtime acceptance tests.
 
 The acceptance tests compare a compiled callable against plain eager PyTorch
-on fresh random data, call after call.  Two helpers carry that comparison so
-each test can stay a few lines long:
+on fresh random data, call after call.  The helpers below carry that
+comparison so each test can stay a few lines long; they are fixtures because
+a conftest is not importable as a module.
 
 - ``assert_same(actual, expected)``: nested outputs are equal — the same
   container types, keys, dataclasses and Python scalars, and tensors equal by
@@ -10,8 +11,10 @@ each test can stay a few lines long:
 - ``replay(compiled, eager, make_args)``: calls both several times and checks,
   after every call, the outputs and the counters that prove the first call
   was the monitoring run and every later one replayed its record.
-
-Both are fixtures (a conftest is not importable as a module).
+- ``check_call(compiled, eager, args, counts=...)``: one call of each, then the
+  exact (monitor_runs, hits, records) — for the guard and error tests.
+- ``assert_same_state(module, eager_module)``: parameters and buffers equal.
+- ``count_ops(graph_module)``, ``inductor_tolerance``.
 """
 
 from __future__ import annotations
