@@ -8,6 +8,7 @@ from .fg102_python_side_effect import PythonSideEffectRule
 from .fg103_tensor_validation import TensorValidationRule
 from .fg104_tensor_value_read import TensorValueReadRule
 from .fg105_data_dependent_shape import DataDependentShapeRule
+from .fg106_hybridization import HybridizationRule
 
 RULES: dict[str, type[Rule]] = {
     rule.CODE: rule
@@ -17,6 +18,7 @@ RULES: dict[str, type[Rule]] = {
         TensorValidationRule,
         TensorValueReadRule,
         DataDependentShapeRule,
+        HybridizationRule,
     )
 }
 

@@ -1,0 +1,192 @@
+"""Hybridization analysis: can a function run as one compiled graph? (PAPERS.md §2)
+
+For each candidate function the analysis establishes four facts — tensor
+parameters, no Python side effects, not recursive, no primitive parameters —
+and names the reason for every fact that fails (the names come from the
+speculative-refactoring paper, so users of that tool recognise them).  When a
+fact cannot be decided from the source, a naming-convention rule
+(``forward``, ``*_step``, ``call``, ``__call__``, ``*inference*``) may assume
+it; the assumption is returned so the diagnostic can say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import libcst as cst
+
+from .regions import FunctionInfo
+from .tensor_types import Kind, PRIMITIVE_ANNOTATIONS, TensorTypes
+
+HAS_PYTHON_SIDE_EFFECTS = "HAS_PYTHON_SIDE_EFFECTS"
+IS_RECURSIVE = "IS_RECURSIVE"
+HAS_PRIMITIVE_PARAMETERS = "HAS_PRIMITIVE_PARAMETERS"
+NO_TENSOR_PARAMETERS = "NO_TENSOR_PARAMETERS"
+UNDETERMINABLE_TENSOR_PARAMETERS = "UNDETERMINABLE_TENSOR_PARAMETERS"
+
+SPECULATIVE_NAME = re.compile(r"^(forward|call|__call__|.*_step|.*inference.*|predict)$")
+SIDE_EFFECT_CALLS = frozenset(
+    {"builtins.print", "print", "builtins.open", "open", "builtins.input", "input",
+     "warnings.warn", "time.time", "time.sleep", "time.perf_counter", "os.system",
+     "subprocess.run", *(f"logging.{m}" for m in ("debug", "info", "warning", "error",
+                                                   "critical", "exception", "log"))}
+)
+SIDE_EFFECT_MODULE_PREFIXES = ("random.", "numpy.random.", "logging.", "sys.stdout", "sys.stderr")
+
+
+@dataclasses.dataclass
+class Verdict:
+    """The facts about one function: refusal reasons (empty when eligible) and assumptions."""
+
+    reasons: list[str]
+    assumptions: list[str]
+
+    @property
+    def eligible(self) -> bool:
+        return not self.reasons
+
+
+class _Body(cst.CSTVisitor):
+    """Side effects and calls in one function body (not in nested functions)."""
+
+    def __init__(self, function: cst.FunctionDef, qualified_names, code) -> None:
+        super().__init__()
+        self.function = function
+        self.qualified_names = qualified_names
+        self.code = code
+        self.effects: list[str] = []
+        self.calls: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        names = self.qualified_names(node.func)
+        if names & SIDE_EFFECT_CALLS or any(n.startswith(SIDE_EFFECT_MODULE_PREFIXES) for n in names):
+            self.effects.append(f"calls `{self.code(node.func)}`")
+        func = node.func
+        if isinstance(func, cst.Name):
+            self.calls.add(func.value)
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            self.calls.add(func.attr.value)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.effects.append("writes global " + ", ".join(f"`{n.name.value}`" for n in node.names))
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.effects.append("writes nonlocal " + ", ".join(f"`{n.name.value}`" for n in node.names))
+
+    def _store(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute):
+            self.effects.append(f"stores to the field `{self.code(target)}`")
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._store(element.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._store(target.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._store(node.target)
+
+
+def analyze(info: FunctionInfo, functions: dict[cst.FunctionDef, FunctionInfo],
+            types: TensorTypes, qualified_names, code) -> Verdict:
+    function = info.node
+    reasons: list[str] = []
+    assumptions: list[str] = []
+    bodies: dict[cst.FunctionDef, _Body] = {}
+
+    def body(node: cst.FunctionDef) -> _Body:
+        if node not in bodies:
+            bodies[node] = _Body(node, qualified_names, code)
+            node.visit(bodies[node])
+        return bodies[node]
+
+    by_name: dict[str, list[FunctionInfo]] = {}
+    for other in functions.values():
+        by_name.setdefault(other.node.name.value, []).append(other)
+
+    def callees(node_info: FunctionInfo) -> list[FunctionInfo]:
+        found = []
+        for name in body(node_info.node).calls:
+            for callee in by_name.get(name, []):
+                if callee.class_name in (None, node_info.class_name):
+                    found.append(callee)
+        return found
+
+    # Side effects, here or in a function of this file that it calls.
+    effects: list[str] = []
+    seen: set[cst.FunctionDef] = set()
+    pending = [info]
+    recursive = False
+    while pending:
+        current = pending.pop()
+        if current.node in seen:
+            continue
+        seen.add(current.node)
+        where = "" if current is info else f" (in `{current.qualname}`)"
+        effects.extend(effect + where for effect in body(current.node).effects)
+        for callee in callees(current):
+            if callee is info:
+                recursive = True
+            pending.append(callee)
+    if effects:
+        reasons.append(f"{HAS_PYTHON_SIDE_EFFECTS}: it " + "; ".join(dict.fromkeys(effects)))
+    if recursive:
+        reasons.append(f"{IS_RECURSIVE}: `{function.name.value}` calls itself (directly or through "
+                       "other functions), which a graph cannot express")
+
+    params = function.params
+    all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
+    if all_params and all_params[0].name.value in ("self", "cls") and info.class_name:
+        all_params = all_params[1:]
+    primitives = [p.name.value for p in all_params if _is_primitive(p, qualified_names)]
+    if primitives:
+        names = ", ".join(f"`{n}`" for n in primitives)
+        reasons.append(f"{HAS_PRIMITIVE_PARAMETERS}: {names} would recompile the graph for "
+                       "every new value")
+    kinds = {p.name.value: types.env.get(p.name.value, Kind.UNKNOWN) for p in all_params}
+    proven = [n for n, k in kinds.items() if k is Kind.TENSOR and n not in types.assumed]
+    hinted = [n for n in kinds if n in types.assumed]
+    unknown = [n for n, k in kinds.items() if k is Kind.UNKNOWN]
+    if not proven:
+        if SPECULATIVE_NAME.match(function.name.value) and (hinted or unknown):
+            names = ", ".join(f"`{n}`" for n in (hinted or unknown))
+            assumptions.append(
+                f"assumed from naming conventions: `{function.name.value}` is taken to receive "
+                f"tensors ({names}), because its parameters are not annotated"
+            )
+        elif hinted:
+            names = ", ".join(f"`{n}`" for n in hinted)
+            assumptions.append(f"{names} taken to be tensors because the body uses them as tensors")
+        elif unknown:
+            names = ", ".join(f"`{n}`" for n in unknown)
+            reasons.append(f"{UNDETERMINABLE_TENSOR_PARAMETERS}: cannot tell whether {names} "
+                           "are tensors (annotate them with torch.Tensor)")
+        else:
+            reasons.append(f"{NO_TENSOR_PARAMETERS}: no parameter is a tensor, so there is no "
+                           "graph to compile")
+    return Verdict(reasons, assumptions)
+
+
+def _is_primitive(param: cst.Param, qualified_names) -> bool:
+    if param.annotation is not None:
+        annotation = param.annotation.annotation
+        names = qualified_names(annotation)
+        if isinstance(annotation, cst.Name):
+            names = names | {annotation.value}
+        return bool(names & PRIMITIVE_ANNOTATIONS)
+    default = param.default
+    if isinstance(default, cst.Name):
+        return default.value in ("True", "False")
+    return isinstance(default, (cst.BaseNumber, cst.BaseString))
