@@ -1,7 +1,52 @@
 """fullgraph.runtime — a monitoring JIT compiler for eager PyTorch code.
 
-Public API (being built; see docs/runtime.md):
-
-- ``compile(fn_or_module, *, backend="inductor")`` -> a compiled callable
-- ``explain(fn, *args, **kwargs)`` -> a :class:`Report`
+- ``compile(fn_or_module, *, backend="inductor")`` returns a compiled callable
+  (also usable as a decorator).  The first call runs the real program under
+  observation; later calls whose guard passes replay the record: guard ->
+  compiled graph(s) -> mock, without the interpreter.
+- ``explain(fn, *args, **kwargs)`` runs the program once under observation and
+  returns a :class:`Report` (graphs, breaks, guards, mocks, side effects).
+- ``generate_wrapper(fn, *args, **kwargs)`` writes the standalone compiled
+  wrapper module for one entrypoint.
 """
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fullgraph.runtime.breaks import CATEGORIES, GraphBreak
+from fullgraph.runtime.compiled import CompiledFunction, Stats
+from fullgraph.runtime.cpython import UnsupportedPythonError, check_supported
+from fullgraph.runtime.report import Report
+
+__version__ = "0.1.0"
+__all__ = [
+    "compile", "explain", "generate_wrapper", "CompiledFunction", "Stats", "Report",
+    "GraphBreak", "CATEGORIES", "UnsupportedPythonError", "check_supported",
+]
+
+
+def compile(fn_or_module: Callable | None = None, *, backend: Any = "inductor",
+            recompile_limit: int = 8):
+    """Compile a function or ``nn.Module`` with the monitoring JIT.
+
+    Works as ``compile(model)``, ``compile(fn, backend="eager")`` and as a
+    decorator, with or without arguments.
+    """
+    if fn_or_module is None:
+        return lambda target: CompiledFunction(target, backend, recompile_limit)
+    return CompiledFunction(fn_or_module, backend, recompile_limit)
+
+
+def explain(fn: Callable, *args, **kwargs) -> Report:
+    """One monitoring run of ``fn(*args, **kwargs)``; nothing is compiled or cached."""
+    from fullgraph.runtime.explain import explain_call
+
+    return explain_call(fn, args, kwargs)
+
+
+def generate_wrapper(fn: Callable, *args, **kwargs) -> str:
+    """Source of a standalone module that replays ``fn``'s record (see docs/runtime.md)."""
+    from fullgraph.runtime.wrapper import generate_wrapper_source
+
+    return generate_wrapper_source(fn, args, kwargs)

@@ -1,0 +1,168 @@
+"""Operation annotations: what the monitor may assume about code it can't see into.
+
+MagPy's properties, as data.  Adding an annotation is one line in a table:
+
+- ``pure`` (PureClosure): False for calls with effects outside the program's
+  objects (printing, logging, the clock, random state, I/O).  Such a call is a
+  *dynamic function*: the graph is split around it and it is replayed eagerly.
+- ``mutates`` (InPlace): positions of arguments the call modifies (0 is the
+  receiver of a method); an external object mutated this way gets the call
+  replayed by the mock.
+- ``iterates`` (Relation): the call returns an iterator over its argument
+  (``enumerate``, ``zip``, ``dict.items`` ...), so the items it yields keep a
+  source path into the external container.
+
+ValueRead on tensors is decided where torch calls are seen (``capture``),
+because every such read goes through ``Tensor`` methods.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import types
+
+from fullgraph.runtime import breaks
+
+
+@dataclasses.dataclass(frozen=True)
+class Annotation:
+    pure: bool = True
+    mutates: tuple[int, ...] = ()
+    iterates: str | None = None
+    category: breaks.BreakCategory | None = None
+
+
+PURE = Annotation()
+EFFECT = Annotation(pure=False, category=breaks.PYTHON_SIDE_EFFECT)
+UNKNOWN_NATIVE = Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
+
+
+def _mutating(*positions: int) -> Annotation:
+    return Annotation(mutates=positions)
+
+
+def _iterating(kind: str) -> Annotation:
+    return Annotation(iterates=kind)
+
+
+# Builtin functions, by name in the builtins module.
+BUILTIN_FUNCTIONS: dict[str, Annotation] = {
+    **{
+        name: PURE
+        for name in (
+            "abs all any ascii bin bool callable chr complex dict dir divmod float "
+            "format frozenset getattr hasattr hash hex id int isinstance issubclass "
+            "len list max min oct ord pow range repr round set slice sorted str sum "
+            "tuple type vars object super property staticmethod classmethod map filter"
+        ).split()
+    },
+    "enumerate": _iterating("enumerate"),
+    "zip": _iterating("zip"),
+    "reversed": _iterating("reversed"),
+    "iter": _iterating("iter"),
+    "next": PURE,
+    "setattr": _mutating(0),
+    "delattr": _mutating(0),
+    "print": EFFECT,
+    "input": EFFECT,
+    "open": EFFECT,
+    "breakpoint": EFFECT,
+    "exec": EFFECT,
+    "eval": EFFECT,
+}
+
+# Methods of builtin containers, by (type, method name).
+CONTAINER_METHODS: dict[tuple[type, str], Annotation] = {
+    **{(list, m): _mutating(0) for m in "append extend insert pop remove clear sort reverse __setitem__ __delitem__ __iadd__".split()},
+    **{(list, m): PURE for m in "index count copy __getitem__ __len__ __contains__".split()},
+    **{(dict, m): _mutating(0) for m in "update setdefault pop popitem clear __setitem__ __delitem__".split()},
+    **{(dict, m): PURE for m in "get copy __getitem__ __contains__ __len__".split()},
+    (dict, "items"): _iterating("items"),
+    (dict, "values"): _iterating("values"),
+    (dict, "keys"): _iterating("keys"),
+    **{(set, m): _mutating(0) for m in "add discard remove pop clear update difference_update intersection_update".split()},
+    **{(set, m): PURE for m in "union intersection difference issubset issuperset copy __contains__".split()},
+    **{(tuple, m): PURE for m in "index count".split()},
+    **{(str, m): PURE for m in (
+        "format join split rsplit strip lstrip rstrip replace startswith endswith lower upper "
+        "title capitalize find rfind index partition rpartition zfill center ljust rjust "
+        "isdigit isalpha isidentifier splitlines encode casefold count"
+    ).split()},
+}
+
+# Whole modules of the standard library, by the callee's ``__module__`` prefix.
+MODULES: dict[str, Annotation] = {
+    **{m: PURE for m in (
+        "math cmath operator functools itertools collections copy dataclasses typing enum abc "
+        "numbers string re fractions decimal contextlib types inspect heapq bisect statistics "
+        "keyword textwrap"
+    ).split()},
+    **{m: EFFECT for m in (
+        "time random logging warnings os sys io socket subprocess datetime uuid secrets "
+        "pathlib shutil tempfile pickle json csv sqlite3 urllib http threading multiprocessing "
+        "asyncio signal traceback pdb gc builtins.print"
+    ).split()},
+    # torch's Python code is opaque to the monitor: its tensor operations are
+    # captured by the torch-function mode, everything else is pure metadata.
+    "torch": PURE,
+    # numpy reading a tensor goes through Tensor.__array__ (a ValueRead the
+    # capture sees); numpy on plain Python values is deterministic.
+    "numpy": PURE,
+    "numpy.random": EFFECT,
+}
+
+# Specific functions that differ from their module's entry.
+FUNCTIONS: dict[str, Annotation] = {
+    "torch.manual_seed": EFFECT,
+    "torch.seed": EFFECT,
+    "torch.random.manual_seed": EFFECT,
+    "torch.cuda.synchronize": EFFECT,
+    "copy.deepcopy": PURE,
+    "functools.partial": PURE,
+}
+
+
+def _module_of(fn: object) -> str:
+    module = getattr(fn, "__module__", None)
+    if module is None and isinstance(fn, types.BuiltinMethodType):
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, types.ModuleType):
+            module = owner.__name__
+    return module or ""
+
+
+def lookup(fn: object) -> Annotation | None:
+    """The annotation of a callable the monitor does not step into, if any."""
+    if isinstance(fn, types.BuiltinFunctionType) and getattr(fn, "__self__", None) is builtins:
+        return BUILTIN_FUNCTIONS.get(fn.__name__, UNKNOWN_NATIVE)
+    receiver = getattr(fn, "__self__", None)
+    name = getattr(fn, "__name__", "")
+    if receiver is not None and not isinstance(receiver, types.ModuleType):
+        for container_type in (list, dict, set, tuple, str):
+            if isinstance(receiver, container_type):
+                found = CONTAINER_METHODS.get((container_type, name))
+                if found is not None:
+                    return found
+    if isinstance(fn, type):
+        return PURE if fn.__module__ == "builtins" else None
+    module = _module_of(fn)
+    qualified = f"{module}.{getattr(fn, '__qualname__', name)}"
+    if qualified in FUNCTIONS:
+        return FUNCTIONS[qualified]
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        found = MODULES.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return None
+
+
+def qualified_name(fn: object) -> str:
+    """``module.qualname`` of a callable, for reports (``builtins.print``)."""
+    module = _module_of(fn) or "builtins"
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    receiver = getattr(fn, "__self__", None)
+    if receiver is not None and not isinstance(receiver, types.ModuleType) and "." not in name:
+        name = f"{type(receiver).__name__}.{name}"
+    return f"{module}.{name}"

@@ -1,0 +1,44 @@
+"""Graph backends: how a captured fx graph becomes something callable.
+
+- ``"inductor"``: ``torch._inductor.compile_fx`` (C++/OpenMP kernels on CPU,
+  Triton kernels on CUDA);
+- ``"eager"``: run the fx GraphModule as Python (for tests about capture);
+- any callable with the ``torch.compile`` backend signature
+  ``backend(gm, example_inputs) -> callable``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from fullgraph.runtime import torch_internals
+
+Backend = Callable[[torch.fx.GraphModule, list], Callable[..., Any]]
+
+
+def eager_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+    return gm.forward
+
+
+def inductor_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+    compiled = torch_internals.compile_fx(gm, example_inputs)
+
+    def run(*args):
+        return compiled(list(args)) if getattr(compiled, "_boxed_call", False) else compiled(*args)
+
+    return run
+
+
+def resolve(backend: str | Backend) -> tuple[str, Backend]:
+    if callable(backend):
+        return getattr(backend, "__name__", "custom"), backend
+    if backend == "inductor":
+        return "inductor", inductor_backend
+    if backend == "eager":
+        return "eager", eager_backend
+    raise ValueError(
+        f"unknown backend {backend!r}: expected 'inductor', 'eager', or a callable "
+        "(gm: torch.fx.GraphModule, example_inputs: list) -> callable"
+    )

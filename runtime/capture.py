@@ -1,0 +1,334 @@
+"""Capture of torch operations into torch.fx graphs, split into segments.
+
+A ``TorchFunctionMode`` sees every torch-level call the monitored program makes
+(torch functions, ``Tensor`` methods and operators, ``nn.functional``) with its
+real arguments.  Tensor computations become nodes of the current segment's
+graph; a call that must run eagerly (a ValueRead such as ``.item()`` or a
+data-dependent shape such as ``nonzero``) ends the segment and is recorded as a
+*callout*, after which a new segment starts.
+
+Tensors are tracked by identity while the run holds them (``producer``): each
+is the output of a graph node, an external tensor with a source, or a value
+returned by a callout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from fullgraph.runtime import breaks
+from fullgraph.runtime.sources import Source
+from fullgraph.runtime.torch_internals import (
+    TorchFunctionMode,
+    getset_descriptor_name,
+    set_grad_enabled_op,
+    tree_flatten,
+    tree_unflatten,
+)
+
+# Tensor methods whose result moves tensor data into Python.
+VALUE_READS = frozenset(
+    "item tolist numpy __bool__ __int__ __float__ __index__ __complex__ __format__ "
+    "__repr__ __str__ __array__ equal allclose is_nonzero __reduce_ex__ __hash__".split()
+)
+# Operations whose output shape depends on tensor data.
+DATA_DEPENDENT = frozenset(
+    "nonzero masked_select unique unique_consecutive argwhere bincount nonzero_static".split()
+)
+# Python operators on tensors, recorded as operator.* nodes for readable graphs.
+_BINARY_DUNDERS = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "matmul": operator.matmul, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+    "lshift": operator.lshift, "rshift": operator.rshift,
+}
+_COMPARE_DUNDERS = {
+    "__eq__": operator.eq, "__ne__": operator.ne, "__lt__": operator.lt,
+    "__le__": operator.le, "__gt__": operator.gt, "__ge__": operator.ge,
+}
+_UNARY_DUNDERS = {"__neg__": operator.neg, "__pos__": operator.pos, "__invert__": operator.invert,
+                  "__abs__": operator.abs}
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeOrigin:
+    """A tensor computed by node ``node`` of segment ``segment``."""
+
+    segment: int
+    node: torch.fx.Node
+
+
+@dataclasses.dataclass(frozen=True)
+class ExternalOrigin:
+    """A tensor that existed before the call, reached through ``source``."""
+
+    source: Source
+
+
+@dataclasses.dataclass(frozen=True)
+class CalloutOrigin:
+    """A value returned by callout ``index`` (``path``: position inside its result)."""
+
+    index: int
+    path: tuple = ()
+
+
+Origin = NodeOrigin | ExternalOrigin | CalloutOrigin
+
+
+@dataclasses.dataclass
+class Segment:
+    index: int
+    graph: torch.fx.Graph = dataclasses.field(default_factory=torch.fx.Graph)
+    env: dict[int, torch.fx.Node] = dataclasses.field(default_factory=dict)
+    placeholders: list[tuple[torch.fx.Node, Origin]] = dataclasses.field(default_factory=list)
+    outputs: list[torch.fx.Node] = dataclasses.field(default_factory=list)
+    grad_mode: bool | None = None  # grad mode of the last op recorded in this graph
+    op_count: int = 0
+    op_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    mutates_external: bool = False
+
+    def output_index(self, node: torch.fx.Node) -> int:
+        if node not in self.outputs:
+            self.outputs.append(node)
+        return self.outputs.index(node)
+
+
+@dataclasses.dataclass
+class Callout:
+    """A call replayed eagerly between two segments."""
+
+    index: int
+    function: Callable
+    function_name: str
+    args: tuple
+    kwargs: dict
+    result: Any
+    category: breaks.BreakCategory
+    segment_before: int  # the segment that ends at this callout
+    effectful: bool  # replaying it has an effect outside the program (print, I/O)
+    location: Any = None  # breaks.GraphBreak, filled by the monitor
+    guard_result: bool = True  # the rest of the run depends on the returned value
+
+
+class Unsupported(Exception):
+    """The run did something the capture cannot record faithfully."""
+
+    def __init__(self, category: breaks.BreakCategory, detail: str):
+        super().__init__(detail)
+        self.category = category
+        self.detail = detail
+
+
+def _target_name(func) -> str:
+    prop = getset_descriptor_name(func)
+    if prop:
+        return f"Tensor.{prop}"
+    name = getattr(func, "__name__", repr(func))
+    qual = getattr(func, "__qualname__", name)
+    if qual.startswith(("TensorBase.", "Tensor.")):
+        return "Tensor." + name
+    module = getattr(func, "__module__", None) or "torch"
+    return f"{module}.{name}".replace("torch._C._nn.", "torch.nn.functional.").replace(
+        "torch._C._VariableFunctions.", "torch."
+    )
+
+
+def _is_tensor_method(func) -> bool:
+    qual = getattr(func, "__qualname__", "")
+    return qual.startswith(("TensorBase.", "Tensor.")) or getattr(func, "__objclass__", None) in (
+        torch._C.TensorBase,
+        torch.Tensor,
+    )
+
+
+class GraphTape:
+    """Builds the segment graphs and callout list of one monitoring run."""
+
+    def __init__(self, resolve_external: Callable[[torch.Tensor], Source | None], locate: Callable):
+        self.resolve_external = resolve_external  # tensor -> source (or None)
+        self.locate = locate  # () -> breaks.GraphBreak location of the current user call
+        self.segments: list[Segment] = [Segment(0)]
+        self.callouts: list[Callout] = []
+        self.producer: dict[int, Origin] = {}
+        self.keepalive: list[Any] = []
+        self.entry_grad_mode = torch.is_grad_enabled()
+        self.unsupported: Unsupported | None = None
+
+    # -- tensor provenance -------------------------------------------------
+    @property
+    def current(self) -> Segment:
+        return self.segments[-1]
+
+    def origin_of(self, tensor: torch.Tensor) -> Origin:
+        origin = self.producer.get(id(tensor))
+        if origin is None:
+            source = self.resolve_external(tensor)
+            if source is None:
+                raise Unsupported(
+                    breaks.UNSUPPORTED_CONSTRUCT,
+                    "a tensor whose origin the monitor could not trace "
+                    f"(shape {tuple(tensor.shape)}) was used",
+                )
+            origin = ExternalOrigin(source)
+            self.producer[id(tensor)] = origin
+            self.keepalive.append(tensor)
+        return origin
+
+    def node_for(self, tensor: torch.Tensor) -> torch.fx.Node:
+        segment = self.current
+        node = segment.env.get(id(tensor))
+        if node is not None:
+            return node
+        origin = self.origin_of(tensor)
+        if isinstance(origin, NodeOrigin) and origin.segment == segment.index:
+            return origin.node
+        if isinstance(origin, NodeOrigin):
+            self.segments[origin.segment].output_index(origin.node)
+        name = f"in{len(segment.placeholders)}"
+        if isinstance(origin, ExternalOrigin):
+            name = origin.source.local_name().lower()
+        node = segment.graph.placeholder(_unique(segment.graph, name))
+        node.meta["example_value"] = tensor
+        segment.placeholders.append((node, origin))
+        segment.env[id(tensor)] = node
+        return node
+
+    def bind(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
+        segment = self.current
+        segment.env[id(tensor)] = node
+        node.meta["example_value"] = tensor
+        if not isinstance(self.producer.get(id(tensor)), ExternalOrigin):
+            self.producer[id(tensor)] = NodeOrigin(segment.index, node)
+        self.keepalive.append(tensor)
+
+    # -- recording ---------------------------------------------------------
+    def record_op(self, func, args: tuple, kwargs: dict, result: Any) -> None:
+        segment = self.current
+        self._sync_grad_mode(segment)
+        flat, spec = tree_flatten((args, kwargs))
+        mapped = [self.node_for(x) if isinstance(x, torch.Tensor) else _constant(x) for x in flat]
+        node_args, node_kwargs = tree_unflatten(mapped, spec)
+        for value in flat:
+            if isinstance(value, torch.Tensor) and _is_mutating(func, kwargs):
+                if isinstance(self.producer.get(id(value)), ExternalOrigin) and value is _first_tensor(flat):
+                    segment.mutates_external = True
+        node = self._emit(segment.graph, func, node_args, node_kwargs)
+        name = _target_name(func)
+        segment.op_count += 1
+        segment.op_counts[name] = segment.op_counts.get(name, 0) + 1
+        if isinstance(result, torch.Tensor):
+            self.bind(result, node)
+            return
+        if result is None:  # an in-place op such as Tensor.__setitem__
+            return
+        if isinstance(result, (tuple, list)) and all(isinstance(r, torch.Tensor) for r in result):
+            for i, item in enumerate(result):
+                self.bind(item, segment.graph.call_function(operator.getitem, (node, i)))
+            return
+        raise Unsupported(
+            breaks.UNSUPPORTED_CONSTRUCT, f"{name} returned {type(result).__name__}, not tensors"
+        )
+
+    def _emit(self, graph: torch.fx.Graph, func, args, kwargs) -> torch.fx.Node:
+        prop = getset_descriptor_name(func)
+        if prop:
+            return graph.call_function(getattr, (args[0], prop))
+        name = getattr(func, "__name__", "")
+        if _is_tensor_method(func):
+            if name in _COMPARE_DUNDERS or name in _UNARY_DUNDERS:
+                target = _COMPARE_DUNDERS.get(name) or _UNARY_DUNDERS[name]
+                return graph.call_function(target, args, kwargs)
+            stripped = name.strip("_")
+            if name.startswith("__") and stripped in _BINARY_DUNDERS and not kwargs:
+                return graph.call_function(_BINARY_DUNDERS[stripped], args)
+            if name.startswith("__r") and stripped[1:] in _BINARY_DUNDERS and not kwargs:
+                return graph.call_function(_BINARY_DUNDERS[stripped[1:]], (args[1], args[0]))
+            if name.startswith("__"):
+                return graph.call_function(func, args, kwargs)
+            return graph.call_method(name, args, kwargs)
+        return graph.call_function(func, args, kwargs)
+
+    def _sync_grad_mode(self, segment: Segment) -> None:
+        mode = torch.is_grad_enabled()
+        current = segment.grad_mode if segment.grad_mode is not None else self.entry_grad_mode
+        if mode != current:
+            segment.graph.call_function(set_grad_enabled_op(), (mode,))
+        segment.grad_mode = mode
+
+    def record_callout(self, function, name: str, args: tuple, kwargs: dict, result: Any,
+                       category: breaks.BreakCategory, effectful: bool, guard_result: bool) -> Callout:
+        """End the current segment at an eager call; later tensors start a new one."""
+        flat, _ = tree_flatten((args, kwargs))
+        for value in flat:  # tensors the callout reads must be outputs of earlier graphs
+            if isinstance(value, torch.Tensor):
+                origin = self.origin_of(value)
+                if isinstance(origin, NodeOrigin):
+                    self.segments[origin.segment].output_index(origin.node)
+        callout = Callout(
+            index=len(self.callouts), function=function, function_name=name, args=args,
+            kwargs=kwargs, result=result, category=category, segment_before=self.current.index,
+            effectful=effectful, location=self.locate(function_name=name, category=category),
+            guard_result=guard_result,
+        )
+        self.callouts.append(callout)
+        self.keepalive.append((args, kwargs, result))
+        flat_result, _ = tree_flatten(result)
+        for position, value in enumerate(flat_result):
+            if isinstance(value, torch.Tensor):
+                self.producer[id(value)] = CalloutOrigin(callout.index, (position,))
+                self.keepalive.append(value)
+        self.segments.append(Segment(len(self.segments)))
+        return callout
+
+    def use_for_output(self, tensor: torch.Tensor) -> Origin:
+        """Origin of a tensor the mock needs (return value, stored state)."""
+        origin = self.origin_of(tensor)
+        if isinstance(origin, NodeOrigin):
+            self.segments[origin.segment].output_index(origin.node)
+        return origin
+
+    def finish(self) -> None:
+        for segment in self.segments:
+            if segment.grad_mode is not None and segment.grad_mode != self.entry_grad_mode:
+                segment.graph.call_function(set_grad_enabled_op(), (self.entry_grad_mode,))
+            segment.graph.output(tuple(segment.outputs))
+
+
+def _unique(graph: torch.fx.Graph, name: str) -> str:
+    return graph._graph_namespace.create_name(name, None)
+
+
+def _constant(value: Any) -> Any:
+    return value
+
+
+def _first_tensor(flat: list) -> Any:
+    return next((x for x in flat if isinstance(x, torch.Tensor)), None)
+
+
+def _is_mutating(func, kwargs: dict) -> bool:
+    name = getattr(func, "__name__", "")
+    return (name.endswith("_") and not name.endswith("__")) or name in (
+        "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__"
+    ) or "out" in kwargs
+
+
+class CaptureMode(TorchFunctionMode):
+    """Routes every torch-level call of the monitored run to ``handler``."""
+
+    def __init__(self, handler: Callable):
+        super().__init__()
+        self.handler = handler
+        self.paused = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.paused:
+            return func(*args, **kwargs)
+        return self.handler(func, args, kwargs)

@@ -1,0 +1,89 @@
+"""Helpers shared by the guard and mock generators: names and constants.
+
+Generated code must read like something a person wrote: constants that have
+an evaluable ``repr`` (numbers, strings, ``torch.float32``) are written
+inline; everything else (modules, functions, classes) is bound to a readable
+name in the generated function's namespace.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import re
+from typing import Any
+
+import torch
+
+LITERAL_TYPES = (bool, int, float, str, bytes, type(None), complex)
+
+
+def is_literal(value: Any) -> bool:
+    """True for values whose ``repr`` evaluates back to an equal value."""
+    if type(value) in LITERAL_TYPES:
+        return not (isinstance(value, float) and math.isinf(value))
+    if type(value) in (tuple, list, frozenset, set) or isinstance(value, torch.Size):
+        return all(is_literal(v) for v in value)
+    if type(value) is dict:
+        return all(is_literal(k) and is_literal(v) for k, v in value.items())
+    return isinstance(value, (torch.dtype,))
+
+
+def literal(value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "float('nan')"
+    if isinstance(value, torch.Size):
+        return repr(tuple(value))
+    if isinstance(value, torch.dtype):
+        return str(value)  # "torch.float32"
+    return repr(value)
+
+
+class Namespace:
+    """Names for the non-literal constants a generated function refers to."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {"torch": torch, "builtins": builtins}
+        self._by_id: dict[int, str] = {id(torch): "torch", id(builtins): "builtins"}
+        self._devices: dict[str, str] = {}
+
+    def bind(self, value: Any, hint: str) -> str:
+        existing = self._by_id.get(id(value))
+        if existing is not None:
+            return existing
+        base = re.sub(r"\W+", "_", hint).strip("_") or "const"
+        name, n = base, 1
+        while name in self.values:
+            n += 1
+            name = f"{base}_{n}"
+        self.values[name] = value
+        self._by_id[id(value)] = name
+        return name
+
+    def name_for(self, value: Any) -> str:
+        """A hint-derived name for a function, class or object constant."""
+        hint = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+        if hint is None:
+            hint = type(value).__name__.lower()
+        return self.bind(value, hint)
+
+    def expr(self, value: Any) -> str:
+        if is_literal(value):
+            return literal(value)
+        if isinstance(value, torch.device):
+            key = str(value)
+            if key not in self._devices:
+                self._devices[key] = self.bind(value, f"device_{key}")
+            return self._devices[key]
+        return self.name_for(value)
+
+
+def compile_source(source: str, namespace: dict[str, Any], name: str, filename: str) -> Any:
+    """Compile generated source; the source is registered with linecache for tracebacks."""
+    import linecache
+
+    code = compile(source, filename, "exec")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = dict(namespace)
+    exec(code, scope)
+    return scope[name]

@@ -1,0 +1,138 @@
+"""The compiled callable: record cache, hit/miss accounting, eager fallback.
+
+A call looks up the function's records; the first whose guard passes is
+replayed by its mock.  If none passes, a monitoring run executes the real
+function (its result is what the caller gets), builds a new record and
+compiles its graphs.  A function that keeps missing falls back to eager after
+``recompile_limit`` records, and the report says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import torch
+
+from fullgraph.runtime import breaks, cpython
+from fullgraph.runtime.backends import resolve
+from fullgraph.runtime.mock import MISS
+from fullgraph.runtime.monitor import Monitor
+from fullgraph.runtime.record import Record, RecordError, build_record
+from fullgraph.runtime.report import Report, dedupe_breaks, describe_function, user_error
+from fullgraph.runtime.run import MonitorRun
+
+
+@dataclasses.dataclass
+class Stats:
+    monitor_runs: int = 0
+    hits: int = 0
+    misses: int = 0
+    records: int = 0
+    fallbacks: int = 0  # calls that ran eagerly (fell back)
+
+
+class CompiledFunction:
+    """What ``fullgraph.runtime.compile`` returns."""
+
+    def __init__(self, target: Callable, backend="inductor", recompile_limit: int = 8):
+        cpython.check_supported()
+        self.backend_name, self.backend = resolve(backend)
+        self.module = target if isinstance(target, torch.nn.Module) else None
+        self.fn = target
+        self.recompile_limit = recompile_limit
+        self.records: list[Record] = []
+        self.stats = Stats()
+        self.fallback_reason: str | None = None
+        self.last_report: Report | None = None
+        functools.update_wrapper(self, target.forward if self.module is not None else target,
+                                 updated=())
+
+    def __call__(self, *args, **kwargs):
+        if self.fallback_reason is not None:
+            self.stats.fallbacks += 1
+            return self.fn(*args, **kwargs)
+        root_fn = self._root_function()
+        for position, record in enumerate(self.records):
+            result = record.replay(args, kwargs, self.module, root_fn)
+            if result is not MISS:
+                self.stats.hits += 1
+                record.hits += 1
+                if position:  # most recently used first
+                    self.records.insert(0, self.records.pop(position))
+                return result
+        self.stats.misses += 1
+        if len(self.records) >= self.recompile_limit:
+            self.fallback_reason = (f"recompile limit reached: {len(self.records)} records, "
+                                    "none of which matched the call")
+            self.stats.fallbacks += 1
+            return self.fn(*args, **kwargs)
+        return self._monitor(args, kwargs)
+
+    def _root_function(self):
+        if self.module is not None:
+            return type(self.module).forward
+        return self.fn
+
+    def _monitor(self, args: tuple, kwargs: dict):
+        run = MonitorRun(self._root_function(), args, kwargs, self.module)
+        monitor = Monitor(run)
+        self.stats.monitor_runs += 1
+        result = monitor.execute(lambda: self.fn(*args, **kwargs))  # user exceptions propagate
+        report = make_report(self.fn, run, None)
+        self.last_report = report
+        if monitor.tool_error is not None:
+            self.fallback_reason = f"internal error in fullgraph's monitor: {monitor.tool_error!r}"
+            return result
+        try:
+            record = build_record(run, result, self.backend, len(args), tuple(kwargs))
+        except RecordError as error:
+            self.fallback_reason = f"not compiled: {error.detail}"
+            report.notes.append(self.fallback_reason)
+            return result
+        if not record.reusable:
+            self.fallback_reason = f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}"
+            report.notes.append(self.fallback_reason)
+            return result
+        self.records.insert(0, record)
+        self.stats.records = len(self.records)
+        fill_report(report, [record])
+        return result
+
+    def report(self) -> Report | None:
+        if self.last_report is not None:
+            fill_report(self.last_report, self.records)
+        return self.last_report
+
+
+def make_report(fn, run: MonitorRun, error: BaseException | None) -> Report:
+    qualname, file, line = describe_function(fn)
+    report = Report(qualname, file, line)
+    if error is not None:
+        report.status = "user_exception"
+        report.error = user_error(error)
+    report.breaks = dedupe_breaks([c.location for c in run.tape.callouts if c.location] + run.unsupported)
+    return report
+
+
+def fill_report(report: Report, records: list[Record]) -> None:
+    report.graphs, report.guards, report.mocks = [], [], []
+    for index, record in enumerate(records):
+        for gm in record.graphs:
+            placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+            ops = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+            if not ops and not placeholders:
+                continue
+            counts: dict[str, int] = {}
+            for node in ops:
+                name = node.target if isinstance(node.target, str) else getattr(
+                    node.target, "__name__", str(node.target))
+                counts[name] = counts.get(name, 0) + 1
+            outputs = [str(a) for a in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
+            report.graphs.append({"index": len(report.graphs), "op_count": len(ops), "op_counts": counts,
+                                  "inputs": placeholders, "outputs": outputs, "code": gm.code.strip()})
+        report.guards.append({"record": index, "source": record.guard_source, "check_count": record.check_count})
+        report.mocks.append({"record": index, "source": record.mock_source})
+        report.side_effects = [{"kind": "store", "target": s, "description": s} for s in record.side_effects]
+        break  # the report describes the most recent record

@@ -1,0 +1,140 @@
+"""Guard generation: readable Python that checks a record still applies.
+
+A guard re-reads every external value the monitoring run read, through the
+same source path, and compares it: tensors by metadata (type, dtype, device,
+shape, requires_grad — not data), scalars and strings by value, containers by
+length and the elements read, modules and functions by identity, plus
+aliasing between paths and the global state that changes results (grad mode,
+default dtype).  Each path is evaluated once into a local.  On success the
+guard returns the external tensors the graphs take as inputs, so the mock
+doesn't fetch them again; on failure it returns ``None``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any
+
+import torch
+
+from fullgraph.runtime.codegen import Namespace, is_literal, literal
+from fullgraph.runtime.sources import ArgSource, KwargSource, Source, base_of
+
+GUARD_PARAMS = "A, K, M, F"
+
+
+@dataclasses.dataclass
+class GuardCode:
+    source: str
+    namespace: dict[str, Any]
+    check_count: int
+    inputs: list[Source]
+
+
+class _Writer:
+    def __init__(self, namespace: Namespace):
+        self.ns = namespace
+        self.lines: list[str] = []
+        self.locals: dict[Source, str] = {}
+        self.checks = 0
+        self.root_names = {"A", "K", "M", "F"}
+
+    def load(self, source: Source) -> str:
+        """Name of a local holding ``source``'s value, emitting its load once."""
+        if source in self.locals:
+            return self.locals[source]
+        expr = source.expr()
+        base = base_of(source)
+        if base is not None:
+            base_expr = base.expr()
+            base_name = self.load(base)
+            expr = expr.replace(base_expr, base_name, 1)
+        if expr in self.root_names or expr in self.ns.values:
+            self.locals[source] = expr
+            return expr
+        name = source.local_name()
+        taken = set(self.locals.values())
+        candidate, n = name, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{name}_{n}"
+        self.lines.append(f"{candidate} = {expr}")
+        self.locals[source] = candidate
+        return candidate
+
+    def check(self, condition: str, why: str) -> None:
+        self.checks += 1
+        self.lines.append(f"if not ({condition}):  # {why}")
+        self.lines.append("    return None")
+
+
+def tensor_check(name: str, tensor: torch.Tensor, ns: Namespace) -> str:
+    parts = [
+        f"type({name}) is {ns.name_for(type(tensor))}",
+        f"{name}.dtype is {literal(tensor.dtype)}",
+        f"{name}.device == {ns.expr(tensor.device)}",
+        f"{name}.shape == {literal(tuple(tensor.shape))}",
+        f"{name}.requires_grad is {tensor.requires_grad}",
+    ]
+    return " and ".join(parts)
+
+
+def value_check(name: str, value: Any, source: Source, ns: Namespace) -> tuple[str, str]:
+    """The condition that ``name`` still holds what the run read, and a comment."""
+    if isinstance(value, torch.Tensor):
+        return tensor_check(name, value, ns), "tensor metadata"
+    if value is None or isinstance(value, bool):
+        return f"{name} is {value!r}", "value"
+    if isinstance(value, torch.dtype):
+        return f"{name} is {literal(value)}", "dtype"
+    if isinstance(value, (torch.device,)):
+        return f"{name} == {ns.expr(value)}", "device"
+    if is_literal(value):
+        type_name = type(value).__name__ if type(value).__module__ == "builtins" else ns.name_for(type(value))
+        if isinstance(value, float) and value != value:
+            return f"type({name}) is float and {name} != {name}", "value (nan)"
+        return f"type({name}) is {type_name} and {name} == {literal(value)}", "value"
+    if isinstance(source, (ArgSource, KwargSource)) or isinstance(value, (list, dict, tuple, set)):
+        return f"type({name}) is {ns.name_for(type(value))}", "type"
+    if isinstance(value, types.MethodType):
+        return f"{name}.__func__ is {ns.name_for(value.__func__)}", "method identity"
+    return f"{name} is {ns.bind(value, _hint(value, source))}", "identity"
+
+
+def _hint(value: Any, source: Source) -> str:
+    if isinstance(value, (types.FunctionType, type, types.ModuleType, types.BuiltinFunctionType)):
+        return getattr(value, "__name__", "obj")
+    return "obj_" + source.local_name().removeprefix("v_")
+
+
+def generate_guard(reads: dict[Source, Any], aliases: list[tuple[Source, Source]],
+                   inputs: list[Source], globals_consts: dict[str, dict], grad_mode: bool,
+                   default_dtype: torch.dtype, arg_count: int, kwarg_names: tuple[str, ...]) -> GuardCode:
+    ns = Namespace()
+    for name, value in globals_consts.items():
+        ns.values[name] = value
+    writer = _Writer(ns)
+    writer.check(f"len(A) == {arg_count} and len(K) == {len(kwarg_names)}", "call signature")
+    for name in kwarg_names:
+        writer.check(f"{name!r} in K", f"keyword argument {name}")
+    writer.check(f"torch.is_grad_enabled() is {grad_mode}", "grad mode")
+    writer.check(f"torch.get_default_dtype() is {literal(default_dtype)}", "default dtype")
+    for source, value in reads.items():
+        name = writer.load(source)
+        condition, why = value_check(name, value, source, ns)
+        writer.check(condition, f"{why} of {source.expr()}")
+    for first, second in aliases:
+        writer.check(f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}")
+    input_names = [writer.load(source) for source in inputs]
+    body = "\n".join("        " + line for line in writer.lines)
+    returned = ", ".join(input_names) + ("," if len(input_names) == 1 else "")
+    source_code = (
+        f"def guard({GUARD_PARAMS}):\n"
+        f'    """Generated by fullgraph: does this record still apply to the call?"""\n'
+        f"    try:\n{body}\n"
+        f"    except Exception:  # a path no longer exists (missing attribute, short list)\n"
+        f"        return None\n"
+        f"    return ({returned})\n"
+    )
+    return GuardCode(source_code, ns.values, writer.checks, list(inputs))

@@ -1,0 +1,264 @@
+"""Mock generation: readable Python that replays a record without the interpreter.
+
+The mock runs the compiled graph segments in order, the eager callouts
+between them (checking the values later code depends on: *mid-guards*),
+re-applies the side effects on external objects (attribute and item stores,
+globals, container mutation; in-place tensor updates happen inside the
+graphs) and rebuilds the return value: tuples, lists, dicts, dataclasses,
+named tuples, plain objects, ``None`` and scalars.
+
+Effects that print or log, when they come before a mid-guard, are held back
+until the last mid-guard has passed, so a record abandoned half-way never
+prints twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from fullgraph.runtime import breaks
+from fullgraph.runtime.capture import CalloutOrigin, ExternalOrigin, GraphTape, NodeOrigin, Unsupported
+from fullgraph.runtime.codegen import Namespace, is_literal, literal
+from fullgraph.runtime.guards import GUARD_PARAMS, tensor_check
+from fullgraph.runtime.run import Mutation
+from fullgraph.runtime.sources import Source
+
+MISS = type("MidGuardMiss", (), {"__repr__": lambda self: "MISS"})()
+
+
+def make_dataclass_instance(cls, init: dict, others: dict):
+    """Rebuild a dataclass (including ``ModelOutput``-style ones) from field values."""
+    obj = cls(**init)
+    for name, value in others.items():
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+def make_plain_object(cls, state: dict):
+    """Rebuild a plain Python object created by the program, without calling __init__."""
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
+def leaves(value):
+    from fullgraph.runtime.torch_internals import tree_flatten
+
+    return tree_flatten(value)[0]
+
+
+@dataclasses.dataclass
+class MockCode:
+    source: str
+    namespace: dict[str, Any]
+    reusable: bool
+    not_reusable_reason: str | None
+
+
+class MockWriter:
+    def __init__(self, tape: GraphTape, sources: dict[int, Source], ns: Namespace,
+                 input_index: dict[Source, int]):
+        self.tape = tape
+        self.sources = sources
+        self.ns = ns
+        self.input_index = input_index
+        self.lines: list[str] = []
+        self.memo: dict[int, str] = {}
+        self.temps = 0
+        self.callout_results: dict[int, str] = {}
+        ns.values.update(MISS=MISS, make_dataclass_instance=make_dataclass_instance,
+                         make_plain_object=make_plain_object, leaves=leaves)
+
+    # -- values ----------------------------------------------------------------
+    def tensor(self, tensor: torch.Tensor) -> str:
+        origin = self.tape.use_for_output(tensor)
+        return self.origin_expr(origin)
+
+    def origin_expr(self, origin) -> str:
+        if isinstance(origin, ExternalOrigin):
+            index = self.input_index.get(origin.source)
+            return f"I[{index}]" if index is not None else origin.source.expr()
+        if isinstance(origin, NodeOrigin):
+            segment = self.tape.segments[origin.segment]
+            return f"g{origin.segment}[{segment.output_index(origin.node)}]"
+        if isinstance(origin, CalloutOrigin):
+            callout = self.tape.callouts[origin.index]
+            if isinstance(callout.result, torch.Tensor):
+                return f"c{origin.index}"
+            return f"leaves(c{origin.index})[{origin.path[0]}]"
+        raise AssertionError(origin)
+
+    def value(self, value: Any) -> str:
+        if isinstance(value, torch.Tensor):
+            return self.tensor(value)
+        if id(value) in self.memo:
+            return self.memo[id(value)]
+        if id(value) in self.callout_results and not is_literal(value):
+            return self.callout_results[id(value)]
+        source = self.sources.get(id(value))
+        if source is not None:
+            return source.expr()
+        if is_literal(value) and not isinstance(value, (list, dict, set)):
+            return literal(value)
+        if isinstance(value, (torch.dtype, torch.device, torch.Size, type, slice, range)) or callable(value):
+            return self.ns.expr(value) if not isinstance(value, torch.Size) else literal(value)
+        if value is Ellipsis:
+            return "..."
+        return self._rebuild(value)
+
+    def _temp(self, expr: str, value: Any) -> str:
+        name = f"r{self.temps}"
+        self.temps += 1
+        self.lines.append(f"{name} = {expr}")
+        self.memo[id(value)] = name
+        return name
+
+    def _rebuild(self, value: Any) -> str:
+        kind = type(value)
+        if kind is list:
+            return self._temp("[" + ", ".join(self.value(v) for v in value) + "]", value)
+        if kind is tuple:
+            items = ", ".join(self.value(v) for v in value)
+            return self._temp(f"({items}{',' if len(value) == 1 else ''})", value)
+        if kind is dict:
+            items = ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in value.items())
+            return self._temp("{" + items + "}", value)
+        if kind is set:
+            return self._temp("{" + ", ".join(self.value(v) for v in value) + "}" if value else "set()", value)
+        if isinstance(value, tuple) and hasattr(kind, "_fields"):
+            items = ", ".join(self.value(v) for v in value)
+            return self._temp(f"{self.ns.name_for(kind)}({items})", value)
+        if dataclasses.is_dataclass(value):
+            fields = dataclasses.fields(value)
+            init = ", ".join(f"{f.name!r}: {self.value(getattr(value, f.name))}" for f in fields if f.init)
+            others = ", ".join(f"{f.name!r}: {self.value(getattr(value, f.name))}" for f in fields if not f.init)
+            return self._temp(
+                f"make_dataclass_instance({self.ns.name_for(kind)}, {{{init}}}, {{{others}}})", value
+            )
+        if isinstance(value, (list, dict)):  # subclasses such as OrderedDict
+            return self._temp(f"{self.ns.name_for(kind)}({self._rebuild(kind.__mro__[-2](value))})", value)
+        state = getattr(value, "__dict__", None)
+        if state is not None and not hasattr(kind, "__slots__") and not isinstance(value, torch.nn.Module):
+            items = ", ".join(f"{k!r}: {self.value(v)}" for k, v in state.items())
+            return self._temp(f"make_plain_object({self.ns.name_for(kind)}, {{{items}}})", value)
+        raise Unsupported(breaks.UNSUPPORTED_CONSTRUCT,
+                          f"cannot rebuild a {kind.__name__} created by the program")
+
+    # -- effects -----------------------------------------------------------------
+    def mutation(self, mutation: Mutation) -> None:
+        target = mutation.target.expr()
+        owner = mutation.owner
+        if mutation.kind in ("setattr", "delattr"):
+            if hasattr(owner, mutation.name):
+                self.lines.append(f"setattr({target}, {mutation.name!r}, {self.value(getattr(owner, mutation.name))})")
+            else:
+                self.lines.append(f"delattr({target}, {mutation.name!r})")
+        elif mutation.kind in ("setitem", "delitem", "setglobal"):
+            key = mutation.name
+            if key in owner:
+                self.lines.append(f"{target}[{key!r}] = {self.value(owner[key])}")
+            else:
+                self.lines.append(f"{target}.pop({key!r}, None)")
+        elif mutation.kind == "setcell":
+            self.lines.append(f"{target.removesuffix('.cell_contents')}.cell_contents = {self.value(owner.cell_contents)}")
+        elif mutation.kind == "call":
+            args = [self.value(a) for a in mutation.args]
+            if mutation.args and mutation.args[0] is owner:
+                args = args[1:]  # the receiver came first (a bound method call)
+            args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]
+            self.lines.append(f"{target}.{mutation.name}({', '.join(args)})")
+
+
+def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: list[Source],
+                  mutations: list[Mutation], result: Any, ns: Namespace) -> MockCode:
+    input_index = {source: i for i, source in enumerate(input_sources)}
+    writer = MockWriter(tape, sources, ns, input_index)
+    # 1. The tail: effects on external objects and the return value.  Rebuilding
+    #    them marks which graph values must be outputs.
+    tail = MockWriter(tape, sources, ns, input_index)
+    tail.callout_results = writer.callout_results
+    for callout in tape.callouts:
+        if not _shared(callout.result):
+            writer.callout_results[id(callout.result)] = f"c{callout.index}"
+    for mutation in mutations:
+        tail.mutation(mutation)
+    returned = tail.value(result)
+    tape.finish()
+
+    # 2. The body: segments and callouts in program order.
+    last_midguard = max((c.index for c in tape.callouts if _needs_midguard(c)), default=-1)
+    reusable, reason = True, None
+    held_back: list[str] = []
+    effect_before_midguard = False
+    for segment in tape.segments:
+        if segment.op_count or segment.outputs:
+            args = ", ".join(writer.origin_expr(origin) for _, origin in segment.placeholders)
+            writer.lines.append(f"g{segment.index} = graph{segment.index}({args})  "
+                                f"# {segment.op_count} ops")
+            if segment.mutates_external and segment.index <= _segment_of(tape, last_midguard):
+                effect_before_midguard = True
+        callout = next((c for c in tape.callouts if c.segment_before == segment.index), None)
+        if callout is None:
+            continue
+        fn = writer.ns.name_for(callout.function)
+        call_args = [writer.value(a) for a in callout.args]
+        call_args += [f"{k}={writer.value(v)}" for k, v in callout.kwargs.items()]
+        where = callout.location
+        comment = f"# {callout.category.code} {callout.function_name}"
+        if where is not None:
+            comment += f" at {where.file.rsplit('/', 1)[-1]}:{where.line}"
+        call = f"{fn}({', '.join(call_args)})"
+        deferrable = callout.effectful and callout.result is None
+        if deferrable and callout.index < last_midguard:
+            held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
+            continue
+        if callout.effectful and callout.index < last_midguard:
+            effect_before_midguard = True
+        writer.lines.append(f"c{callout.index} = {call}  {comment}")
+        if _needs_midguard(callout):
+            writer.lines.append(f"if not ({_midguard(callout, writer.ns)}):  # mid-guard")
+            writer.lines.append("    return MISS")
+        if callout.index == last_midguard:
+            writer.lines.extend(held_back)
+            held_back = []
+    if effect_before_midguard:
+        reusable = False
+        reason = ("an effect (in-place update of an external tensor, or a call with side "
+                  "effects) happens before a value the rest of the run depends on")
+    body = writer.lines + tail.lines + [f"return {returned}"]
+    source = (
+        f"def mock(I, {GUARD_PARAMS}):\n"
+        f'    """Generated by fullgraph: replay the record (graphs, callouts, effects, result)."""\n'
+        + "".join(f"    {line}\n" for line in body)
+    )
+    return MockCode(source, ns.values, reusable, reason)
+
+
+def _shared(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, str)) and not isinstance(value, float)
+
+
+def _needs_midguard(callout) -> bool:
+    return callout.guard_result
+
+
+def _midguard(callout, ns: Namespace) -> str:
+    name = f"c{callout.index}"
+    value = callout.result
+    if isinstance(value, torch.Tensor):
+        return tensor_check(name, value, ns)
+    if value is None or isinstance(value, bool):
+        return f"{name} is {value!r}"
+    if is_literal(value):
+        return f"type({name}) is {type(value).__name__} and {name} == {literal(value)}"
+    raise Unsupported(breaks.UNSUPPORTED_CONSTRUCT,
+                      f"{callout.function_name} returned a {type(value).__name__} the rest of the run reads")
+
+
+def _segment_of(tape: GraphTape, callout_index: int) -> int:
+    if callout_index < 0:
+        return -1
+    return tape.callouts[callout_index].segment_before

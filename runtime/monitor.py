@@ -1,0 +1,92 @@
+"""The settrace driver: runs a function once with per-opcode observation.
+
+A global trace function decides, per new frame, whether the monitor steps in
+(user code) or lets the call run unobserved (torch, the standard library and
+annotated code).  Observed frames get opcode events; each event first
+finishes the previous instruction of that frame (its outputs are now on the
+stack), then hands the next instruction to its registered handler.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from fullgraph.runtime import cpython
+from fullgraph.runtime.opcodes import HANDLERS
+from fullgraph.runtime.run import FrameState, MonitorRun, is_user_code
+
+
+class ToolError(RuntimeError):
+    """A bug in fullgraph's monitor (as opposed to an exception in user code)."""
+
+
+class Monitor:
+    def __init__(self, run: MonitorRun):
+        self.run = run
+        self.tool_error: BaseException | None = None
+
+    def execute(self, call: Callable[[], Any]) -> Any:
+        """Run ``call()`` under observation and return its real result."""
+        cpython.check_supported()
+        previous = sys.gettrace()
+        sys.settrace(self._on_call)
+        try:
+            with self.run.mode:
+                return call()
+        finally:
+            sys.settrace(previous)
+            self.run.paused = False
+
+    def _on_call(self, frame, event, arg):
+        if event != "call" or self.run.paused or self.tool_error is not None:
+            return None
+        if not is_user_code(frame.f_code):
+            return None
+        state = FrameState(frame)
+        frame.f_trace_lines = False
+        frame.f_trace_opcodes = True
+        self.run.frames.append(state)
+        return self._local_tracer(state)
+
+    def _local_tracer(self, state: FrameState):
+        run = self.run
+        mode = run.mode
+        instructions = cpython.instructions(state.frame.f_code)
+
+        def trace(frame, event, arg):
+            if self.tool_error is not None:
+                return None
+            if event == "opcode":
+                mode.paused = True
+                try:
+                    pending = state.pending
+                    if pending is not None:
+                        state.pending = None
+                        pending()
+                    ins = instructions[frame.f_lasti]
+                    state.instruction = ins
+                    handler = HANDLERS.get(ins.opname)
+                    if handler is not None and not run.paused:
+                        state.pending = handler(run, state, ins)
+                except Exception as error:  # a fullgraph bug must not break the user's program
+                    error.__fullgraph_where__ = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                    self.tool_error = error
+                    run.paused = False
+                finally:
+                    mode.paused = run.paused
+            elif event == "return":
+                if state.pending is not None and run.paused:
+                    run.paused = mode.paused = False
+                state.pending = None
+                if run.frames and run.frames[-1] is state:
+                    run.frames.pop()
+            elif event == "exception":
+                if state.pending is not None and run.paused:
+                    # a callout raised: its result never arrived
+                    run.paused = mode.paused = False
+                    run.callout_failed = True
+                state.pending = None
+            return trace
+
+        return trace

@@ -1,0 +1,125 @@
+"""Records: a captured operator graph (in segments), its guard and its mock.
+
+``build_record`` turns a finished :class:`MonitorRun` into a :class:`Record`:
+it decides the graph inputs, generates the guard and mock sources, and
+compiles the segment graphs with the chosen backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from fullgraph.runtime import breaks
+from fullgraph.runtime.backends import Backend
+from fullgraph.runtime.capture import ExternalOrigin, Unsupported
+from fullgraph.runtime.codegen import Namespace, compile_source
+from fullgraph.runtime.guards import generate_guard
+from fullgraph.runtime.mock import MISS, generate_mock
+from fullgraph.runtime.run import MonitorRun
+from fullgraph.runtime.sources import Source
+
+_record_ids = itertools.count()
+
+
+@dataclasses.dataclass
+class Record:
+    guard_source: str
+    mock_source: str
+    graphs: list[torch.fx.GraphModule]
+    guard: Callable[..., Any]
+    mock: Callable[..., Any]
+    check_count: int
+    reusable: bool
+    not_reusable_reason: str | None
+    breaks: list[breaks.GraphBreak]
+    side_effects: list[str]
+    hits: int = 0
+
+    @property
+    def graph_code(self) -> str:
+        return "\n\n".join(
+            f"# graph{i}\n{gm.code.strip()}" for i, gm in enumerate(self.graphs)
+        )
+
+    def replay(self, args: tuple, kwargs: dict, module, fn) -> Any:
+        inputs = self.guard(args, kwargs, module, fn)
+        if inputs is None:
+            return MISS
+        return self.mock(inputs, args, kwargs, module, fn)
+
+
+class RecordError(Exception):
+    """The run cannot become a record; carries the break that explains why."""
+
+    def __init__(self, graph_break: breaks.GraphBreak | None, detail: str):
+        super().__init__(detail)
+        self.graph_break = graph_break
+        self.detail = detail
+
+
+def graph_modules(run: MonitorRun) -> list[torch.fx.GraphModule]:
+    modules = []
+    for segment in run.tape.segments:
+        gm = torch.fx.GraphModule(torch.nn.Module(), segment.graph, class_name=f"Graph{segment.index}")
+        modules.append(gm)
+    return modules
+
+
+def build_record(run: MonitorRun, result: Any, backend: Backend | None,
+                 arg_count: int, kwarg_names: tuple[str, ...]) -> Record:
+    if run.tape.unsupported is not None:
+        where = run.unsupported[0] if run.unsupported else None
+        raise RecordError(where, run.tape.unsupported.detail)
+    if getattr(run, "callout_failed", False):
+        raise RecordError(None, "a dynamic call raised an exception that the program caught")
+    input_sources = _external_inputs(run)
+    ns = Namespace()
+    for name, value in run.globals_consts.values():
+        ns.values[name] = value
+    try:
+        mock = generate_mock(run.tape, run.sources, input_sources, run.mutations, result, ns)
+    except Unsupported as error:
+        raise RecordError(None, error.detail) from None
+    # Inputs may have grown while the tail was rebuilt (it can reference new external tensors).
+    guard = generate_guard(
+        run.reads, run.aliases, input_sources,
+        {name: value for name, value in run.globals_consts.values()},
+        run.tape.entry_grad_mode, torch.get_default_dtype(), arg_count, kwarg_names,
+    )
+    graphs = graph_modules(run)
+    record_id = next(_record_ids)
+    namespace = dict(ns.values)
+    compiled_graphs = {}
+    for gm, segment in zip(graphs, run.tape.segments):
+        if segment.op_count or segment.outputs:
+            examples = [node.meta.get("example_value") for node, _ in segment.placeholders]
+            compiled_graphs[f"graph{segment.index}"] = backend(gm, examples) if backend else gm.forward
+    namespace.update(compiled_graphs)
+    guard_fn = compile_source(guard.source, guard.namespace, "guard", f"<fullgraph guard {record_id}>")
+    mock_fn = compile_source(mock.source, namespace, "mock", f"<fullgraph mock {record_id}>")
+    return Record(
+        guard_source=guard.source,
+        mock_source=mock.source,
+        graphs=graphs,
+        guard=guard_fn,
+        mock=mock_fn,
+        check_count=guard.check_count,
+        reusable=mock.reusable,
+        not_reusable_reason=mock.not_reusable_reason,
+        breaks=[c.location for c in run.tape.callouts if c.location is not None],
+        side_effects=[m.describe() for m in run.mutations],
+    )
+
+
+def _external_inputs(run: MonitorRun) -> list[Source]:
+    sources: list[Source] = []
+    for segment in run.tape.segments:
+        for _, origin in segment.placeholders:
+            if isinstance(origin, ExternalOrigin) and origin.source not in sources:
+                sources.append(origin.source)
+    return sources

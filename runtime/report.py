@@ -1,0 +1,113 @@
+"""The analysis report: what a monitoring run captured, as data.
+
+``Report.to_json()`` follows the versioned schema in docs/report-schema.md;
+``Report.format()`` renders the same facts as text for people.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import platform
+import traceback
+from typing import Any
+
+import torch
+
+from fullgraph.runtime import breaks as breaks_module
+
+SCHEMA_VERSION = 1
+
+
+@dataclasses.dataclass
+class Report:
+    qualname: str
+    file: str
+    line: int
+    status: str = "ok"  # "ok" | "user_exception"
+    error: dict | None = None
+    graphs: list[dict] = dataclasses.field(default_factory=list)
+    breaks: list[breaks_module.GraphBreak] = dataclasses.field(default_factory=list)
+    guards: list[dict] = dataclasses.field(default_factory=list)
+    mocks: list[dict] = dataclasses.field(default_factory=list)
+    side_effects: list[dict] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def break_count(self) -> int:
+        return len(self.breaks)
+
+    def to_json(self) -> dict[str, Any]:
+        from fullgraph.runtime import __version__
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "fullgraph", "version": __version__,
+                     "python": platform.python_version(), "torch": torch.__version__},
+            "function": {"qualname": self.qualname, "file": self.file, "line": self.line},
+            "status": self.status,
+            "error": self.error,
+            "graph_count": self.graph_count,
+            "break_count": self.break_count,
+            "graphs": self.graphs,
+            "breaks": [b.to_json() for b in self.breaks],
+            "guards": self.guards,
+            "mocks": self.mocks,
+            "side_effects": self.side_effects,
+            "notes": self.notes,
+        }
+
+    def format(self) -> str:
+        lines = [f"fullgraph report for {self.qualname} ({self.file}:{self.line})",
+                 f"status: {self.status}; graphs: {self.graph_count}; breaks: {self.break_count}"]
+        if self.error:
+            lines.append(f"error: {self.error['type']}: {self.error['message']}")
+        for b in self.breaks:
+            lines.append(f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} "
+                         f"{b.category.title}: {b.function}")
+            lines.append(f"      hint: {b.category.hint}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        for graph in self.graphs:
+            lines.append(f"\n--- graph {graph['index']} ({graph['op_count']} ops; inputs: "
+                         f"{', '.join(graph['inputs']) or '-'}) ---\n{graph['code']}")
+        for guard in self.guards:
+            lines.append(f"\n--- guard of record {guard['record']} ({guard['check_count']} checks) ---\n"
+                         f"{guard['source']}")
+        for mock in self.mocks:
+            lines.append(f"\n--- mock of record {mock['record']} ---\n{mock['source']}")
+        if self.side_effects:
+            lines.append("\nside effects replayed: " + "; ".join(s["description"] for s in self.side_effects))
+        return "\n".join(lines)
+
+
+def describe_function(fn: Any) -> tuple[str, str, int]:
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    target = getattr(target, "__func__", target)
+    qualname = getattr(target, "__qualname__", type(fn).__name__)
+    try:
+        file = inspect.getsourcefile(target) or "<unknown>"
+        line = inspect.getsourcelines(target)[1]
+    except (TypeError, OSError):
+        file, line = "<unknown>", 0
+    return qualname, file, line
+
+
+def user_error(exc: BaseException) -> dict:
+    return {"type": type(exc).__name__, "message": str(exc),
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))}
+
+
+def dedupe_breaks(found: list[breaks_module.GraphBreak]) -> list[breaks_module.GraphBreak]:
+    """One break per distinct source location (nested frames repeat a site)."""
+    seen, unique = set(), []
+    for b in found:
+        key = (b.file, b.line, b.column, b.category.code)
+        if key not in seen:
+            seen.add(key)
+            unique.append(b)
+    return unique

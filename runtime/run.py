@@ -1,0 +1,643 @@
+"""One monitoring run: the state built while the real program executes.
+
+The opcode handlers (``opcodes``) and the torch-function mode (``capture``)
+report what the program does; this module turns those events into the
+*reference graph* facts a record needs:
+
+- sources: which objects came from outside the call, and by which path;
+- reads: external values the program looked at (what the guard checks);
+- mutations: external objects the program changed (what the mock replays);
+- the graph tape (segments and callouts).
+
+Objects are tracked by identity while the run holds a reference to them.
+Values the interpreter shares (small ints, interned strings, True/False,
+None) are never tracked by identity: a read of one is guarded by value at
+the instruction that read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import dis
+import linecache
+import os
+import sys
+import sysconfig
+import types
+from typing import Any, Callable
+
+import torch
+
+from fullgraph.runtime import annotation_table, breaks, cpython
+from fullgraph.runtime.capture import (
+    DATA_DEPENDENT,
+    VALUE_READS,
+    CaptureMode,
+    GraphTape,
+    Unsupported,
+)
+from fullgraph.runtime.sources import (
+    ArgSource,
+    AttrSource,
+    ContainsSource,
+    ItemSource,
+    KeysSource,
+    KwargSource,
+    LenSource,
+    RootFunctionSource,
+    RootModuleSource,
+    Source,
+    is_key_representable,
+)
+
+_SHARED_TYPES = (bool, int, str, type(None), float, bytes)
+
+
+def _package_dirs() -> tuple[str, ...]:
+    """torch, numpy and fullgraph itself: libraries the monitor treats as opaque."""
+    dirs = [os.path.dirname(torch.__file__), os.path.dirname(__file__),
+            os.path.join(os.path.dirname(os.path.dirname(__file__)), "refactors")]
+    try:
+        import numpy
+
+        dirs.append(os.path.dirname(numpy.__file__))
+    except ImportError:
+        pass
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+
+
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple({os.path.join(os.path.realpath(paths[k]), "") for k in ("stdlib", "platstdlib")})
+
+
+_OPAQUE_PACKAGES = _package_dirs()
+_STDLIB = _stdlib_dirs()
+_user_code_cache: dict[types.CodeType, bool] = {}
+
+
+def is_user_code(code: types.CodeType) -> bool:
+    """Code the monitor steps into: everything but the stdlib, torch, numpy and fullgraph.
+
+    Third-party model code (``transformers``, ...) is stepped into like the user's own.
+    """
+    cached = _user_code_cache.get(code)
+    if cached is None:
+        filename = code.co_filename
+        if filename.startswith("<frozen"):
+            cached = False
+        elif not os.path.isabs(filename):
+            cached = True  # generated code such as a dataclass __init__
+        else:
+            path = os.path.realpath(filename)
+            if path.startswith(_OPAQUE_PACKAGES):
+                cached = False
+            elif "site-packages" in path or "dist-packages" in path:
+                cached = True
+            else:
+                cached = not path.startswith(_STDLIB)
+        _user_code_cache[code] = cached
+    return cached
+
+
+@dataclasses.dataclass
+class FrameState:
+    frame: types.FrameType
+    pending: Callable[[], None] | None = None
+    kwnames: tuple | None = None
+    instruction: dis.Instruction | None = None
+
+
+@dataclasses.dataclass
+class Mutation:
+    """An external object the program changed; the mock re-applies the final state."""
+
+    kind: str  # "setattr" | "delattr" | "setitem" | "delitem" | "setglobal" | "setcell" | "call"
+    target: Source
+    owner: Any  # the object mutated (kept alive)
+    name: Any = None  # attribute name, item key, global name, or method name
+    args: tuple = ()
+    kwargs: dict = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        if self.kind in ("setattr", "setglobal"):
+            return f"store {self.target.expr()}.{self.name}" if self.kind == "setattr" else f"store global {self.name}"
+        if self.kind == "setitem":
+            return f"store {self.target.expr()}[{self.name!r}]"
+        if self.kind == "call":
+            return f"call {self.target.expr()}.{self.name}(...)"
+        return f"{self.kind} {self.target.expr()} {self.name or ''}".strip()
+
+
+@dataclasses.dataclass
+class _IteratorState:
+    kind: str
+    source: Source | None
+    iterable: Any
+    index: int = 0
+    keys: tuple | None = None
+    inner: list["_IteratorState"] | None = None
+
+
+class MonitorRun:
+    """Runs a function once under observation and collects what a record needs."""
+
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, module: torch.nn.Module | None):
+        self.fn = fn
+        self.module = module
+        self.sources: dict[int, Source] = {}
+        self.keepalive: list[Any] = []
+        self.reads: dict[Source, Any] = {}
+        self.aliases: list[tuple[Source, Source]] = []
+        self.written: set[tuple[int, Any]] = set()
+        self.written_cells: set[int] = set()
+        self.written_containers: set[int] = set()
+        self.mutations: list[Mutation] = []
+        self.globals_consts: dict[int, tuple[str, dict]] = {}
+        self.iterators: dict[int, _IteratorState] = {}
+        self.frames: list[FrameState] = []
+        self.paused = False
+        self.callout_pending = False
+        self.unsupported: list[breaks.GraphBreak] = []
+        self.breaks: list[breaks.GraphBreak] = []
+        self.tape = GraphTape(self.resolve_external, self.locate)
+        self.mode = CaptureMode(self.on_torch_call)
+        self._module_index: dict[int, Source] | None = None
+        if module is not None:
+            self.register(module, RootModuleSource())
+        self.register(fn, RootFunctionSource())
+        for i, value in enumerate(args):
+            self.register_root(value, ArgSource(i))
+        for name, value in kwargs.items():
+            self.register_root(value, KwargSource(name))
+
+    # -- sources and reads -------------------------------------------------
+    def register(self, value: Any, source: Source) -> None:
+        if not isinstance(value, _SHARED_TYPES) and id(value) not in self.sources:
+            self.sources[id(value)] = source
+            self.keepalive.append(value)
+
+    def register_root(self, value: Any, source: Source) -> None:
+        self.reads[source] = value
+        self.register(value, source)
+
+    def source_of(self, value: Any) -> Source | None:
+        return self.sources.get(id(value))
+
+    def globals_name(self, globals_dict: dict) -> str:
+        entry = self.globals_consts.get(id(globals_dict))
+        if entry is None:
+            module = str(globals_dict.get("__name__", "module")).replace(".", "_")
+            name = f"g_{module}"
+            taken = {n for n, _ in self.globals_consts.values()}
+            while name in taken:
+                name += "_"
+            entry = (name, globals_dict)
+            self.globals_consts[id(globals_dict)] = entry
+        return entry[0]
+
+    def read(self, source: Source, value: Any) -> None:
+        """The program read ``value`` from outside through ``source``."""
+        if source in self.reads:
+            return
+        known = self.sources.get(id(value))
+        if known is not None and known != source and not isinstance(value, _SHARED_TYPES):
+            self.aliases.append((known, source))
+            return
+        self.reads[source] = value
+        self.register(value, source)
+
+    def read_attr(self, owner: Any, name: str, value: Any) -> None:
+        if isinstance(owner, torch.Tensor) or (id(owner), name) in self.written:
+            return
+        source = self.source_of(owner)
+        if source is None or isinstance(owner, types.ModuleType) and name.startswith("__"):
+            return
+        if isinstance(value, types.MethodType) and value.__self__ is owner:
+            return  # a method: decided by the owner's type, which is guarded
+        self.read(AttrSource(source, name), value)
+
+    def read_item(self, container: Any, key: Any, value: Any) -> None:
+        if isinstance(container, torch.Tensor) or id(container) in self.written_containers:
+            return
+        source = self.source_of(container)
+        if source is None or (id(container), key) in self.written:
+            return
+        if is_key_representable(key) and not isinstance(key, bool):
+            self.read(ItemSource(source, key), value)
+        else:
+            self.read_whole(container)
+
+    def read_membership(self, container: Any, item: Any, result: Any) -> None:
+        source = self.source_of(container)
+        if source is None or isinstance(container, torch.Tensor):
+            return
+        if id(container) in self.written_containers:
+            return
+        if is_key_representable(item):
+            self.read(ContainsSource(source, item), result)
+        else:
+            self.read_whole(container)
+
+    def read_whole(self, container: Any) -> None:
+        """The program read all of a container (``sum(xs)``, ``sorted(d)``...)."""
+        source = self.source_of(container)
+        if source is None or id(container) in self.written_containers:
+            return
+        if isinstance(container, (list, tuple)):
+            self.read(LenSource(source), len(container))
+            for i, item in enumerate(container):
+                self.read(ItemSource(source, i), item)
+        elif isinstance(container, dict):
+            keys = tuple(container.keys())
+            if all(is_key_representable(k) for k in keys):
+                self.read(KeysSource(source), keys)
+                for key in keys:
+                    self.read(ItemSource(source, key), container[key])
+
+    def resolve_external(self, tensor: torch.Tensor) -> Source | None:
+        """Source of a tensor reached inside opaque code (e.g. a torch module's weight)."""
+        known = self.sources.get(id(tensor))
+        if known is not None:
+            return known
+        if self._module_index is None:
+            self._module_index = {}
+            for owner_id, source in list(self.sources.items()):
+                owner = next((o for o in self.keepalive if id(o) == owner_id), None)
+                self._index_owner(owner, source)
+        source = self._module_index.get(id(tensor))
+        if source is None:
+            # A module or container first seen after the index was built.
+            for owner in list(self.keepalive):
+                source_of_owner = self.sources.get(id(owner))
+                if source_of_owner is not None and isinstance(owner, (torch.nn.Module, list, tuple, dict)):
+                    self._index_owner(owner, source_of_owner)
+            source = self._module_index.get(id(tensor))
+        if source is not None:
+            self.read(source, tensor)
+        return source
+
+    def _index_owner(self, owner: Any, source: Source) -> None:
+        index = self._module_index
+        if isinstance(owner, torch.nn.Module):
+            for name, tensor in list(owner.named_parameters(remove_duplicate=False)) + list(
+                owner.named_buffers(remove_duplicate=False)
+            ):
+                path = source
+                for part in name.split("."):
+                    path = AttrSource(path, part)
+                index.setdefault(id(tensor), path)
+        elif isinstance(owner, (list, tuple)):
+            for i, item in enumerate(owner):
+                if isinstance(item, torch.Tensor):
+                    index.setdefault(id(item), ItemSource(source, i))
+        elif isinstance(owner, dict):
+            for key, item in owner.items():
+                if isinstance(item, torch.Tensor) and is_key_representable(key):
+                    index.setdefault(id(item), ItemSource(source, key))
+
+    # -- mutations ---------------------------------------------------------
+    def store_attr(self, owner: Any, name: str, delete: bool = False) -> None:
+        self.written.add((id(owner), name))
+        source = self.source_of(owner)
+        if source is not None and not isinstance(owner, torch.Tensor):
+            self._mutate(Mutation("delattr" if delete else "setattr", source, owner, name))
+
+    def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
+        if isinstance(container, torch.Tensor):
+            return  # Tensor.__setitem__ is an in-place graph op
+        self.written.add((id(container), key))
+        source = self.source_of(container)
+        if source is None:
+            return
+        if not is_key_representable(key):
+            self._unsupported(f"store into {source.expr()} with a key of type {type(key).__name__}")
+            return
+        self._mutate(Mutation("delitem" if delete else "setitem", source, container, key))
+
+    def store_global(self, globals_dict: dict, name: str) -> None:
+        self.written.add((id(globals_dict), name))
+        from fullgraph.runtime.sources import ConstSource
+
+        self._mutate(Mutation("setglobal", ConstSource(self.globals_name(globals_dict)), globals_dict, name))
+
+    def mutate_cell(self, source: Source, cell: Any) -> None:
+        self._mutate(Mutation("setcell", source, cell))
+
+    def _mutate(self, mutation: Mutation) -> None:
+        for existing in self.mutations:
+            if (existing.kind, existing.owner is mutation.owner, existing.name) == (
+                mutation.kind, True, mutation.name
+            ) and mutation.kind != "call":
+                return
+        self.keepalive.append(mutation.owner)
+        self.mutations.append(mutation)
+
+    # -- iteration -----------------------------------------------------------
+    def derive_iterator(self, iterator: Any, iterable: Any, kind: str) -> None:
+        if iterator is iterable and id(iterator) in self.iterators:
+            return
+        inner = self.iterators.get(id(iterable))
+        if kind == "iter" and inner is not None:
+            self.iterators[id(iterator)] = inner
+            self.keepalive.append(iterator)
+            return
+        source = self.source_of(iterable)
+        if kind in ("enumerate", "zip"):
+            state = _IteratorState(kind, None, iterable)
+        elif source is None or id(iterable) in self.written_containers:
+            return
+        elif isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in ("items", "values", "keys"):
+            owner = iterable
+            keys = tuple(owner.keys())
+            if not all(is_key_representable(k) for k in keys):
+                return
+            self.read(KeysSource(source), keys)
+            state = _IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
+        elif isinstance(iterable, (list, tuple, torch.nn.ModuleList, torch.nn.Sequential,
+                                   torch.nn.ParameterList)):
+            state = _IteratorState(kind, source, iterable)
+        else:
+            return
+        self.iterators[id(iterator)] = state
+        self.keepalive.append(iterator)
+
+    def derive_compound(self, iterator: Any, kind: str, inputs: list) -> None:
+        inner = []
+        for item in inputs:
+            self.derive_iterator(_Marker(item), item, "iter")
+        for item in inputs:
+            state = self.iterators.get(id(item))
+            if state is None:
+                source = self.source_of(item)
+                if source is not None and isinstance(
+                    item, (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)
+                ) and id(item) not in self.written_containers:
+                    state = _IteratorState("iter", source, item)
+            inner.append(state)
+        self.iterators[id(iterator)] = _IteratorState(kind, None, iterator, inner=inner)
+        self.keepalive.append(iterator)
+
+    def iterator_yielded(self, iterator: Any, item: Any) -> None:
+        state = self.iterators.get(id(iterator))
+        if state is not None:
+            self._yield(state, item)
+
+    def _yield(self, state: _IteratorState, item: Any) -> None:
+        index = state.index
+        state.index += 1
+        if state.kind == "enumerate":
+            if state.inner and state.inner[0] is not None and isinstance(item, tuple):
+                self._yield(state.inner[0], item[1])
+        elif state.kind == "zip":
+            for sub, value in zip(state.inner or [], item if isinstance(item, tuple) else ()):
+                if sub is not None:
+                    self._yield(sub, value)
+        elif state.kind in ("keys",):
+            pass  # keys are guarded as a whole
+        elif state.kind == "items":
+            key = state.keys[index] if state.keys and index < len(state.keys) else None
+            if isinstance(item, tuple) and len(item) == 2:
+                self.read(ItemSource(state.source, key), item[1])
+        elif state.kind == "values":
+            if state.keys and index < len(state.keys):
+                self.read(ItemSource(state.source, state.keys[index]), item)
+        elif state.kind == "reversed":
+            length = len(state.iterable)
+            self.read(LenSource(state.source), length)
+            self.read(ItemSource(state.source, length - 1 - index), item)
+        elif state.source is not None:
+            self.read(ItemSource(state.source, index), item)
+
+    def iterator_exhausted(self, iterator: Any) -> None:
+        state = self.iterators.get(id(iterator))
+        if state is None:
+            return
+        for sub in state.inner or [state]:
+            if sub is not None and sub.source is not None and sub.kind in ("iter", "reversed"):
+                self.read(LenSource(sub.source), len(sub.iterable))
+
+    def unpacked(self, sequence: Any, items: list) -> None:
+        source = self.source_of(sequence)
+        if source is None or isinstance(sequence, torch.Tensor):
+            return
+        if isinstance(sequence, (list, tuple)) and id(sequence) not in self.written_containers:
+            self.read(LenSource(source), len(sequence))
+            for i, item in enumerate(items):
+                self.read(ItemSource(source, i), item)
+
+    # -- calls ---------------------------------------------------------------
+    def call(self, state: FrameState, fn: Any, args: tuple, kwargs: dict, result: Callable) -> Callable | None:
+        if isinstance(fn, torch.nn.Module):
+            source = self.source_of(fn)
+            if source is not None:
+                self.read(AttrSource(source, "training"), fn.training)
+            return None
+        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
+            return None
+        if isinstance(fn, type) and fn.__module__ not in ("builtins",) and not fn.__module__.startswith(
+            ("torch", "collections", "typing", "dataclasses", "functools", "enum")
+        ):
+            return None  # a user class: its __init__ is stepped into
+        receiver = getattr(fn, "__self__", None)
+        if isinstance(receiver, torch.Tensor) or (
+            isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None
+        ):
+            return None  # a tensor method (captured by the mode) or stdlib Python code
+        annotation = annotation_table.lookup(fn)
+        if annotation is None:
+            if callable(getattr(type(fn), "__call__", None)) and isinstance(
+                getattr(type(fn), "__call__"), types.FunctionType
+            ):
+                return None  # an object with a Python __call__: stepped into
+            annotation = annotation_table.UNKNOWN_NATIVE
+        name = getattr(fn, "__name__", "")
+        if annotation.pure:
+            return self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
+        return self._callout(state, fn, args, kwargs, annotation, result)
+
+    def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
+        if fn is len and args:
+            source = self.source_of(args[0])
+            if source is not None and not isinstance(args[0], torch.Tensor) and id(args[0]) not in self.written_containers:
+                self.read(LenSource(source), len(args[0]))
+            return None
+        if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
+            owner, attr = args[0], args[1]
+            return lambda: self._getattr_read(fn, owner, attr, result())
+        if annotation.mutates:
+            owner = receiver if receiver is not None else (args[annotation.mutates[0]] if args else None)
+            self.written_containers.add(id(owner))
+            source = self.source_of(owner)
+            if fn is setattr and len(args) >= 2:
+                self.store_attr(args[0], args[1])
+            elif source is not None:
+                self._mutate(Mutation("call", source, owner, name, tuple(args), dict(kwargs)))
+            return None
+        if annotation.iterates:
+            kind = annotation.iterates
+            if kind in ("enumerate", "reversed", "iter") and args:
+                return lambda: self.derive_compound(result(), kind, [args[0]]) if kind == "enumerate" else self.derive_iterator(result(), args[0], kind)
+            if kind == "zip":
+                return lambda: self.derive_compound(result(), "zip", list(args))
+            if kind in ("items", "values", "keys") and receiver is not None:
+                return lambda: self.derive_iterator(result(), receiver, kind)
+            return None
+        if isinstance(fn, types.BuiltinFunctionType) and getattr(fn, "__self__", None) is not None:
+            for value in args:
+                if isinstance(value, (list, tuple, dict)):
+                    self.read_whole(value)
+        return None
+
+    def _getattr_read(self, fn, owner, attr, value) -> None:
+        source = self.source_of(owner)
+        if source is None or isinstance(owner, torch.Tensor) or (id(owner), attr) in self.written:
+            return
+        if fn is hasattr:
+            from fullgraph.runtime.sources import HasAttrSource
+
+            self.read(HasAttrSource(source, attr), value)
+        elif hasattr(owner, attr):
+            self.read_attr(owner, attr, value)
+        else:
+            from fullgraph.runtime.sources import HasAttrSource
+
+            self.read(HasAttrSource(source, attr), False)
+
+    def _callout(self, state, fn, args, kwargs, annotation, result) -> Callable:
+        name = annotation_table.qualified_name(fn)
+        self.paused = True
+        self.mode.paused = True
+
+        def after() -> None:
+            self.paused = False
+            self.mode.paused = False
+            value = result()
+            effectful = annotation.category is breaks.PYTHON_SIDE_EFFECT
+            self.tape.record_callout(
+                fn, name, tuple(args), dict(kwargs), value, annotation.category,
+                effectful=effectful, guard_result=value is not None,
+            )
+
+        return after
+
+    # -- torch calls ---------------------------------------------------------
+    def on_torch_call(self, func, args: tuple, kwargs: dict) -> Any:
+        if self.paused:
+            return func(*args, **kwargs)
+        # The monitor's own Python (dataclass __init__s and the like) must not be
+        # observed: new frames are left untraced while this handler runs.
+        self.paused = True
+        try:
+            return self._torch_call(func, args, kwargs)
+        finally:
+            self.paused = False
+
+    def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
+        name = getattr(func, "__name__", "")
+        if name in DATA_DEPENDENT or (name == "__getitem__" and _has_mask_index(args)) or (
+            func is torch.where and len(args) + len(kwargs) == 1
+        ):
+            result = func(*args, **kwargs)
+            self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
+            return result
+        if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
+            return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
+        result = func(*args, **kwargs)
+        if self.tape.unsupported is not None:
+            return result
+        try:
+            if _contains_tensor(result) or (result is None and _mutates(name, kwargs)):
+                self.tape.record_op(func, args, kwargs, result)
+            elif name in VALUE_READS:
+                self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
+        except Unsupported as error:
+            self.tape.unsupported = error
+            self.unsupported.append(self.locate(function_name=name, category=error.category, detail=error.detail))
+        return result
+
+    def _torch_callout(self, func, args, kwargs, result, category) -> None:
+        try:
+            self.tape.record_callout(
+                func, "Tensor." + getattr(func, "__name__", "?") if _is_method(func) else annotation_table.qualified_name(func),
+                tuple(args), dict(kwargs), result, category, effectful=False,
+                guard_result=True,
+            )
+        except Unsupported as error:
+            self.tape.unsupported = error
+            self.unsupported.append(self.locate(function_name=str(func), category=error.category, detail=error.detail))
+
+    # -- locations -----------------------------------------------------------
+    def locate(self, function_name: str, category: breaks.BreakCategory, detail: str = "") -> breaks.GraphBreak:
+        """The current user call site (innermost monitored frame) with its call stack."""
+        stack = []
+        for state in self.frames:
+            ins = state.instruction
+            line, column, end_line, end_column = _position(state.frame, ins)
+            stack.append(breaks.StackFrame(state.frame.f_code.co_filename, line, column, state.frame.f_code.co_name))
+        last = self.frames[-1] if self.frames else None
+        if last is None:
+            return breaks.GraphBreak(category, function_name, "<unknown>", 0, 0, 0, 0, [], detail)
+        line, column, end_line, end_column = _position(last.frame, last.instruction)
+        graph_break = breaks.GraphBreak(
+            category, function_name, last.frame.f_code.co_filename, line, column, end_line, end_column,
+            stack, detail,
+        )
+        self.breaks.append(graph_break)
+        return graph_break
+
+    def _unsupported(self, detail: str) -> None:
+        if self.tape.unsupported is None:
+            self.tape.unsupported = Unsupported(breaks.UNSUPPORTED_CONSTRUCT, detail)
+        self.unsupported.append(self.locate("<store>", breaks.UNSUPPORTED_CONSTRUCT, detail))
+
+
+class _Marker:
+    pass
+
+
+def _position(frame, ins) -> tuple[int, int, int, int]:
+    """1-based line and 0-based code-point columns of an instruction."""
+    positions = getattr(ins, "positions", None) if ins is not None else None
+    if positions is None or positions.lineno is None:
+        line = frame.f_lineno or frame.f_code.co_firstlineno
+        return line, 0, line, 0
+    text = linecache.getline(frame.f_code.co_filename, positions.lineno)
+    end_text = linecache.getline(frame.f_code.co_filename, positions.end_lineno or positions.lineno)
+
+    def to_codepoints(line_text: str, byte_offset: int | None) -> int:
+        if byte_offset is None:
+            return 0
+        return len(line_text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
+
+    return (
+        positions.lineno,
+        to_codepoints(text, positions.col_offset),
+        positions.end_lineno or positions.lineno,
+        to_codepoints(end_text, positions.end_col_offset),
+    )
+
+
+def _contains_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(isinstance(v, torch.Tensor) for v in value)
+    return False
+
+
+def _mutates(name: str, kwargs: dict) -> bool:
+    return name in ("__setitem__",) or (name.endswith("_") and not name.endswith("__")) or "out" in kwargs
+
+
+def _is_method(func) -> bool:
+    return getattr(func, "__qualname__", "").startswith(("TensorBase.", "Tensor."))
+
+
+def _has_mask_index(args: tuple) -> bool:
+    if len(args) < 2:
+        return False
+    index = args[1]
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items)

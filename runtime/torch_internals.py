@@ -1,0 +1,32 @@
+"""The torch-internal APIs fullgraph depends on, in one place.
+
+torch moves private APIs between releases (fullgraph supports torch>=2.4 and
+is tested on 2.11 and 2.13); everything private is imported here so that a
+move is fixed once.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.overrides import TorchFunctionMode  # noqa: F401  (public since 2.0)
+from torch.utils._pytree import tree_flatten, tree_unflatten  # noqa: F401
+
+
+def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
+    """Inductor's entry point for an fx graph (C++/OpenMP on CPU, Triton on GPU)."""
+    from torch._inductor.compile_fx import compile_fx as inductor_compile_fx
+
+    return inductor_compile_fx(gm, example_inputs)
+
+
+def set_grad_enabled_op():
+    """The graph node target that switches grad mode inside a graph (as Dynamo emits)."""
+    return torch._C._set_grad_enabled
+
+
+def getset_descriptor_name(func) -> str | None:
+    """For ``Tensor.T.__get__``-style functions seen by a torch-function mode, the property name."""
+    if getattr(func, "__name__", None) == "__get__":
+        owner = getattr(func, "__self__", None)
+        return getattr(owner, "__name__", None)
+    return None
