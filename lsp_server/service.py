@@ -222,7 +222,13 @@ class AnalysisService:
             raise RuntimeError("AnalysisService is closed")
         if self._worker is not None and self._sources_changed():
             self._stop_worker()
-        worker = self._ensure_worker_started()
+        try:
+            worker = self._ensure_worker_started()
+        except OSError as exc:
+            error = ConfigError(
+                "python", self.python, f"an executable Python interpreter with fullgraph ({exc})"
+            )
+            return AnalysisResult(entry=entry, status="config_error", error=error.to_json())
         try:
             worker.wait_ready(time.monotonic() + self.startup_timeout, cancel)
         except WaitCancelled:

@@ -26,6 +26,8 @@ import json
 import os
 import resource
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,17 +46,22 @@ def _cap_memory(memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to kill this worker if the service process dies (best effort)."""
-    try:
-        import ctypes
-        import signal
+def _exit_with_parent() -> None:
+    """Exit when the service process is gone, even while user code is running.
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
+    (``PR_SET_PDEATHSIG`` would fire when the *thread* that started us exits,
+    which in a threaded language server is any time; watching the parent id
+    is portable and exact.)
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="fullgraph-parent-watch", daemon=True).start()
 
 
 class _Channel:
@@ -259,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=0)
     options = parser.parse_args(argv)
 
-    _die_with_parent()
+    _exit_with_parent()
     _cap_memory(options.memory_mb)
     # A segfault or abort prints the Python stack to fd 2, which is the
     # request's stderr file while user code runs.

@@ -39,8 +39,10 @@ def test_malformed_entry_in_pyproject(tmp_path):
         ("timeout = -1", "tool.fullgraph.timeout = -1.0: expected a positive number"),
         (
             'entrypoints = "examples.m:entry"',
-            "tool.fullgraph.entrypoints = 'examples.m:entry': "
-            'expected a list of "package.module:function" strings',
+            (
+                "tool.fullgraph.entrypoints = 'examples.m:entry': "
+                'expected a list of "package.module:function" strings'
+            ),
         ),
         ('backend = "xla"', "tool.fullgraph.backend = 'xla': expected one of 'inductor', 'eager'"),
         ("memory_mb = 1.5", "tool.fullgraph.memory_mb = 1.5: expected a non-negative integer"),
