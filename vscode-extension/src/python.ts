@@ -100,7 +100,15 @@ type ExecFile = (
  */
 export function checkServerImportable(interpreter: Interpreter, run: ExecFile = execFile): Promise<ImportCheck> {
     const [command, ...fixed] = interpreter.command;
-    const probe = `import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("${SERVER_MODULE}") else 3)`;
+    // find_spec raises (not returns None) when the parent package is missing.
+    const probe = [
+        'import importlib.util, sys',
+        'try:',
+        `    found = importlib.util.find_spec("${SERVER_MODULE}")`,
+        'except ImportError:',
+        '    found = None',
+        'sys.exit(0 if found else 3)',
+    ].join('\n');
     return new Promise((resolve) => {
         run(command, [...fixed, '-c', probe], { timeout: 30_000 }, (error, _stdout, stderr) => {
             if (!error) {

@@ -1,6 +1,8 @@
 // First: replaces src/vscodeapi before the modules under test load it.
 import { reset, state } from './fakeVscodeApi';
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import {
     checkServerImportable,
@@ -9,6 +11,7 @@ import {
     installCommandLine,
     serverCommand,
 } from '../src/python';
+import { repositoryRoot } from './manifest';
 
 type Callback = (error: Error | null, stdout: string, stderr: string) => void;
 
@@ -93,6 +96,7 @@ describe('is fullgraph importable', () => {
         assert.equal(calls[0].file, '/venv/bin/python');
         assert.equal(calls[0].args[0], '-I');
         assert.match(calls[0].args[2], /find_spec\("fullgraph\.lsp_server"\)/);
+        assert.equal(calls.length, 1);
     });
 
     it('says which interpreter lacks fullgraph', async () => {
@@ -109,6 +113,24 @@ describe('is fullgraph importable', () => {
             ok: false,
             detail: 'SyntaxError: bad sitecustomize',
         });
+    });
+
+    it('says fullgraph is missing from a real Python without it', async (t) => {
+        // -S: no site-packages, so fullgraph cannot be found whatever is installed.
+        const bare = { command: ['python3', '-S'], source: 'default' as const };
+        const result = await checkServerImportable(bare);
+        if (result.detail === 'interpreter not found: python3') {
+            return t.skip('no python3 on PATH');
+        }
+        assert.deepEqual(result, { ok: false, detail: 'fullgraph is not installed in python3' });
+    });
+
+    it("finds the server module in the repository's .venv (real process)", async (t) => {
+        const venvPython = path.join(repositoryRoot, '.venv', 'bin', 'python');
+        if (!fs.existsSync(venvPython)) {
+            return t.skip(`no ${venvPython}: run \`make venv\` first`);
+        }
+        assert.deepEqual(await checkServerImportable({ command: [venvPython], source: 'setting' }), { ok: true, detail: '' });
     });
 
     it('reports a missing interpreter by name (real process)', async () => {
