@@ -1,0 +1,16 @@
+"""The server's LSP features, one module each; importing this package registers them all.
+
+Handler modules: configuration, diagnostics, save, hover, code_actions,
+code_lens, commands.  Helper modules with no LSP registration: findings,
+runtime, locations, analysis.
+"""
+
+from fullgraph.lsp_server.features import (  # noqa: F401 - imported for registration
+    code_actions,
+    code_lens,
+    commands,
+    configuration,
+    diagnostics,
+    hover,
+    save,
+)

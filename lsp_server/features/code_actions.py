@@ -1,0 +1,121 @@
+"""Code actions: the refactors' safe fixes as workspace edits.
+
+One quick fix per fixable static finding in the requested range, and
+``source.fixAll.fullgraph`` applying every safe fix of the file at once (the
+refactors' ``fix_source``).  The server only proposes edits; the client
+applies them, so nothing here writes a file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fullgraph.lsp_server.features.diagnostics import path_of, refresh_static
+from fullgraph.lsp_server.features.findings import StaticFinding, to_diagnostic
+from fullgraph.lsp_server.positions import PositionMapper, overlaps
+from fullgraph.lsp_server.server import SERVER, FullgraphServer
+from lsprotocol import types
+
+FIX_ALL = "source.fixAll.fullgraph"
+
+
+def wanted(only: list[str] | None, kind: str) -> bool:
+    """Whether ``kind`` was asked for: kinds are hierarchical ("source.fixAll" covers ours)."""
+    if not only:
+        return True
+    return any(kind == requested or kind.startswith(f"{requested}.") for requested in only)
+
+
+def workspace_edit(
+    server: FullgraphServer, uri: str, edits: list[types.TextEdit]
+) -> types.WorkspaceEdit:
+    """Edits to one document, versioned when the client supports document changes."""
+    if server.supports_document_changes:
+        identifier = types.OptionalVersionedTextDocumentIdentifier(
+            uri=uri, version=server.document_version(uri)
+        )
+        return types.WorkspaceEdit(
+            document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)]
+        )
+    return types.WorkspaceEdit(changes={uri: edits})
+
+
+def fix_edits(fix: Any, mapper: PositionMapper) -> list[types.TextEdit]:
+    """A refactors Fix as LSP text edits (same coordinates as its finding)."""
+    return [
+        types.TextEdit(range=mapper.range_of(edit), new_text=edit.new_text) for edit in fix.edits
+    ]
+
+
+def quick_fixes(
+    server: FullgraphServer,
+    uri: str,
+    text: str,
+    findings: list[StaticFinding],
+    requested: types.Range,
+) -> list[types.CodeAction]:
+    mapper = server.mapper(text)
+    actions = []
+    for finding in findings:
+        if finding.fix is None or not overlaps(mapper.range_of(finding), requested):
+            continue
+        diagnostic = to_diagnostic(
+            finding, mapper, root=server.root, docs_base_url=server.settings.docs_base_url
+        )
+        actions.append(
+            types.CodeAction(
+                title=f"{finding.fix.title} ({finding.code})",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diagnostic],
+                is_preferred=True,
+                edit=workspace_edit(server, uri, fix_edits(finding.fix, mapper)),
+            )
+        )
+    return actions
+
+
+def fix_all_action(
+    server: FullgraphServer, uri: str, text: str, fixed: str
+) -> types.CodeAction | None:
+    if fixed == text:
+        return None
+    edit = types.TextEdit(range=server.mapper(text).whole_document(), new_text=fixed)
+    return types.CodeAction(
+        title="fullgraph: apply all safe fixes",
+        kind=FIX_ALL,
+        edit=workspace_edit(server, uri, [edit]),
+    )
+
+
+@SERVER.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False
+    ),
+)
+async def code_action(
+    server: FullgraphServer, params: types.CodeActionParams
+) -> list[types.CodeAction] | None:
+    """Offer the safe fixes for the requested range, and fix-all for the file."""
+    uri = params.text_document.uri
+    state = await refresh_static(server, uri)
+    text = server.document_text(uri)
+    if state is None or text is None or state.text != text or state.syntax_error is not None:
+        return None
+    only = [getattr(kind, "value", kind) for kind in params.context.only or []]
+    actions = (
+        quick_fixes(server, uri, text, state.findings, params.range)
+        if wanted(only, "quickfix")
+        else []
+    )
+    refactors = server.refactors()
+    if wanted(only, FIX_ALL) and refactors is not None and any(f.fix for f in state.findings):
+        path = path_of(uri)
+        loop = asyncio.get_running_loop()
+        fixed = await loop.run_in_executor(
+            server.thread_pool, refactors.fix_source, text, str(path or uri)
+        )
+        action = fix_all_action(server, uri, text, fixed)
+        actions += [action] if action else []
+    return actions or None

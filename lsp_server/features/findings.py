@@ -1,0 +1,205 @@
+"""What the server shows, independent of LSP plumbing: findings and their diagnostics.
+
+Two kinds of finding reach the editor:
+
+- :class:`StaticFinding` — a refactors rule (``FG1xx``) matched the source as
+  typed; it may carry a safe fix;
+- :class:`RuntimeFinding` — a runtime analysis of an entrypoint found a graph
+  break (``FG2xx``) at a place in a file, or the analysis itself failed (the
+  user's program raised, crashed or timed out).
+
+Both keep fullgraph's coordinates (1-based lines, code-point columns) and are
+turned into ``lsprotocol`` diagnostics by :func:`to_diagnostic` through the
+position helper.  :func:`carry_over` moves findings computed on an older
+text onto a newer one, dropping those whose lines changed: it is how
+diagnostics survive a syntax error in the middle of an edit, and how runtime
+results stay in place while the user types after a save.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from pathlib import Path
+from typing import Any
+
+from fullgraph.lsp_server.positions import PositionMapper, split_lines
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+SOURCE = "fullgraph"
+
+SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+
+# The repository's own docs, found when fullgraph runs from a checkout or an
+# editable install (lsp_server/features/findings.py -> repository root).
+_REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticFinding:
+    code: str
+    message: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    severity: str
+    fix: Any = None  # refactors.Fix with edits in the same coordinates, or None
+    refusal_reason: str | None = None
+    rule_name: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class StackFrame:
+    path: Path
+    line: int
+    column: int
+    function: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeFinding:
+    entry: str
+    code: str | None  # None for failures of the analysis itself
+    message: str
+    path: Path
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    severity: str
+    stack: tuple[StackFrame, ...] = ()
+    hover: str = ""  # Markdown shown on hover, prepared when the report arrives
+
+
+def static_finding(finding: Any, rules: dict[str, Any] | None = None) -> StaticFinding:
+    """Copy a refactors ``Finding`` into the server's own record."""
+    rule = (rules or {}).get(finding.code)
+    return StaticFinding(
+        code=finding.code,
+        message=finding.message,
+        line=finding.line,
+        column=finding.column,
+        end_line=finding.end_line,
+        end_column=finding.end_column,
+        severity=getattr(finding, "severity", "warning"),
+        fix=getattr(finding, "fix", None),
+        refusal_reason=getattr(finding, "refusal_reason", None),
+        rule_name=getattr(rule, "NAME", None),
+    )
+
+
+def doc_href(code: str | None, root: Path | None, base_url: str) -> str | None:
+    """Link to a code's documentation: a local file when one exists, else ``base_url``."""
+    if not code:
+        return None
+    folders = ("rules", "codes") if code.startswith("FG1") else ("codes", "rules")
+    for docs_root in filter(None, (root, _REPOSITORY_ROOT)):
+        for folder in folders:
+            candidate = docs_root / "docs" / folder / f"{code}.md"
+            if candidate.is_file():
+                return from_fs_path(str(candidate))
+    return f"{base_url.rstrip('/')}/{folders[0]}/{code}.md"
+
+
+def to_diagnostic(
+    finding: StaticFinding | RuntimeFinding,
+    mapper: PositionMapper,
+    *,
+    root: Path | None,
+    docs_base_url: str,
+) -> types.Diagnostic:
+    """The LSP diagnostic for one finding, positioned in the client's encoding."""
+    href = doc_href(finding.code, root, docs_base_url)
+    related = None
+    if isinstance(finding, RuntimeFinding) and finding.stack:
+        related = [
+            types.DiagnosticRelatedInformation(
+                location=types.Location(
+                    uri=from_fs_path(str(frame.path)),
+                    range=_frame_range(frame, mapper if frame.path == finding.path else None),
+                ),
+                message=f"{index}. called from {frame.function}",
+            )
+            for index, frame in enumerate(finding.stack, start=1)
+        ]
+    kind = "static" if isinstance(finding, StaticFinding) else "runtime"
+    data: dict[str, Any] = {"kind": kind}
+    if isinstance(finding, RuntimeFinding):
+        data["entry"] = finding.entry
+    return types.Diagnostic(
+        range=mapper.range_of(finding),
+        message=finding.message,
+        severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
+        code=finding.code,
+        code_description=types.CodeDescription(href=href) if href else None,
+        source=SOURCE,
+        related_information=related,
+        data=data,
+    )
+
+
+def _frame_range(frame: StackFrame, mapper: PositionMapper | None) -> types.Range:
+    if mapper is not None:
+        return mapper.range(frame.line, frame.column, frame.line, frame.column)
+    # Another file: its text is not at hand, and columns past ASCII are rare in
+    # call sites; a zero-width range at the column is what editors jump to.
+    position = types.Position(line=max(frame.line - 1, 0), character=max(frame.column, 0))
+    return types.Range(start=position, end=position)
+
+
+def syntax_diagnostic(error: Any, mapper: PositionMapper) -> types.Diagnostic:
+    """One information diagnostic saying why the static results are paused."""
+    line = getattr(error, "line", 1) or 1
+    column = getattr(error, "column", 0) or 0
+    message = getattr(error, "message", None) or str(error)
+    return types.Diagnostic(
+        range=mapper.range(line, column, line, column + 1),
+        message=f"fullgraph cannot parse this file ({message}); "
+        "showing results from the last version that parsed",
+        severity=types.DiagnosticSeverity.Information,
+        source=SOURCE,
+        data={"kind": "syntax"},
+    )
+
+
+def line_mapping(old_text: str, new_text: str) -> dict[int, int]:
+    """1-based old line -> 1-based new line, for lines the edit left untouched."""
+    old_lines = split_lines(old_text)
+    new_lines = split_lines(new_text)
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    mapping: dict[int, int] = {}
+    for tag, old_start, old_end, new_start, _ in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(old_end - old_start):
+                mapping[old_start + offset + 1] = new_start + offset + 1
+    return mapping
+
+
+def carry_over(findings: list, old_text: str, new_text: str) -> list:
+    """The findings whose lines are unchanged in ``new_text``, moved to their new lines.
+
+    A finding survives only when every line it spans is untouched and still
+    contiguous; its fix is dropped, because a fix was proven safe for the old
+    text as a whole, not for the new one.
+    """
+    if old_text == new_text:
+        return list(findings)
+    mapping = line_mapping(old_text, new_text)
+    survivors = []
+    for finding in findings:
+        lines = range(finding.line, finding.end_line + 1)
+        moved = [mapping.get(line) for line in lines]
+        if None in moved or moved[-1] - moved[0] != finding.end_line - finding.line:
+            continue
+        changes: dict[str, Any] = {"line": moved[0], "end_line": moved[-1]}
+        if isinstance(finding, StaticFinding):
+            changes["fix"] = None
+        survivors.append(dataclasses.replace(finding, **changes))
+    return survivors

@@ -1,0 +1,223 @@
+"""Runtime analysis results as findings: graph breaks and failed analyses.
+
+Pure functions over the service's :class:`AnalysisResult` (its ``report`` is
+the JSON schema of docs/report-schema.md).  A graph break becomes one
+:class:`~.findings.RuntimeFinding` at the break's source range, carrying the
+user call stack and a Markdown hover: reason, hint, stack, the entrypoint's
+graph count and the guard a later call would check.  An analysis that did not
+finish (the user's program raised, crashed, timed out, or the entrypoint is
+misconfigured) becomes exactly one finding — at the user's frame that raised
+when the traceback names one in the workspace, else at the entrypoint's
+``def`` — plus the notification the server sends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+from fullgraph.lsp_server.features.findings import RuntimeFinding, StackFrame
+from fullgraph.lsp_server.features.locations import entry_definition
+
+# Guards can be long; a hover shows their head and says how much is left out.
+GUARD_PREVIEW_LINES = 25
+
+FAILURE_TITLES = {
+    "user_exception": "raised an exception",
+    "timeout": "timed out",
+    "crashed": "crashed",
+    "cancelled": "was cancelled",
+    "config_error": "is misconfigured",
+}
+
+_TRACEBACK_FRAME = re.compile(
+    r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$'
+)
+
+
+@dataclasses.dataclass
+class EntryResult:
+    """The server's memory of one entrypoint's last analysis."""
+
+    entry: str
+    status: str
+    report: dict[str, Any] | None
+    error: dict[str, Any] | None
+    findings: list[RuntimeFinding]
+    # The text each file had when it was analysed, to carry findings over edits.
+    texts: dict[Path, str]
+    duration_s: float = 0.0
+
+    @property
+    def summary(self) -> str:
+        if self.status != "ok":
+            return f"{self.entry} {FAILURE_TITLES.get(self.status, self.status)}"
+        report = self.report or {}
+        return (
+            f"{self.entry}: {report.get('graph_count', 0)} graph(s), "
+            f"{report.get('break_count', 0)} break(s)"
+        )
+
+
+def _path(file: str, root: Path) -> Path:
+    path = Path(file)
+    return (path if path.is_absolute() else root / path).resolve()
+
+
+def _guard_preview(report: dict[str, Any]) -> str | None:
+    guards = report.get("guards") or []
+    if not guards:
+        return None
+    lines = str(guards[0].get("source", "")).splitlines()
+    if len(lines) > GUARD_PREVIEW_LINES:
+        hidden = len(lines) - GUARD_PREVIEW_LINES
+        lines = lines[:GUARD_PREVIEW_LINES] + [f"# … {hidden} more line(s)"]
+    return "\n".join(lines)
+
+
+def break_hover(entry: str, report: dict[str, Any], brk: dict[str, Any], root: Path) -> str:
+    """Markdown for hovering a graph break."""
+    parts = [f"**{brk.get('code', '')} {brk.get('category', '')}** — {brk.get('message', '')}"]
+    if brk.get("explanation"):
+        parts.append(str(brk["explanation"]))
+    if brk.get("hint"):
+        parts.append(f"**Hint:** {brk['hint']}")
+    stack = brk.get("stack") or []
+    if stack:
+        frames = []
+        for index, frame in enumerate(stack, start=1):
+            location = _path(str(frame.get("file", "")), root)
+            try:
+                shown = location.relative_to(root.resolve())
+            except ValueError:
+                shown = location
+            frames.append(
+                f"{index}. `{frame.get('function', '?')}` — {shown}:{frame.get('line', '?')}"
+            )
+        parts.append("**Call stack**\n\n" + "\n".join(frames))
+    parts.append(
+        f"**Entrypoint** `{entry}`: {report.get('graph_count', 0)} graph(s), "
+        f"{report.get('break_count', 0)} break(s)"
+    )
+    guard = _guard_preview(report)
+    if guard:
+        parts.append(f"**Guard checked before reusing the record**\n\n```python\n{guard}\n```")
+    return "\n\n".join(parts)
+
+
+def break_findings(
+    entry: str, report: dict[str, Any], root: Path, severity: str
+) -> list[RuntimeFinding]:
+    findings = []
+    for brk in report.get("breaks") or []:
+        if not brk.get("file"):
+            continue
+        line = int(brk.get("line") or 1)
+        column = int(brk.get("column") or 0)
+        findings.append(
+            RuntimeFinding(
+                entry=entry,
+                code=brk.get("code"),
+                message=f"graph break: {brk.get('message', brk.get('category', ''))}",
+                path=_path(str(brk["file"]), root),
+                line=line,
+                column=column,
+                end_line=int(brk.get("end_line") or line),
+                end_column=int(brk.get("end_column") or column + 1),
+                severity=severity,
+                stack=tuple(
+                    StackFrame(
+                        path=_path(str(frame.get("file", "")), root),
+                        line=int(frame.get("line") or 1),
+                        column=int(frame.get("column") or 0),
+                        function=str(frame.get("function", "?")),
+                    )
+                    for frame in brk.get("stack") or []
+                ),
+                hover=break_hover(entry, report, brk, root),
+            )
+        )
+    return findings
+
+
+def _raising_frame(error: dict[str, Any] | None, root: Path) -> tuple[Path, int] | None:
+    """The innermost traceback frame that lies in the workspace."""
+    resolved_root = root.resolve()
+    found = None
+    for line in str((error or {}).get("traceback", "")).splitlines():
+        match = _TRACEBACK_FRAME.match(line)
+        if not match:
+            continue
+        path = _path(match["file"], root)
+        if path.is_relative_to(resolved_root) and "site-packages" not in path.parts:
+            found = (path, int(match["line"]))
+    return found
+
+
+def failure_finding(
+    entry: str, status: str, error: dict[str, Any] | None, root: Path
+) -> RuntimeFinding | None:
+    """The one finding for an analysis that did not produce a report."""
+    error = error or {}
+    title = FAILURE_TITLES.get(status, status)
+    detail = error.get("message") or ""
+    kind = error.get("type")
+    message = f"fullgraph: entrypoint {entry} {title}" + (
+        f": {kind}: {detail}" if kind else f": {detail}" if detail else ""
+    )
+    hover = f"**{message}**"
+    if error.get("traceback"):
+        hover += f"\n\n```\n{str(error['traceback']).rstrip()}\n```"
+    location = _raising_frame(error, root) if status == "user_exception" else None
+    if location is not None:
+        path, line = location
+        return RuntimeFinding(
+            entry, None, message, path, line, 0, line, 10_000, "error", hover=hover
+        )
+    found = entry_definition(entry, root)
+    if found is None:
+        return None
+    path, definition = found
+    if definition is None:
+        return RuntimeFinding(entry, None, message, path, 1, 0, 1, 0, "error", hover=hover)
+    return RuntimeFinding(
+        entry,
+        None,
+        message,
+        path,
+        definition.line,
+        definition.column,
+        definition.line,
+        definition.end_column,
+        "error",
+        hover=hover,
+    )
+
+
+def entry_result(result: Any, root: Path, severity: str) -> EntryResult:
+    """Turn the service's AnalysisResult into what the server keeps and shows."""
+    report = result.report
+    # A report can come with a failure (the program raised after some graphs were
+    # captured): show its breaks and the failure.
+    findings = break_findings(result.entry, report, root, severity) if report else []
+    if result.status != "ok":
+        failure = failure_finding(result.entry, result.status, result.error, root)
+        findings += [failure] if failure is not None else []
+    texts: dict[Path, str] = {}
+    for finding in findings:
+        if finding.path not in texts:
+            try:
+                texts[finding.path] = finding.path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                texts[finding.path] = ""
+    return EntryResult(
+        entry=result.entry,
+        status=result.status,
+        report=report,
+        error=result.error,
+        findings=findings,
+        texts=texts,
+        duration_s=getattr(result, "duration_s", 0.0),
+    )
