@@ -24,6 +24,9 @@ EXIT_CLEAN = 0
 EXIT_PROBLEMS = 1
 EXIT_CONFIG = 2
 FAILED_STATUSES = ("user_exception", "timeout", "crashed", "cancelled")
+# Most severe first.  By default a check shows (and fails on) warnings and errors;
+# "information" and "hint" findings (e.g. hybridization candidates) are advice.
+SEVERITIES = ("error", "warning", "information", "hint")
 
 
 @dataclasses.dataclass
@@ -66,12 +69,16 @@ class CheckRun:
     syntax_errors: dict[Path, Exception] = dataclasses.field(default_factory=dict)
     results: list[AnalysisResult] = dataclasses.field(default_factory=list)
     static_available: bool = True
+    static_skipped: bool = False
+    min_severity: str = "warning"  # the least severe level shown and counted
 
     def diagnostics(self) -> list[Diagnostic]:
+        shown = SEVERITIES[: SEVERITIES.index(self.min_severity) + 1]
         diagnostics = [
             self._from_finding(path, finding)
             for path, findings in self.findings.items()
             for finding in findings
+            if finding.severity in shown
         ]
         breaks: dict[tuple[str, str, int, int], Diagnostic] = {}
         for result in self.results:
@@ -88,7 +95,7 @@ class CheckRun:
     @staticmethod
     def _from_finding(path: Path, finding: Any) -> Diagnostic:
         return Diagnostic(
-            path=path,
+            path=path.resolve(),  # runtime breaks carry absolute paths; sort them together
             line=finding.line,
             column=finding.column,
             end_line=finding.end_line,

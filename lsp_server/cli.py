@@ -13,11 +13,18 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from fullgraph.lsp_server.check_run import EXIT_CLEAN, EXIT_CONFIG, EXIT_PROBLEMS, CheckRun
+from fullgraph.lsp_server.check_run import (
+    EXIT_CLEAN,
+    EXIT_CONFIG,
+    EXIT_PROBLEMS,
+    SEVERITIES,
+    CheckRun,
+)
 from fullgraph.lsp_server.config import Config, ConfigError, load_config
 from fullgraph.lsp_server.entrypoints import Entrypoint, parse_entrypoint
 from fullgraph.lsp_server.sources import iter_python_files
@@ -107,7 +114,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         _error(f"no such file or directory: {', '.join(missing)}")
         return EXIT_CONFIG
     entries = _entries_for(args, root, config)
-    run = CheckRun(root=root)
+    run = CheckRun(root=root, static_skipped=args.no_static, min_severity=args.severity)
     with _service(root, config) as service:
         if not args.no_static:
             try:
@@ -291,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--json", action="store_true", help="print the results as JSON")
     output.add_argument("--sarif", action="store_true", help="print SARIF 2.1.0")
     check.add_argument("--no-static", action="store_true", help="skip the static rules")
+    check.add_argument(
+        "--severity",
+        choices=SEVERITIES,
+        default="warning",
+        help="least severe static finding to show and fail on (default: warning)",
+    )
     check.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     explain = add("explain", cmd_explain, "print graphs, breaks, guards and mocks of an entrypoint")
@@ -325,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away; don't add a traceback to its output.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PROBLEMS
 
 
 if __name__ == "__main__":

@@ -31,19 +31,20 @@ def _rule_entries() -> list[dict[str, Any]]:
     except ImportError:
         RULES = {}
     for code, rule in sorted(RULES.items()):
-        description = getattr(rule, "WHAT_IT_DOES", "") or rule.MESSAGE
-        rules.append(
-            {
-                "id": code,
-                "name": rule.NAME,
-                "shortDescription": {"text": rule.MESSAGE},
-                "fullDescription": {"text": description},
-                "defaultConfiguration": {
-                    "level": LEVELS.get(getattr(rule, "SEVERITY", ""), "warning")
-                },
-                "properties": {"origin": "static"},
-            }
-        )
+        # MESSAGE is a template ("{call} is ..."); the docs' first sentence reads better.
+        description = " ".join(str(getattr(rule, "WHAT_IT_DOES", "") or rule.NAME).split())
+        entry = {
+            "id": code,
+            "name": rule.NAME,
+            "shortDescription": {"text": description.split(". ")[0].rstrip(".") + "."},
+            "fullDescription": {"text": description},
+            "defaultConfiguration": {"level": LEVELS.get(getattr(rule, "SEVERITY", ""), "warning")},
+            "properties": {"origin": "static"},
+        }
+        why = getattr(rule, "WHY_IS_THIS_BAD", "")
+        if why:
+            entry["help"] = {"text": " ".join(why.split())}
+        rules.append(entry)
     from fullgraph.runtime.breaks import CATEGORIES
 
     for code, category in sorted(CATEGORIES.items()):

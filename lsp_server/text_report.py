@@ -74,7 +74,9 @@ def summary_line(run: CheckRun) -> str:
     failed = f", {s['failed']} failed" if s["failed"] else ""
     config = f", {s['config_errors']} misconfigured" if s["config_errors"] else ""
     files = f"; {s['files_checked']} file{'s' * (s['files_checked'] != 1)} checked"
-    if not run.static_available:
+    if run.static_skipped:
+        files = ""
+    elif not run.static_available:
         files = "; static rules unavailable (fullgraph.refactors not installed)"
     return f"{found}{entrypoints}{failed}{config}{files}."
 

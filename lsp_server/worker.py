@@ -29,7 +29,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,9 @@ class Worker:
 
     def __init__(self, root: Path):
         self.root = root.resolve()
+        self._functions: dict[str, Callable[..., Any]] = {}
+        for name in ("explain", "generate_wrapper"):
+            self._api(name)
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         from fullgraph.lsp_server.config import ConfigError
@@ -201,10 +205,23 @@ class Worker:
                 },
             }
 
-    def _runtime(self) -> Any:
-        from fullgraph import runtime
+    def _api(self, name: str) -> Callable[..., Any] | None:
+        """A public runtime function, looked up once.
 
-        return runtime
+        Kept from the first lookup because a submodule of the same name, once
+        imported, replaces the package attribute (``fullgraph.runtime.explain``
+        the function vs. the module); the function is what we call.
+        """
+        if name not in self._functions:
+            try:
+                runtime = importlib.import_module("fullgraph.runtime")
+            except ImportError:
+                return None
+            function = getattr(runtime, name, None)
+            if not callable(function) or isinstance(function, types.ModuleType):
+                return None
+            self._functions[name] = function
+        return self._functions[name]
 
     def _tool_failure(self, exc: BaseException, what: str) -> dict[str, Any]:
         """An exception escaping the runtime: the user's if raised in user code."""
@@ -225,11 +242,11 @@ class Worker:
         }
 
     def _analyze(self, target: Any) -> dict[str, Any]:
-        runtime = self._runtime()
-        if not hasattr(runtime, "explain"):
+        explain = self._api("explain")
+        if explain is None:
             return self._missing("explain")
         try:
-            report = runtime.explain(target.fn, *target.args, **target.kwargs)
+            report = explain(target.fn, *target.args, **target.kwargs)
             data = report.to_json()
         except BaseException as exc:  # noqa: BLE001
             return self._tool_failure(exc, "explain")
@@ -237,11 +254,11 @@ class Worker:
         return {"status": status, "report": data, "error": data.get("error")}
 
     def _compile_wrapper(self, target: Any) -> dict[str, Any]:
-        runtime = self._runtime()
-        if not hasattr(runtime, "generate_wrapper"):
+        generate_wrapper = self._api("generate_wrapper")
+        if generate_wrapper is None:
             return self._missing("generate_wrapper")
         try:
-            source = runtime.generate_wrapper(target.fn, *target.args, **target.kwargs)
+            source = generate_wrapper(target.fn, *target.args, **target.kwargs)
         except BaseException as exc:  # noqa: BLE001
             return self._tool_failure(exc, "generate_wrapper")
         return {"status": "ok", "wrapper": source}
