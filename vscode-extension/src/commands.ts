@@ -108,9 +108,13 @@ export async function commandArguments(
     return args;
 }
 
-/** Commands that run the user's code (in the server's worker), so need a trusted workspace. */
+/**
+ * Commands that run the user's code (in the server's worker), so need a
+ * trusted workspace. Add Entrypoint counts: the server analyses the new
+ * entrypoint at once.
+ */
 export function runsUserCode(command: string): boolean {
-    return command === ANALYZE || command === COMPILE_FUNCTION;
+    return (SERVER_COMMANDS as readonly string[]).includes(command);
 }
 
 /** Title of the progress notification shown while a server command runs. */
@@ -118,7 +122,7 @@ export function progressTitle(command: string, args: readonly unknown[]): string
     if (!runsUserCode(command)) {
         return undefined;
     }
-    const verb = command === ANALYZE ? 'Analyzing' : 'Compiling';
+    const verb = command === COMPILE_FUNCTION ? 'Compiling' : 'Analyzing';
     const first = args[0] as { entry?: unknown; qualname?: unknown } | string | undefined;
     const name =
         typeof first === 'string' ? first : typeof first === 'object' ? (first.entry ?? first.qualname) : undefined;

@@ -79,7 +79,8 @@ describe('command arguments', () => {
         assert.equal(progressTitle(ANALYZE, ['model:build']), 'fullgraph: Analyzing model:build…');
         assert.equal(progressTitle(COMPILE_FUNCTION, [target('Model.forward')]), 'fullgraph: Compiling Model.forward…');
         assert.equal(progressTitle(COMPILE_FUNCTION, [{ entry: 'model:build' }]), 'fullgraph: Compiling model:build…');
-        assert.equal(progressTitle(ADD_ENTRYPOINT, ['model:build']), undefined);
+        assert.equal(progressTitle(ADD_ENTRYPOINT, ['model:build']), 'fullgraph: Analyzing model:build…');
+        assert.equal(progressTitle(FIX_ALL, []), undefined);
     });
 });
 
@@ -135,12 +136,19 @@ describe('running a server command from the palette', () => {
         assert.deepEqual(state.executed[0], { command: 'workbench.trust.manage', args: [] });
     });
 
-    it('adds an entrypoint in an untrusted workspace (no code runs in the client)', async () => {
-        state.trusted = false;
+    it('adds the function at the cursor as an entrypoint, then shows the analysis running', async () => {
         const { server, sent } = recordingServer({ added: true });
         await runServerCommand(ADD_ENTRYPOINT, [], server);
         assert.deepEqual(sent, [[target('Model.forward')]]);
-        assert.deepEqual(state.progressTitles, []);
+        assert.deepEqual(state.progressTitles, ['fullgraph: Analyzing Model.forward…']);
+    });
+
+    it('asks for trust before adding an entrypoint too (the server analyses it at once)', async () => {
+        state.trusted = false;
+        const { server, sent } = recordingServer({ added: true });
+        await runServerCommand(ADD_ENTRYPOINT, [], server);
+        assert.deepEqual(sent, []);
+        assert.equal(state.messages[0].level, 'warning');
     });
 
     it('shows a missing function as a message, sending nothing', async () => {
