@@ -138,14 +138,19 @@ def lookup(fn: object) -> Annotation | None:
         return BUILTIN_FUNCTIONS.get(fn.__name__, UNKNOWN_NATIVE)
     receiver = getattr(fn, "__self__", None)
     name = getattr(fn, "__name__", "")
+    # A bound builtin method (``xs.append``) or, after LOAD_METHOD, the unbound
+    # descriptor (``list.append``) with the receiver as first argument.
+    owner_type = getattr(fn, "__objclass__", None)
     if receiver is not None and not isinstance(receiver, types.ModuleType):
+        owner_type = type(receiver)
+    if isinstance(owner_type, type):
         for container_type in (list, dict, set, tuple, str):
-            if isinstance(receiver, container_type):
+            if issubclass(owner_type, container_type):
                 found = CONTAINER_METHODS.get((container_type, name))
                 if found is not None:
                     return found
-    if isinstance(fn, type):
-        return PURE if fn.__module__ == "builtins" else None
+    if isinstance(fn, type) and fn.__module__ == "builtins":
+        return PURE
     module = _module_of(fn)
     qualified = f"{module}.{getattr(fn, '__qualname__', name)}"
     if qualified in FUNCTIONS:
@@ -154,7 +159,7 @@ def lookup(fn: object) -> Annotation | None:
     for end in range(len(parts), 0, -1):
         found = MODULES.get(".".join(parts[:end]))
         if found is not None:
-            return found
+            return PURE if isinstance(fn, type) else found  # constructing a library object
     return None
 
 

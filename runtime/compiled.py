@@ -31,6 +31,7 @@ class Stats:
     misses: int = 0
     records: int = 0
     fallbacks: int = 0  # calls that ran eagerly (fell back)
+    fallback_reason: str | None = None
 
 
 class CompiledFunction:
@@ -44,13 +45,12 @@ class CompiledFunction:
         self.recompile_limit = recompile_limit
         self.records: list[Record] = []
         self.stats = Stats()
-        self.fallback_reason: str | None = None
         self.last_report: Report | None = None
         functools.update_wrapper(self, target.forward if self.module is not None else target,
                                  updated=())
 
     def __call__(self, *args, **kwargs):
-        if self.fallback_reason is not None:
+        if self.stats.fallback_reason is not None:
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
         root_fn = self._root_function()
@@ -64,7 +64,7 @@ class CompiledFunction:
                 return result
         self.stats.misses += 1
         if len(self.records) >= self.recompile_limit:
-            self.fallback_reason = (f"recompile limit reached: {len(self.records)} records, "
+            self.stats.fallback_reason = (f"recompile limit reached: {len(self.records)} records, "
                                     "none of which matched the call")
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
@@ -83,17 +83,17 @@ class CompiledFunction:
         report = make_report(self.fn, run, None)
         self.last_report = report
         if monitor.tool_error is not None:
-            self.fallback_reason = f"internal error in fullgraph's monitor: {monitor.tool_error!r}"
+            self.stats.fallback_reason = f"internal error in fullgraph's monitor: {monitor.tool_error!r}"
             return result
         try:
             record = build_record(run, result, self.backend, len(args), tuple(kwargs))
         except RecordError as error:
-            self.fallback_reason = f"not compiled: {error.detail}"
-            report.notes.append(self.fallback_reason)
+            self.stats.fallback_reason = f"not compiled: {error.detail}"
+            report.notes.append(self.stats.fallback_reason)
             return result
         if not record.reusable:
-            self.fallback_reason = f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}"
-            report.notes.append(self.fallback_reason)
+            self.stats.fallback_reason = f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}"
+            report.notes.append(self.stats.fallback_reason)
             return result
         self.records.insert(0, record)
         self.stats.records = len(self.records)

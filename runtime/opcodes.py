@@ -194,7 +194,7 @@ def contains_op(run, state, ins) -> After:
 
 @handles("KW_NAMES")
 def kw_names(run, state, ins) -> After:
-    state.kwnames = ins.argval
+    state.kwnames = state.frame.f_code.co_consts[ins.arg]
     return None
 
 

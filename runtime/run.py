@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import dis
+import functools
 import linecache
 import os
 import sys
@@ -165,7 +166,7 @@ class MonitorRun:
         self._module_index: dict[int, Source] | None = None
         if module is not None:
             self.register(module, RootModuleSource())
-        self.register(fn, RootFunctionSource())
+        self._register_callable(fn, RootFunctionSource())
         for i, value in enumerate(args):
             self.register_root(value, ArgSource(i))
         for name, value in kwargs.items():
@@ -180,6 +181,18 @@ class MonitorRun:
     def register_root(self, value: Any, source: Source) -> None:
         self.reads[source] = value
         self.register(value, source)
+
+    def _register_callable(self, fn: Any, source: Source) -> None:
+        """The compiled callable and what it carries: a partial's arguments, a method's self."""
+        self.register(fn, source)
+        if isinstance(fn, functools.partial):
+            self._register_callable(fn.func, AttrSource(source, "func"))
+            for i, value in enumerate(fn.args):
+                self.register_root(value, ItemSource(AttrSource(source, "args"), i))
+            for name, value in fn.keywords.items():
+                self.register_root(value, ItemSource(AttrSource(source, "keywords"), name))
+        elif isinstance(fn, types.MethodType):
+            self.register_root(fn.__self__, AttrSource(source, "__self__"))
 
     def source_of(self, value: Any) -> Source | None:
         return self.sources.get(id(value))
@@ -221,12 +234,14 @@ class MonitorRun:
         if isinstance(container, torch.Tensor) or id(container) in self.written_containers:
             return
         source = self.source_of(container)
-        if source is None or (id(container), key) in self.written:
+        if source is None:
             return
-        if is_key_representable(key) and not isinstance(key, bool):
-            self.read(ItemSource(source, key), value)
-        else:
-            self.read_whole(container)
+        if not is_key_representable(key) or isinstance(key, bool):
+            self.read_whole(container)  # slices and other keys: guard the whole container
+            return
+        if (id(container), key) in self.written:
+            return
+        self.read(ItemSource(source, key), value)
 
     def read_membership(self, container: Any, item: Any, result: Any) -> None:
         source = self.source_of(container)
@@ -441,6 +456,9 @@ class MonitorRun:
         ):
             return None  # a user class: its __init__ is stepped into
         receiver = getattr(fn, "__self__", None)
+        objclass = getattr(fn, "__objclass__", None)
+        if isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase):
+            return None  # an unbound tensor method, e.g. ``torch.Tensor.sin(x)``: captured by the mode
         if isinstance(receiver, torch.Tensor) or (
             isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None
         ):
@@ -458,6 +476,8 @@ class MonitorRun:
         return self._callout(state, fn, args, kwargs, annotation, result)
 
     def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
+        if receiver is None and getattr(fn, "__objclass__", None) is not None and args:
+            receiver = args[0]  # an unbound method descriptor called with its receiver first
         if fn is len and args:
             source = self.source_of(args[0])
             if source is not None and not isinstance(args[0], torch.Tensor) and id(args[0]) not in self.written_containers:
