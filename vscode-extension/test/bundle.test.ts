@@ -10,6 +10,7 @@ import Module = require('module');
 import * as path from 'node:path';
 import { it } from 'node:test';
 import { extensionRoot } from './manifest';
+import { installVscodeStub } from './vscodeStub';
 
 const bundle = path.join(extensionRoot, 'dist', 'extension.js');
 
@@ -18,21 +19,7 @@ it('the bundle loads with only vscode external and exports activate/deactivate',
         t.skip('dist/extension.js not built: run `npm run build` first');
         return;
     }
-    // Any property of the stand-in is itself callable and constructible: loading
-    // the bundle only touches vscode's top-level names.
-    const stub: any = new Proxy(function () {}, {
-        get: (_target, name) => (name === '__esModule' ? false : stub),
-        apply: () => stub,
-        construct: () => stub,
-    });
-    const resolve = (Module as any)._resolveFilename;
-    (Module as any)._resolveFilename = function (request: string, ...rest: unknown[]) {
-        return request === 'vscode' ? 'vscode' : resolve.call(this, request, ...rest);
-    };
-    const vscodeModule = new Module('vscode');
-    vscodeModule.loaded = true;
-    vscodeModule.exports = stub;
-    require.cache['vscode'] = vscodeModule;
+    const uninstall = installVscodeStub();
     const required: string[] = [];
     const load = (Module as any)._load;
     (Module as any)._load = function (request: string, ...rest: unknown[]) {
@@ -44,7 +31,7 @@ it('the bundle loads with only vscode external and exports activate/deactivate',
         assert.equal(typeof extension.activate, 'function');
         assert.equal(typeof extension.deactivate, 'function');
     } finally {
-        (Module as any)._resolveFilename = resolve;
+        uninstall();
         (Module as any)._load = load;
     }
     const external = required.filter((name) => !name.startsWith('node:') && !Module.builtinModules.includes(name));

@@ -36,6 +36,9 @@ export const state = {
     progressTitles: [] as string[],
     untitledDocuments: [] as { content: string; language: string }[],
     shownDocuments: [] as string[],
+    terminals: [] as { name: string; shown: boolean; sent: string[] }[],
+    configurationListeners: [] as ((e: vscode.ConfigurationChangeEvent) => unknown)[],
+    trustListeners: [] as (() => unknown)[],
 };
 
 export function reset(): void {
@@ -52,6 +55,9 @@ export function reset(): void {
     state.progressTitles = [];
     state.untitledDocuments = [];
     state.shownDocuments = [];
+    state.terminals = [];
+    state.configurationListeners = [];
+    state.trustListeners = [];
 }
 
 /** Sets a user (global) or workspace value, as a person would in settings.json. */
@@ -84,10 +90,16 @@ function showMessage(level: 'info' | 'warning' | 'error') {
 
 export const fake: typeof real = {
     getConfiguration: (section) => fakeConfiguration(section),
-    onDidChangeConfiguration: () => disposable(),
+    onDidChangeConfiguration: (listener) => {
+        state.configurationListeners.push(listener);
+        return disposable();
+    },
     getWorkspaceFolders: () => state.workspaceFolders,
     isWorkspaceTrusted: () => state.trusted,
-    onDidGrantWorkspaceTrust: () => disposable(),
+    onDidGrantWorkspaceTrust: (listener) => {
+        state.trustListeners.push(listener);
+        return disposable();
+    },
     registerCommand: (command, callback) => {
         state.commands.set(command, callback);
         return disposable(() => state.commands.delete(command));
@@ -97,7 +109,10 @@ export const fake: typeof real = {
         return state.commands.get(command)?.(...args) as T;
     },
     getActiveTextEditor: () => state.activeEditor,
-    createOutputChannel: () => ({}) as vscode.LogOutputChannel,
+    createOutputChannel: () => {
+        const log = () => undefined;
+        return { info: log, warn: log, error: log, dispose: log } as unknown as vscode.LogOutputChannel;
+    },
     createStatusBarItem: () => {
         const item: FakeStatusBarItem = { text: '', tooltip: undefined, command: undefined, visible: false, disposed: false };
         state.statusItems.push(item);
@@ -107,7 +122,14 @@ export const fake: typeof real = {
             dispose: () => void (item.disposed = true),
         }) as unknown as vscode.StatusBarItem;
     },
-    createTerminal: () => ({}) as vscode.Terminal,
+    createTerminal: (name) => {
+        const terminal = { name, shown: false, sent: [] as string[] };
+        state.terminals.push(terminal);
+        return {
+            show: () => void (terminal.shown = true),
+            sendText: (text: string) => void terminal.sent.push(text),
+        } as unknown as vscode.Terminal;
+    },
     showInformationMessage: showMessage('info'),
     showWarningMessage: showMessage('warning'),
     showErrorMessage: showMessage('error'),
