@@ -129,10 +129,10 @@ class FullgraphServer(LanguageServer):
 
     @property
     def supports_create_file(self) -> bool:
+        # Resource operations travel only inside documentChanges, so a client that
+        # declares "create" accepts them even if it omits documentChanges (Neovim).
         operations = self._capability("workspace", "workspace_edit", "resource_operations") or []
-        return self.supports_document_changes and any(
-            getattr(op, "value", op) == "create" for op in operations
-        )
+        return any(getattr(op, "value", op) == "create" for op in operations)
 
     @property
     def supports_apply_edit(self) -> bool:

@@ -13,6 +13,7 @@ edits still gets it; ``addEntrypoint`` edits ``pyproject.toml`` the same way.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from fullgraph.lsp_server.features.locations import entry_for, split_entry
 from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
 from pygls.uris import from_fs_path
+
+log = logging.getLogger(__name__)
 
 ANALYZE = "fullgraph.analyze"
 COMPILE_FUNCTION = "fullgraph.compileFunction"
@@ -136,9 +139,13 @@ async def apply(server: FullgraphServer, edit: types.WorkspaceEdit, label: str) 
     """Ask the client to apply ``edit``; False when it cannot or would not."""
     if not server.supports_apply_edit:
         return False
-    result = await server.workspace_apply_edit_async(
-        types.ApplyWorkspaceEditParams(edit=edit, label=label)
-    )
+    try:
+        result = await server.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label=label)
+        )
+    except Exception:  # an error answer means "not applied", not a server failure
+        log.info("client failed workspace/applyEdit", exc_info=True)
+        return False
     return bool(result and result.applied)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsp_helpers import SERVER_COMMAND, WORKSPACE, initialize_params, server_env
+from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 
@@ -35,6 +36,24 @@ async def client(lsp_client: LanguageClient, workspace: Path, request):
     UTF-8 and pulls them.
     """
     capabilities = pytest_lsp.client_capabilities(request.param)
+    await lsp_client.initialize_session(initialize_params(workspace, capabilities))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=SERVER_COMMAND, server_env=server_env())
+)
+async def push_client(lsp_client: LanguageClient, workspace: Path):
+    """One server as Neovim 0.7 (UTF-16, pushed diagnostics) that records applied edits."""
+    lsp_client.applied_edits = []
+
+    @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):
+        ls.applied_edits.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    capabilities = pytest_lsp.client_capabilities("neovim@v0.7.0")
     await lsp_client.initialize_session(initialize_params(workspace, capabilities))
     yield
     await lsp_client.shutdown_session()

@@ -1,0 +1,161 @@
+"""End to end over stdio: runtime analysis of entrypoints through the server's commands.
+
+The server runs the analysis service, which runs user code in a worker
+process; these tests check what reaches the editor: diagnostics at the break
+with the user call stack, progress notifications, cancellation, the compiled
+wrapper as a created file, and that noisy or crashing user code costs one
+diagnostic, never the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from lsp_helpers import needs_runtime, needs_wrapper, open_document, uri_of, wait_until
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+pytestmark = [pytest.mark.asyncio, needs_runtime]
+
+
+async def run_command(client: LanguageClient, command: str, *arguments):
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command, arguments=list(arguments))
+    )
+
+
+def progress_kinds(client: LanguageClient) -> list[list[str]]:
+    return [[value.kind for value in values] for values in client.progress_reports.values()]
+
+
+async def test_analyze_command_reports_progress_and_break_diagnostics(
+    push_client: LanguageClient, workspace: Path
+):
+    net = workspace / "models/net.py"
+    uri = open_document(push_client, net)
+    result = await run_command(push_client, "fullgraph.analyze", "models.net:build")
+    (summary,) = result["results"]
+    assert summary["status"] == "ok" and summary["break_count"] >= 1
+    assert ["begin", "report", "report", "end"] in progress_kinds(push_client)
+
+    def runtime_breaks():
+        return [d for d in push_client.diagnostics.get(uri, []) if d.code == "FG201"]
+
+    (brk,) = await wait_until(runtime_breaks, what="the FG201 diagnostic")
+    # print("é 𝔵 shape", x.shape) on line 13: code points 8..35, UTF-16 8..36.
+    assert brk.range == types.Range(
+        start=types.Position(line=12, character=8), end=types.Position(line=12, character=36)
+    )
+    assert brk.code_description.href.endswith("docs/codes/FG201.md")
+    assert brk.related_information and brk.related_information[0].location.uri == uri
+    assert "forward" in brk.related_information[0].message
+
+    hover = await push_client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=12, character=9),
+        )
+    )
+    text = hover.contents.value
+    assert "FG201" in text and "1 graph(s)" in text and "def guard(" in text and "`forward`" in text
+
+
+async def test_entrypoint_printing_to_stdout_does_not_break_the_protocol(
+    push_client: LanguageClient, workspace: Path
+):
+    noisy = workspace / "models/noisy.py"
+    uri = open_document(push_client, noisy)
+    result = await run_command(push_client, "fullgraph.analyze", "models.noisy:build")
+    assert result["results"][0]["status"] == "ok"
+    await wait_until(
+        lambda: any(d.code == "FG201" for d in push_client.diagnostics.get(uri, [])),
+        what="noisy diagnostics",
+    )
+    # The connection still carries requests both ways.
+    lenses = await push_client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert {lens.command.title for lens in lenses} >= {"Compile this function"}
+    assert push_client.error is None
+
+
+async def test_crashing_entrypoint_becomes_one_diagnostic_and_the_server_keeps_serving(
+    push_client: LanguageClient, workspace: Path
+):
+    crash = workspace / "models/crash.py"
+    uri = open_document(push_client, crash)
+    result = await run_command(push_client, "fullgraph.analyze", "models.crash:build")
+    assert result["results"][0]["status"] == "crashed"
+    items = await wait_until(lambda: push_client.diagnostics.get(uri), what="the crash diagnostic")
+    (crashed,) = [d for d in items if d.severity == types.DiagnosticSeverity.Error]
+    assert "crashed" in crashed.message and crashed.range.start.line == 5  # def build()
+    assert any("crashed" in m.message for m in push_client.messages)
+    # A user exception lands on the line that raised.
+    result = await run_command(push_client, "fullgraph.analyze", "models.crash:build_raises")
+    assert result["results"][0]["status"] == "user_exception"
+    await wait_until(
+        lambda: any(
+            "the builder failed on purpose" in d.message and d.range.start.line == 10
+            for d in push_client.diagnostics.get(uri, [])
+        ),
+        what="the user-exception diagnostic",
+    )
+    # Still serving.
+    result = await run_command(push_client, "fullgraph.analyze", "models.net:build")
+    assert result["results"][0]["status"] == "ok"
+
+
+async def test_progress_cancel_stops_a_long_analysis(push_client: LanguageClient, workspace: Path):
+    command = asyncio.ensure_future(
+        run_command(push_client, "fullgraph.analyze", "models.slow:build")
+    )
+    tokens = await wait_until(
+        lambda: [
+            t
+            for t, values in push_client.progress_reports.items()
+            if values and values[0].kind == "begin"
+        ],
+        what="progress to begin",
+    )
+    (token,) = tokens
+    assert push_client.progress_reports[token][0].cancellable is True
+    await asyncio.sleep(1.0)  # let the worker start the entrypoint
+    push_client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(command, timeout=60)
+    assert result["results"][0]["status"] == "cancelled"
+    assert push_client.progress_reports[token][-1].kind == "end"
+
+
+@needs_wrapper
+async def test_compile_function_creates_the_wrapper_through_the_client(
+    push_client: LanguageClient, workspace: Path
+):
+    result = await run_command(push_client, "fullgraph.compileFunction", "models.net:build")
+    assert result["applied"] is True
+    assert "def guard" in result["source"]
+    (request,) = push_client.applied_edits
+    create, insert = request.edit.document_changes
+    assert create.kind == "create" and create.uri.endswith(
+        ".fullgraph/compiled/models_net_build_compiled.py"
+    )
+    assert insert.edits[0].new_text == result["source"]
+    assert not (workspace / ".fullgraph").exists()  # the client writes files, not the server
+
+
+async def test_add_entrypoint_edits_pyproject_and_analyses(
+    push_client: LanguageClient, workspace: Path
+):
+    result = await run_command(push_client, "fullgraph.addEntrypoint", "models.noisy:build")
+    assert result["added"] and result["applied"]
+    (request,) = push_client.applied_edits
+    (change,) = request.edit.document_changes or [None]
+    new_text = (
+        change.edits[0].new_text
+        if change
+        else request.edit.changes[uri_of(workspace / "pyproject.toml")][0].new_text
+    )
+    assert 'entrypoints = ["models.net:build", "models.noisy:build"]' in new_text
+    assert "# The workspace the language-server tests open" in new_text  # comments kept
+    assert result["results"][0]["status"] == "ok"
