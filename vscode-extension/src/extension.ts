@@ -60,7 +60,7 @@ async function restart(output: vscode.LogOutputChannel, status: AnalysisStatus):
     const importable = await checkServerImportable(interpreter);
     if (!importable.ok) {
         output.warn(`Server not started: ${importable.detail}`);
-        status.showMessage('$(warning) fullgraph: not installed', importable.detail);
+        status.showMessage('$(warning) fullgraph: not installed', `${importable.detail}. Click to retry.`, RESTART);
         void offerInstall(interpreter, importable.detail);
         return;
     }
@@ -81,7 +81,7 @@ async function restart(output: vscode.LogOutputChannel, status: AnalysisStatus):
         );
     } catch (error) {
         output.error(`Server failed to start: ${(error as Error).message}`);
-        status.showMessage('$(error) fullgraph: server failed', (error as Error).message);
+        status.showMessage('$(error) fullgraph: server failed', `${(error as Error).message}. Click to restart.`, RESTART);
         void showErrorMessage('fullgraph: the language server failed to start. See the "fullgraph" output.');
     }
 }

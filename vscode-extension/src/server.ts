@@ -76,7 +76,13 @@ export async function startServer(start: ServerStart): Promise<LanguageClient> {
         clientOptions(start, () => client),
     );
     client.onNotification(ANALYSIS_FINISHED, (params: AnalysisFinished) => start.onAnalysisFinished(params));
-    await client.start();
+    try {
+        await client.start();
+    } catch (error) {
+        // Do not leave a half-started client (and its process) behind.
+        await stopServer(client);
+        throw error;
+    }
     return client;
 }
 

@@ -69,12 +69,17 @@ export class AnalysisStatus implements vscode.Disposable {
     update(result: AnalysisFinished): void {
         this.item.text = statusText(result);
         this.item.tooltip = statusTooltip(result);
+        this.item.command = 'fullgraph.analyze';
     }
 
-    /** A short message in place of the last result, e.g. while the server starts. */
-    showMessage(text: string, tooltip: string): void {
+    /**
+     * A short message in place of the last result, e.g. while the server
+     * starts; clicking runs `command` (restart, when there is no server to analyze with).
+     */
+    showMessage(text: string, tooltip: string, command = 'fullgraph.analyze'): void {
         this.item.text = text;
         this.item.tooltip = tooltip;
+        this.item.command = command;
     }
 
     dispose(): void {

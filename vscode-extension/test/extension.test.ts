@@ -60,6 +60,7 @@ describe('activation', () => {
         assert.deepEqual(warning.items, ['Install fullgraph', 'Choose Interpreter']);
         assert.deepEqual(state.terminals, []);
         assert.equal(state.statusItems[0].text, '$(warning) fullgraph: not installed');
+        assert.equal(state.statusItems[0].command, 'fullgraph.restart', 'clicking the item should retry');
     });
 
     it('installs in a visible terminal when the user clicks Install', async () => {

@@ -43,8 +43,11 @@ describe('status bar item', () => {
         assert.equal(item.text, IDLE_TEXT);
         assert.equal(item.command, 'fullgraph.analyze');
         assert.equal(item.visible, true);
+        status.showMessage('$(warning) fullgraph: not installed', 'why', 'fullgraph.restart');
+        assert.equal(item.command, 'fullgraph.restart');
         status.update(result('ok', 1, 0));
         assert.equal(item.text, '$(pass) fullgraph: 1 graph / 0 breaks');
+        assert.equal(item.command, 'fullgraph.analyze');
         status.dispose();
         assert.equal(item.disposed, true);
     });
