@@ -40,12 +40,24 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-def _name_position(node: ast.AST, lines: list[str], keyword_length: int) -> tuple[int, int]:
-    """Line and code-point column of a def/class name (ast points at the keyword)."""
-    line_text = lines[node.lineno - 1] if node.lineno - 1 < len(lines) else ""
-    start = utf8_offset_to_column(line_text, node.col_offset)
-    index = line_text.find(node.name, start + keyword_length)
-    return node.lineno, index if index >= 0 else start
+def _name_span(node: ast.AST, lines: list[str], keywords: int) -> tuple[int, int, int]:
+    """Line and code-point columns of a def/class name (ast points at the keyword).
+
+    The name is read from the text, not from ``node.name``: Python normalizes
+    identifiers (NFKC), so ``def 𝔵():`` is named "x" but spelled with one
+    astral character in the source.
+    """
+    text = lines[node.lineno - 1] if node.lineno - 1 < len(lines) else ""
+    position = utf8_offset_to_column(text, node.col_offset)
+    for _ in range(keywords):  # "def" / "class", or "async" then "def"
+        while position < len(text) and text[position].isidentifier():
+            position += 1
+        while position < len(text) and text[position] in " \t\\":
+            position += 1
+    end = position
+    while end < len(text) and text[position : end + 1].isidentifier():
+        end += 1
+    return node.lineno, position, end
 
 
 def definitions(source: str) -> list[Definition]:
@@ -60,8 +72,8 @@ def definitions(source: str) -> list[Definition]:
     def visit(body: list[ast.stmt], prefix: str, in_class: bool) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                keyword = len("async def") if isinstance(node, ast.AsyncFunctionDef) else len("def")
-                line, column = _name_position(node, lines, keyword)
+                keywords = 2 if isinstance(node, ast.AsyncFunctionDef) else 1
+                line, column, end_column = _name_span(node, lines, keywords)
                 positional = node.args.posonlyargs + node.args.args
                 required = len(positional) - len(node.args.defaults)
                 if in_class and positional and not _is_static(node):
@@ -72,7 +84,7 @@ def definitions(source: str) -> list[Definition]:
                         kind="function",
                         line=line,
                         column=column,
-                        end_column=column + len(node.name),
+                        end_column=end_column,
                         last_line=node.end_lineno or line,
                         required_parameters=max(required, 0)
                         + sum(1 for default in node.args.kw_defaults if default is None),
@@ -81,14 +93,14 @@ def definitions(source: str) -> list[Definition]:
                 visit(node.body, f"{prefix}{node.name}.<locals>.", False)
             elif isinstance(node, ast.ClassDef):
                 if any(_dotted(base) in _MODULE_BASES for base in node.bases):
-                    line, column = _name_position(node, lines, len("class"))
+                    line, column, end_column = _name_span(node, lines, 1)
                     found.append(
                         Definition(
                             qualname=prefix + node.name,
                             kind="module",
                             line=line,
                             column=column,
-                            end_column=column + len(node.name),
+                            end_column=end_column,
                             last_line=node.end_lineno or line,
                             required_parameters=0,
                         )
