@@ -40,7 +40,7 @@ def compile(fn_or_module: Callable | None = None, *, backend: Any = "inductor",
 
 def explain(fn: Callable, *args, **kwargs) -> Report:
     """One monitoring run of ``fn(*args, **kwargs)``; nothing is compiled or cached."""
-    from fullgraph.runtime.explain import explain_call
+    from fullgraph.runtime.explanation import explain_call
 
     return explain_call(fn, args, kwargs)
 
