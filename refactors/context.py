@@ -71,7 +71,7 @@ class RuleContext:
         self.functions: dict[cst.FunctionDef, FunctionInfo] = find_functions(wrapper, entrypoints)
         self.suppressions = find_suppressions(source)
         self.findings: list[Finding] = []
-        self._types: dict[cst.FunctionDef, TensorTypes] = {}
+        self._types: dict[tuple[cst.FunctionDef, bool], TensorTypes] = {}
         self._parents = self._resolve(meta.ParentNodeProvider)
         self._positions = self._resolve(meta.PositionProvider)
         self._qualified = self._resolve(meta.QualifiedNameProvider)
@@ -102,12 +102,15 @@ class RuleContext:
         function = node if isinstance(node, cst.FunctionDef) else self.enclosing_function(node)
         return self.functions.get(function) if function is not None else None
 
-    def tensor_types(self, function: cst.FunctionDef) -> TensorTypes:
-        if function not in self._types:
+    def tensor_types(self, function: cst.FunctionDef, *, likely: bool = False) -> TensorTypes:
+        """Tensor kinds in ``function``; ``likely`` ones are for reporting, strict ones for fixes."""
+        key = (function, likely)
+        if key not in self._types:
             info = self.functions[function]
             is_forward = info.in_module_class and function.name.value == "forward"
-            self._types[function] = TensorTypes(function, self.get_metadata, is_forward=is_forward)
-        return self._types[function]
+            self._types[key] = TensorTypes(function, self.get_metadata, is_forward=is_forward,
+                                           likely=likely)
+        return self._types[key]
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

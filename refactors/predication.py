@@ -25,7 +25,7 @@ import dataclasses
 import libcst as cst
 
 from .purity import Impurity, check_speculatable
-from .tensor_types import TensorTypes
+from .tensor_types import Kind, TensorTypes
 
 RETURN = "<return>"
 # Reductions that give one value when called without a dimension.
@@ -164,6 +164,19 @@ def is_single_value(node: cst.BaseExpression, types: TensorTypes, qualified_name
     return False
 
 
+def not_a_tensor(condition: cst.BaseExpression, types: TensorTypes, code) -> str:
+    """Why a condition cannot be used as a tensor, in words."""
+    if types.kind(condition) is Kind.UNKNOWN:
+        return (
+            f"the condition `{code(condition)}` is not provably a tensor (it depends on values "
+            "whose type the source does not show, such as submodule results; annotate them)"
+        )
+    return (
+        f"the condition `{code(condition)}` is a Python bool computed from tensor data, not a "
+        "tensor that torch.where can select with"
+    )
+
+
 @dataclasses.dataclass
 class Plan:
     """What to emit: a condition binding, hoisted assignments and the selects."""
@@ -180,10 +193,7 @@ def plan(condition: cst.BaseExpression, then: Branch, otherwise: Branch | None, 
          taken_names: set[str]) -> Plan:
     """Check every legality condition and lay out the rewrite (or raise :class:`Refusal`)."""
     if not types.is_tensor(condition):
-        raise Refusal(
-            f"the condition `{code(condition)}` is a Python bool computed from tensor data, "
-            "not a tensor that torch.where can select with"
-        )
+        raise Refusal(not_a_tensor(condition, types, code))
     if not is_single_value(condition, types, qualified_names):
         raise Refusal(
             f"the condition `{code(condition)}` is not provably a single value "

@@ -81,7 +81,7 @@ def defer_side_effects(function: F) -> F:
     return torch._dynamo.disable(run_then_emit, recursive=False)  # type: ignore[return-value]
 
 
-def check(condition: torch.Tensor, exception: type[BaseException], message: str) -> None:
+def check(condition: torch.Tensor, exception: type[BaseException], message: str | None = None) -> None:
     """Predicated validation: raise ``exception(message)`` unless ``condition`` holds.
 
     In eager code the check reads the value and raises the original exception
@@ -90,7 +90,9 @@ def check(condition: torch.Tensor, exception: type[BaseException], message: str)
     in-graph ``torch._assert_async``; its failure carries the same message.
     """
     if torch.compiler.is_compiling():
-        torch._assert_async(condition, f"{exception.__name__}: {message}")
+        text = exception.__name__ if message is None else f"{exception.__name__}: {message}"
+        torch._assert_async(condition, text)
         return
     if not bool(condition):
-        raise exception(message)
+        # ``raise E`` and ``assert c`` carry no arguments; keep it that way.
+        raise exception() if message is None else exception(message)

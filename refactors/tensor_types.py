@@ -28,6 +28,8 @@ class Kind(enum.Enum):
     TENSOR = "tensor"
     NOT_TENSOR = "not-tensor"
     UNKNOWN = "unknown"
+    # Only while the assignments are being solved: the name's kind is not known *yet*.
+    PENDING = "pending"
 
 
 METADATA_ATTRIBUTES = frozenset(
@@ -61,6 +63,13 @@ NON_TENSOR_TORCH = frozenset(
      "torch.allclose", "torch.is_nonzero", "torch.is_grad_enabled", "torch.no_grad",
      "torch.enable_grad", "torch.manual_seed", "torch.set_grad_enabled", "torch.compile",
      "torch.cond", "torch._assert_async", "torch.is_storage", "torch.typename"}
+)
+# torch functions whose positional arguments are sizes or Python numbers.
+SIZE_TAKING_TORCH = frozenset(
+    {"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn",
+     "torch.randint", "torch.arange", "torch.linspace", "torch.logspace", "torch.eye",
+     "torch.tensor", "torch.as_tensor", "torch.manual_seed", "torch.Generator", "torch.device",
+     "torch.Size", "torch.randperm"}
 )
 # torch functions that return a Python bool computed from tensor data.
 DATA_DEPENDENT_BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
@@ -131,7 +140,11 @@ class _Assignments(cst.CSTVisitor):
 class TensorTypes:
     """Kinds of the expressions of one function."""
 
-    def __init__(self, function: cst.FunctionDef, get_metadata, *, is_forward: bool) -> None:
+    def __init__(self, function: cst.FunctionDef, get_metadata, *, is_forward: bool,
+                 likely: bool = False) -> None:
+        # ``likely`` also counts results of submodule calls (``self.proj(x)``) and receivers
+        # of ``.item()`` as tensors: good enough to report, never enough to rewrite.
+        self.likely = likely
         self._get_metadata = get_metadata
         self.function = function
         self.assumed: set[str] = set()
@@ -140,13 +153,26 @@ class TensorTypes:
         function.visit(collector)
         self.assigned = collector.values
         self._init_parameters(is_forward)
-        # Two rounds: a name can be used above the line that assigns it (loops).
-        for _ in range(2):
+        # A small fixpoint: names start PENDING and take the join of the kinds of the
+        # values assigned to them; loops assign names from names assigned below.
+        for name in collector.values:
+            if name not in self.parameters:
+                self.env[name] = Kind.PENDING
+        for _ in range(6):
+            changed = False
             for name, values in collector.values.items():
                 kinds = {self.kind(v) if v is not None else Kind.UNKNOWN for v in values}
-                if name in self.parameters and self.env.get(name) is not None:
-                    kinds.add(self.env[name])
-                self.env[name] = kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+                if name in self.parameters:
+                    kinds.add(self._parameter_kinds[name])
+                kinds.discard(Kind.PENDING)
+                new = Kind.PENDING if not kinds else kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+                changed = changed or new is not self.env.get(name)
+                self.env[name] = new
+            if not changed:
+                break
+        for name, kind in self.env.items():
+            if kind is Kind.PENDING:
+                self.env[name] = Kind.UNKNOWN
 
     def _init_parameters(self, is_forward: bool) -> None:
         params = self.function.params
@@ -159,6 +185,7 @@ class TensorTypes:
         for index, param in enumerate(all_params):
             name = param.name.value
             self.env[name] = self.parameter_kind(param, index, is_forward, name in hinted)
+        self._parameter_kinds = dict(self.env)
 
     def parameter_kind(self, param: cst.Param, index: int, is_forward: bool, hinted: bool) -> Kind:
         name = param.name.value
@@ -173,7 +200,12 @@ class TensorTypes:
             if names & PRIMITIVE_ANNOTATIONS:
                 return Kind.NOT_TENSOR
             return Kind.UNKNOWN
-        if param.default is not None and not isinstance(param.default, cst.Name):
+        default = param.default
+        if isinstance(default, cst.Name) and default.value in ("True", "False"):
+            return Kind.NOT_TENSOR
+        if isinstance(default, cst.Name) and default.value == "None":
+            return Kind.UNKNOWN  # Optional: a tensor or nothing, so neither is assumed
+        if default is not None and not isinstance(default, cst.Name):
             return Kind.NOT_TENSOR
         if is_forward or hinted:
             self.assumed.add(name)
@@ -191,7 +223,10 @@ class TensorTypes:
                         and func.attr.value in TENSOR_HINT_METHODS):
                     hinted.add(func.value.value)
                 names = qualified_names(get_metadata, func)
-                if any(n.startswith("torch.") for n in names):
+                # Arguments of module constructors and factories are sizes, not tensors.
+                if any(n.startswith("torch.") and not n.startswith("torch.nn.") for n in names) \
+                        and not names & SIZE_TAKING_TORCH or any(
+                            n.startswith("torch.nn.functional.") for n in names):
                     for arg in node.args:
                         if isinstance(arg.value, cst.Name):
                             hinted.add(arg.value.value)
@@ -222,13 +257,16 @@ class TensorTypes:
         attr = node.attr.value
         if attr in METADATA_ATTRIBUTES:
             return Kind.NOT_TENSOR
-        if attr in TENSOR_ATTRIBUTES and self.is_tensor(node.value):
-            return Kind.TENSOR
+        if attr in TENSOR_ATTRIBUTES:
+            receiver = self.kind(node.value)
+            if receiver in (Kind.TENSOR, Kind.PENDING):
+                return receiver
         return Kind.UNKNOWN
 
     def _kind_Subscript(self, node: cst.Subscript) -> Kind:
-        if self.is_tensor(node.value):
-            return Kind.TENSOR
+        receiver = self.kind(node.value)
+        if receiver in (Kind.TENSOR, Kind.PENDING):
+            return receiver
         if isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
             return Kind.NOT_TENSOR
         return Kind.UNKNOWN
@@ -243,6 +281,8 @@ class TensorTypes:
                 n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.") for n in names
             )
             return Kind.UNKNOWN if nn_constructor else Kind.TENSOR
+        if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.PENDING:
+            return Kind.PENDING
         if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
             method = func.attr.value
             if method in METADATA_METHODS or method in VALUE_READ_METHODS:
@@ -250,6 +290,13 @@ class TensorTypes:
             if method in TUPLE_METHODS and node.args:
                 return Kind.UNKNOWN
             return Kind.TENSOR
+        if (self.likely and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                and func.value.value == "self"):
+            arguments = {self.kind(a.value) for a in node.args}
+            if Kind.TENSOR in arguments:
+                return Kind.TENSOR
+            if Kind.PENDING in arguments:
+                return Kind.PENDING
         if isinstance(func, cst.Name):
             if func.value in ("len", "isinstance", "int", "float", "bool", "str", "range"):
                 return Kind.NOT_TENSOR
@@ -257,11 +304,17 @@ class TensorTypes:
                 return Kind.TENSOR
         return Kind.UNKNOWN
 
-    def _kind_BinaryOperation(self, node: cst.BinaryOperation) -> Kind:
-        kinds = {self.kind(node.left), self.kind(node.right)}
+    @staticmethod
+    def _combine(kinds: set[Kind]) -> Kind:
+        """Operators on operands of these kinds: a tensor operand makes a tensor."""
         if Kind.TENSOR in kinds:
             return Kind.TENSOR
+        if Kind.PENDING in kinds:
+            return Kind.PENDING
         return Kind.NOT_TENSOR if kinds == {Kind.NOT_TENSOR} else Kind.UNKNOWN
+
+    def _kind_BinaryOperation(self, node: cst.BinaryOperation) -> Kind:
+        return self._combine({self.kind(node.left), self.kind(node.right)})
 
     def _kind_UnaryOperation(self, node: cst.UnaryOperation) -> Kind:
         if isinstance(node.operator, cst.Not):
@@ -273,9 +326,7 @@ class TensorTypes:
                for t in node.comparisons):
             return Kind.NOT_TENSOR
         kinds = {self.kind(node.left)} | {self.kind(t.comparator) for t in node.comparisons}
-        if Kind.TENSOR in kinds:
-            return Kind.TENSOR
-        return Kind.NOT_TENSOR if kinds == {Kind.NOT_TENSOR} else Kind.UNKNOWN
+        return self._combine(kinds)
 
     def _kind_IfExp(self, node: cst.IfExp) -> Kind:
         kinds = {self.kind(node.body), self.kind(node.orelse)}
@@ -294,8 +345,10 @@ class TensorTypes:
 
             def visit_Call(self, call: cst.Call) -> None:
                 func = call.func
+                receiver_ok = (types.kind(func.value) is not Kind.NOT_TENSOR if types.likely
+                               else types.is_tensor(func.value)) if isinstance(func, cst.Attribute) else False
                 if (isinstance(func, cst.Attribute) and func.attr.value in VALUE_READ_METHODS
-                        and types.is_tensor(func.value)):
+                        and receiver_ok):
                     reads.append(call)
                 elif (isinstance(func, cst.Name) and func.value in VALUE_READ_BUILTINS
                       and len(call.args) == 1 and types.is_tensor(call.args[0].value)):

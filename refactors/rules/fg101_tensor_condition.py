@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..predication import RETURN, Refusal, branch_from_block, names_in, plan
+from ..predication import RETURN, Refusal, branch_from_block, names_in, not_a_tensor, plan
 from ..purity import Impurity, check_speculatable
 from ..rule import Invalid, Rule, Valid
 from ..predication import is_single_value
@@ -184,28 +184,31 @@ class TensorConditionRule(Rule):
         function = self.context.enclosing_function(node)
         if function is None or function not in self.context.functions:
             return
-        types = self.context.tensor_types(function)
-        if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+        likely = self.context.tensor_types(function, likely=True)
+        if not likely.decides_on_tensor_data(node.test) or likely.value_reads(node.test):
             return  # FG104 reports value reads such as `.item()`
         if node.orelse is None and _only_raises(node):
             return  # FG103 (predicated validation) owns `if c: raise …`
         message = self.MESSAGE.format(construct="`if`", condition=self.context.code(node.test))
         try:
-            replacement = self._predicate(node, function, types)
+            replacement = self._predicate(node, function, likely)
         except Refusal as refusal:
             self.report(node.test, message, refusal_reason=str(refusal))
             return
         self.report(node.test, message, changes={node: replacement}, imports=["torch"],
                     fix_title="Compute both branches and select with torch.where")
 
-    def _predicate(self, node: cst.If, function: cst.FunctionDef, types) -> cst.CSTNode:
+    def _predicate(self, node: cst.If, function: cst.FunctionDef, likely) -> cst.CSTNode:
+        # Which part of the test is about tensors is judged generously (``likely``);
+        # the rewrite itself is planned on the strict kinds only.
+        types = self.context.tensor_types(function)
         parent = self.context.parent(node)
         if isinstance(parent, cst.If) and parent.orelse is node:
             raise Refusal("the `if` is an `elif` of another `if`; only two-way `if` is rewritten")
         if isinstance(node.orelse, cst.If):
             raise Refusal("the `if` has an `elif`; only a two-way `if`/`else` is rewritten")
         conjuncts = _conjuncts(node.test)
-        tensor_parts = [i for i, c in enumerate(conjuncts) if types.decides_on_tensor_data(c)]
+        tensor_parts = [i for i, c in enumerate(conjuncts) if likely.decides_on_tensor_data(c)]
         if tensor_parts != [len(conjuncts) - 1]:
             raise Refusal(
                 "the condition combines tensor tests with `and`/`or`; only a static first "
@@ -281,9 +284,10 @@ class TensorConditionRule(Rule):
         function = self.context.enclosing_function(node)
         if function is None or function not in self.context.functions:
             return
-        types = self.context.tensor_types(function)
-        if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+        likely = self.context.tensor_types(function, likely=True)
+        if not likely.decides_on_tensor_data(node.test) or likely.value_reads(node.test):
             return
+        types = self.context.tensor_types(function)
         code = self.context.code
         message = self.MESSAGE.format(construct="conditional expression", condition=code(node.test))
         try:
@@ -301,7 +305,7 @@ class TensorConditionRule(Rule):
     def _check_ifexp(self, node: cst.IfExp, types) -> None:
         names, code = self.context.qualified_names, self.context.code
         if not types.is_tensor(node.test):
-            raise Refusal(f"the condition `{code(node.test)}` is a Python bool, not a tensor")
+            raise Refusal(not_a_tensor(node.test, types, code))
         if not is_single_value(node.test, types, names):
             raise Refusal(f"the condition `{code(node.test)}` is not provably a single value")
         for value in (node.body, node.orelse):
@@ -318,7 +322,7 @@ class TensorConditionRule(Rule):
         function = self.context.enclosing_function(node)
         if function is None or function not in self.context.functions:
             return
-        types = self.context.tensor_types(function)
+        types = self.context.tensor_types(function, likely=True)
         if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
             return
         self.report(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..predication import is_single_value, not_a_tensor
 from ..rule import Invalid, Rule, Valid
 
 CHECK = "fullgraph.refactors.support:check"
@@ -31,6 +32,24 @@ def _literal_message(node: cst.BaseExpression | None, code) -> str | None:
         f"the message `{code(node)}` is computed; it would be evaluated on every call instead "
         "of only on failure"
     )
+
+
+def _wrap(source: str) -> str:
+    """Parenthesize ``source`` unless it is already atomic (a call, name, attribute, subscript)."""
+    expression = cst.parse_expression(source)
+    atomic = isinstance(expression, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
+    return source if atomic or expression.lpar else f"({source})"
+
+
+def _is_boolean_tensor(node: cst.BaseExpression, types, qualified_names) -> bool:
+    if isinstance(node, cst.Comparison):
+        return types.is_tensor(node)
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("any", "all"):
+            return types.is_tensor(func.value)
+        return bool(qualified_names(func) & {"torch.any", "torch.all"})
+    return False
 
 
 class TensorValidationRule(Rule):
@@ -104,6 +123,19 @@ class TensorValidationRule(Rule):
         ),
         Invalid(
             "import torch\n\n\n"
+            "def f(p: torch.Tensor) -> torch.Tensor:\n"
+            "    assert (p >= 0).all() and (p <= 1).all(), 'not a probability'\n"
+            "    return p.log()\n",
+            expected_replacement=(
+                "import torch\n"
+                "from fullgraph.refactors.support import check\n\n\n"
+                "def f(p: torch.Tensor) -> torch.Tensor:\n"
+                "    check((p >= 0).all() & (p <= 1).all(), AssertionError, 'not a probability')\n"
+                "    return p.log()\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\n\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    if not (x > 0).all():\n"
             "        raise ValueError(f'bad input {x}')\n"
@@ -116,41 +148,50 @@ class TensorValidationRule(Rule):
             "    if not torch.equal(a, b):\n"
             "        raise ValueError('a and b differ')\n"
             "    return a\n",
-            refusal="Python bool",
+            refusal="Python bool computed from tensor data",
         ),
     ]
 
-    def _types(self, node: cst.CSTNode):
+    def _types(self, node: cst.CSTNode, *, likely: bool = False):
         function = self.context.enclosing_function(node)
         if function is None or function not in self.context.functions:
             return None
-        return self.context.tensor_types(function)
+        return self.context.tensor_types(function, likely=likely)
 
-    def _condition_code(self, holds: cst.BaseExpression, negated: bool, types) -> str:
-        """Source of the condition that must hold, given the test that triggers the raise."""
+    def _tensor_condition(self, node: cst.BaseExpression, types) -> str:
+        """Source of a boolean tensor whose truth equals Python's truth test of ``node``."""
         code = self.context.code
-        if not negated:
-            if not types.is_tensor(holds):
-                raise _Refusal(
-                    f"`{code(holds)}` is a Python bool computed from tensor data, not a tensor "
-                    "the graph can check"
-                )
-            return code(holds)
-        # The test raises when true: the check needs its negation.
-        if isinstance(holds, cst.UnaryOperation) and isinstance(holds.operator, cst.Not):
-            return self._condition_code(holds.expression, False, types)
-        if not types.is_tensor(holds):
-            raise _Refusal(
-                f"`{code(holds)}` is a Python bool computed from tensor data, not a tensor "
-                "the graph can check"
-            )
-        atomic = isinstance(holds, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)) or holds.lpar
-        return f"~{code(holds)}" if atomic else f"~({code(holds)})"
+        if isinstance(node, cst.BooleanOperation):
+            # On single-valued boolean tensors `a and b` tests like `a & b` (`or` like `|`).
+            operator = "&" if isinstance(node.operator, cst.And) else "|"
+            parts = []
+            for part in (node.left, node.right):
+                if not (_is_boolean_tensor(part, types, self.context.qualified_names)
+                        and is_single_value(part, types, self.context.qualified_names)):
+                    raise _Refusal(
+                        f"`{code(part)}` is not provably a single boolean tensor, so "
+                        f"`{code(node)}` cannot be combined with `{operator}`"
+                    )
+                parts.append(self._tensor_condition(part, types))
+            return " ".join([_wrap(parts[0]), operator, _wrap(parts[1])])
+        if not types.is_tensor(node):
+            raise _Refusal(not_a_tensor(node, types, code))
+        return code(node)
+
+    def _condition_code(self, test: cst.BaseExpression, raises_when_true: bool, types) -> str:
+        """The condition that must hold, given the test that decides the raise."""
+        if not raises_when_true:
+            return self._tensor_condition(test, types)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._tensor_condition(test.expression, types)
+        condition = self._tensor_condition(test, types)
+        return f"~{_wrap(condition)}"
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        types = self._types(node)
-        if types is None or not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+        likely = self._types(node, likely=True)
+        if likely is None or not likely.decides_on_tensor_data(node.test) or likely.value_reads(node.test):
             return
+        types = self._types(node)
         code = self.context.code
         message = self.MESSAGE.format(construct="`assert`", condition=code(node.test))
         try:
@@ -166,15 +207,16 @@ class TensorValidationRule(Rule):
                     fix_title="Check inside the graph (predicated validation)")
 
     def visit_If(self, node: cst.If) -> None:
-        types = self._types(node)
-        if types is None or node.orelse is not None:
+        likely = self._types(node, likely=True)
+        if likely is None or node.orelse is not None:
             return
         body = node.body.body
         if not (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine)
                 and len(body[0].body) == 1 and isinstance(body[0].body[0], cst.Raise)):
             return
-        if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):
+        if not likely.decides_on_tensor_data(node.test) or likely.value_reads(node.test):
             return
+        types = self._types(node)
         parent = self.context.parent(node)
         code = self.context.code
         message = self.MESSAGE.format(construct="`if … raise`", condition=code(node.test))

@@ -130,7 +130,7 @@ class TensorValueReadRule(Rule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node not in self.context.functions:
             return
-        types = self.context.tensor_types(node)
+        types = self.context.tensor_types(node, likely=True)
         collector = _ControlFlowTests()
         node.visit(collector)
         steering_names: set[str] = set()

@@ -93,7 +93,7 @@ class DataDependentShapeRule(Rule):
         function = self.context.enclosing_function(node)
         if function is None or function not in self.context.functions:
             return None
-        return self.context.tensor_types(function)
+        return self.context.tensor_types(function, likely=True)
 
     def _report(self, node: cst.CSTNode) -> None:
         self.report(node, self.MESSAGE.format(code=self.context.code(node)))
