@@ -9,6 +9,7 @@ tests need no runtime and always run.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -25,7 +26,11 @@ ISOLATION = PROJECTS / "isolation"
 SCHEMA_PATH = REPO / "lsp_server" / "report_schema.json"
 
 HAS_EXPLAIN = hasattr(fullgraph.runtime, "explain")
-HAS_WRAPPER = hasattr(fullgraph.runtime, "generate_wrapper")
+# The public name arrived before its implementation module; require both.
+HAS_WRAPPER = (
+    hasattr(fullgraph.runtime, "generate_wrapper")
+    and importlib.util.find_spec("fullgraph.runtime.wrapper") is not None
+)
 
 
 def _has(module: str, name: str) -> bool:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from conftest import ISOLATION
-
 from fullgraph.lsp_server.config import Config
 from fullgraph.lsp_server.service import AnalysisFailed, AnalysisService
 
