@@ -124,12 +124,17 @@ FUNCTIONS: dict[str, Annotation] = {
 
 
 def _module_of(fn: object) -> str:
+    """The module a callable belongs to, with C accelerator modules mapped to
+    their public name (``_warnings`` -> ``warnings``, ``posix`` -> ``os``)."""
     module = getattr(fn, "__module__", None)
-    if module is None and isinstance(fn, types.BuiltinMethodType):
-        owner = getattr(fn, "__self__", None)
-        if isinstance(owner, types.ModuleType):
-            module = owner.__name__
-    return module or ""
+    owner = getattr(fn, "__self__", None)
+    objclass = getattr(fn, "__objclass__", None)
+    if module is None and objclass is not None:
+        module = objclass.__module__
+    if module is None and owner is not None:
+        module = owner.__name__ if isinstance(owner, types.ModuleType) else type(owner).__module__
+    module = (module or "").lstrip("_")
+    return {"posix": "os", "nt": "os"}.get(module, module)
 
 
 def lookup(fn: object) -> Annotation | None:

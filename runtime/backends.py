@@ -23,12 +23,7 @@ def eager_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..
 
 
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
-    compiled = torch_internals.compile_fx(gm, example_inputs)
-
-    def run(*args):
-        return compiled(list(args)) if getattr(compiled, "_boxed_call", False) else compiled(*args)
-
-    return run
+    return torch_internals.compile_fx(gm, example_inputs)
 
 
 def resolve(backend: str | Backend) -> tuple[str, Backend]:

@@ -227,13 +227,23 @@ class GraphTape:
             return
         if result is None:  # an in-place op such as Tensor.__setitem__
             return
-        if isinstance(result, (tuple, list)) and all(isinstance(r, torch.Tensor) for r in result):
-            for i, item in enumerate(result):
-                self.bind(item, segment.graph.call_function(operator.getitem, (node, i)))
-            return
-        raise Unsupported(
-            breaks.UNSUPPORTED_CONSTRUCT, f"{name} returned {type(result).__name__}, not tensors"
-        )
+        self._bind_structure(segment.graph, node, result, name)
+
+    def _bind_structure(self, graph: torch.fx.Graph, node: torch.fx.Node, value: Any, name: str) -> None:
+        """Bind each tensor inside a tuple/list/dict result to a getitem chain on ``node``."""
+        if isinstance(value, (tuple, list)):
+            items = enumerate(value)
+        elif isinstance(value, dict):
+            items = value.items()
+        else:
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT, f"{name} returned a {type(value).__name__} holding tensors"
+            )
+        for key, item in items:
+            if isinstance(item, torch.Tensor):
+                self.bind(item, graph.call_function(operator.getitem, (node, key)))
+            elif _holds_tensor(item):
+                self._bind_structure(graph, graph.call_function(operator.getitem, (node, key)), item, name)
 
     def _emit(self, graph: torch.fx.Graph, func, args, kwargs) -> torch.fx.Node:
         prop = getset_descriptor_name(func)
@@ -306,6 +316,10 @@ def _unique(graph: torch.fx.Graph, name: str) -> str:
 
 def _constant(value: Any) -> Any:
     return value
+
+
+def _holds_tensor(value: Any) -> bool:
+    return any(isinstance(leaf, torch.Tensor) for leaf in tree_flatten(value)[0])
 
 
 def _first_tensor(flat: list) -> Any:

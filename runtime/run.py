@@ -642,8 +642,8 @@ def _position(frame, ins) -> tuple[int, int, int, int]:
 def _contains_tensor(value: Any) -> bool:
     if isinstance(value, torch.Tensor):
         return True
-    if isinstance(value, (tuple, list)):
-        return any(isinstance(v, torch.Tensor) for v in value)
+    if isinstance(value, (tuple, list, dict)):
+        return any(_contains_tensor(v) for v in (value.values() if isinstance(value, dict) else value))
     return False
 
 

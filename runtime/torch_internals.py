@@ -13,10 +13,22 @@ from torch.utils._pytree import tree_flatten, tree_unflatten  # noqa: F401
 
 
 def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
-    """Inductor's entry point for an fx graph (C++/OpenMP on CPU, Triton on GPU)."""
+    """Inductor's entry point for an fx graph (C++/OpenMP on CPU, Triton on GPU).
+
+    Returns a function taking the graph inputs as positional arguments.  What
+    ``compile_fx`` returns differs by path: the inference path wants one list
+    ("boxed" calling convention), the training path ``*args`` — and both carry
+    ``_boxed_call``.  The signature is what tells them apart.
+    """
+    import inspect
+
     from torch._inductor.compile_fx import compile_fx as inductor_compile_fx
 
-    return inductor_compile_fx(gm, example_inputs)
+    compiled = inductor_compile_fx(gm, example_inputs)
+    parameters = inspect.signature(compiled).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return compiled
+    return lambda *args: compiled(list(args))
 
 
 def set_grad_enabled_op():
