@@ -4,7 +4,8 @@
  *
  * The middleware here is the only place the client adds behaviour to the
  * protocol: it answers `workspace/configuration` with the same settings the
- * server got at initialization, and routes the server's commands through
+ * server got at initialization, holds back saves while runtime analysis is
+ * off, and routes the server's commands through
  * `runServerCommand` (commands.ts: palette arguments, workspace trust,
  * a cancellable progress notification).
  */
@@ -44,6 +45,10 @@ export function clientOptions(start: ServerStart, getClient: () => LanguageClien
         revealOutputChannelOn: RevealOutputChannelOn.Never,
         initializationOptions: start.settings,
         middleware: {
+            // A save is what starts runtime analysis on the server. With runtime
+            // analysis off (always so in an untrusted workspace) the server is not
+            // told, so no user code runs whatever the server's own defaults are.
+            didSave: (document, next) => (start.settings.diagnostics.runtime ? next(document) : Promise.resolve()),
             executeCommand: (command, args) =>
                 runServerCommand(command, args, {
                     execute: (sentArgs, token) =>

@@ -2,13 +2,13 @@
  * Contract test: the real Python server, driven the way the extension drives it.
  *
  * Spawns `<python> -m fullgraph.lsp_server` (python: $FULLGRAPH_PYTHON, else the
- * repository's .venv) and talks to it over stdio with vscode-jsonrpc, the
- * library under vscode-languageclient. It sends the initialization options
- * and `workspace/configuration` answers that src/settings.ts produces, asks
- * for the code lenses and the palette arguments src/commands.ts would send,
- * and checks what a VS Code user would see: diagnostics with source
- * "fullgraph", code actions, and a command that runs the configured entrypoint.
- * Any stray byte the server writes to stdout breaks the JSON-RPC stream here.
+ * repository's .venv) and talks to it with vscode-jsonrpc. It sends the
+ * initialization options and `workspace/configuration` answers that
+ * src/settings.ts produces, asks for the code lenses and the palette arguments
+ * src/commands.ts would send, and checks what a VS Code user would see:
+ * diagnostics with source "fullgraph", code actions, and a command that runs
+ * the configured entrypoint. A stray byte on the server's stdout breaks the
+ * JSON-RPC stream here.
  *
  * Skips, saying why, while the Python side cannot be imported or does not
  * start (it is written alongside this extension).
@@ -16,208 +16,76 @@
 // First: replaces src/vscodeapi before the modules under test load it.
 import { reset, setSetting, state } from './fakeVscodeApi';
 import assert from 'node:assert/strict';
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { createMessageConnection, MessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import { ANALYZE, COMPILE_FUNCTION, FIX_ALL_KIND, lensArgumentsAt, SERVER_COMMANDS, ServerLens } from '../src/commands';
-import { SERVER_MODULE } from '../src/python';
-import { configurationFor, getServerSettings, ServerSettings } from '../src/settings';
-import { ANALYSIS_FINISHED, AnalysisFinished } from '../src/status';
-import { extensionRoot, repositoryRoot } from './manifest';
+import { getServerSettings, ServerSettings } from '../src/settings';
+import { hasStaticRules, pythonExecutable, ServerSession, STARTUP_MS, whyUnavailable } from './serverSession';
 
-const FIXTURE = path.join(extensionRoot, 'test', 'fixtures', 'workspace');
 const PRINT_LINE = 13; // 0-based line of the print() in model.py
 const FORWARD_LINE = 11; // 0-based line of `def forward`
-const STARTUP_MS = 60_000;
 const ANALYSIS_MS = 180_000;
+const STATUSES = ['ok', 'user_exception', 'timeout', 'crashed', 'cancelled', 'config_error'];
 
-interface Diagnostic {
-    range: { start: { line: number; character: number }; end: { line: number; character: number } };
-    code?: string | number;
-    source?: string;
-    message: string;
-}
+const isStatic = (code: unknown) => /^FG1\d\d$/.test(String(code));
+const isRuntime = (code: unknown) => /^FG2\d\d$/.test(String(code));
 
-function pythonExecutable(): string {
-    return process.env.FULLGRAPH_PYTHON ?? path.join(repositoryRoot, '.venv', 'bin', 'python');
-}
-
-/** Why the server cannot be tested here, or undefined when it can. */
-function whyUnavailable(python: string): string | undefined {
-    if (!process.env.FULLGRAPH_PYTHON && !fs.existsSync(python)) {
-        return `no Python at ${python} (set FULLGRAPH_PYTHON)`;
+/** The settings the extension sends for a trusted workspace with these user settings. */
+function extensionSettings(workspace: string, user: Record<string, unknown>, trusted = true): ServerSettings {
+    reset();
+    state.trusted = trusted;
+    state.workspaceFolders = [{ uri: { fsPath: workspace }, name: 'workspace', index: 0 } as never];
+    for (const [key, value] of Object.entries(user)) {
+        setSetting(`fullgraph.${key}`, value);
     }
-    const probe = spawnSync(python, ['-c', `import ${SERVER_MODULE}.__main__`], { encoding: 'utf8', timeout: 60_000 });
-    if (probe.error) {
-        return `cannot run ${python}: ${probe.error.message}`;
-    }
-    if (probe.status !== 0) {
-        const lastLine = probe.stderr.trim().split('\n').pop();
-        return `${SERVER_MODULE} is not importable with ${python} yet: ${lastLine || `exit ${probe.status}`}`;
-    }
-    return undefined;
+    return getServerSettings();
 }
 
-/** Whether the refactors' static rules exist yet (without them the server has no static diagnostics). */
-function hasStaticRules(python: string): boolean {
-    const probe = spawnSync(python, ['-c', 'from fullgraph.refactors import lint_source'], { timeout: 60_000 });
-    return probe.status === 0;
-}
-
-/** Resolves with the first value `check` returns for a recorded event, or rejects after `ms`. */
-function waitFor<T>(what: string, ms: number, check: () => T | undefined, onEvent: (wake: () => void) => void): Promise<T> {
-    return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-        const attempt = () => {
-            const value = check();
-            if (value !== undefined) {
-                clearTimeout(timer);
-                resolve(value);
-            }
-        };
-        onEvent(attempt);
-        attempt();
-    });
+/** Starts a session, or returns why the server cannot be tested (printed once). */
+async function startOrSkip(settingsFor: (workspace: string) => ServerSettings): Promise<ServerSession | string> {
+    const python = pythonExecutable();
+    const unavailable = whyUnavailable(python);
+    if (unavailable) {
+        console.log(`# contract test skipped: ${unavailable}`);
+        return unavailable;
+    }
+    try {
+        return await ServerSession.start(python, settingsFor);
+    } catch (error) {
+        const reason = `the server does not start yet: ${(error as Error).message}`;
+        console.log(`# contract test skipped: ${reason}`);
+        return reason;
+    }
 }
 
 describe('contract with the Python language server', () => {
-    const python = pythonExecutable();
-    let skipReason: string | undefined;
-    let server: ChildProcess | undefined;
-    let connection: MessageConnection | undefined;
-    let workspace = '';
+    let session: ServerSession | string;
     let modelUri = '';
-    let settings: ServerSettings;
-    let initializeResult: any;
-    let stderr = '';
-    const protocolErrors: string[] = [];
-    const pushed = new Map<string, Diagnostic[]>();
-    const finished: AnalysisFinished[] = [];
-    const configurationRequests: unknown[] = [];
-    const appliedEdits: unknown[] = [];
-    const listeners = new Set<() => void>();
-    const wakeAll = () => listeners.forEach((listener) => listener());
-    const onEvent = (listener: () => void) => void listeners.add(listener);
+    const live = (t: { skip: (reason: string) => void }): ServerSession | undefined => {
+        if (typeof session === 'string') {
+            t.skip(session);
+            return undefined;
+        }
+        return session;
+    };
 
     before(async () => {
-        skipReason = whyUnavailable(python);
-        if (skipReason) {
-            console.log(`# contract test skipped: ${skipReason}`);
-            return;
-        }
-        workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'fullgraph-contract-'));
-        fs.cpSync(FIXTURE, workspace, { recursive: true });
-        modelUri = pathToFileURL(path.join(workspace, 'model.py')).toString();
-
-        // The settings exactly as the extension resolves them for this workspace.
-        reset();
-        state.workspaceFolders = [{ uri: { fsPath: workspace }, name: 'workspace', index: 0 } as never];
-        setSetting('fullgraph.entrypoints', ['model:build']);
-        setSetting('fullgraph.backend', 'eager');
-        setSetting('fullgraph.timeout', 120);
-        settings = getServerSettings();
-
-        server = spawn(python, ['-m', SERVER_MODULE], { cwd: workspace, stdio: ['pipe', 'pipe', 'pipe'] });
-        server.stderr!.on('data', (chunk) => (stderr += chunk.toString()));
-        connection = createMessageConnection(new StreamMessageReader(server.stdout!), new StreamMessageWriter(server.stdin!));
-        connection.onError(([error]) => protocolErrors.push(error.message));
-        connection.onNotification('textDocument/publishDiagnostics', (params: { uri: string; diagnostics: Diagnostic[] }) => {
-            pushed.set(params.uri, params.diagnostics);
-            wakeAll();
-        });
-        connection.onNotification(ANALYSIS_FINISHED, (params: AnalysisFinished) => {
-            finished.push(params);
-            wakeAll();
-        });
-        connection.onNotification(() => undefined); // $/progress, window/logMessage, window/showMessage
-        connection.onRequest('workspace/configuration', (params: { items: { section?: string }[] }) => {
-            configurationRequests.push(params);
-            return params.items.map((item) => configurationFor(item.section, settings).value ?? null);
-        });
-        connection.onRequest('workspace/applyEdit', (params: unknown) => {
-            appliedEdits.push(params);
-            return { applied: true };
-        });
-        connection.onRequest(() => null); // window/workDoneProgress/create, client/registerCapability, ...
-        connection.listen();
-
-        const initialize = connection.sendRequest('initialize', {
-            processId: process.pid,
-            clientInfo: { name: 'fullgraph contract test (vscode-jsonrpc)' },
-            rootUri: pathToFileURL(workspace).toString(),
-            workspaceFolders: [{ uri: pathToFileURL(workspace).toString(), name: 'workspace' }],
-            initializationOptions: settings,
-            capabilities: {
-                general: { positionEncodings: ['utf-16'] },
-                workspace: {
-                    configuration: true,
-                    applyEdit: true,
-                    workspaceEdit: { documentChanges: true, resourceOperations: ['create', 'rename', 'delete'] },
-                    executeCommand: { dynamicRegistration: true },
-                    didChangeConfiguration: { dynamicRegistration: true },
-                },
-                textDocument: {
-                    synchronization: { dynamicRegistration: true, didSave: true },
-                    publishDiagnostics: { relatedInformation: true, codeDescriptionSupport: true },
-                    codeAction: {
-                        codeActionLiteralSupport: {
-                            codeActionKind: { valueSet: ['quickfix', 'source', 'source.fixAll'] },
-                        },
-                        resolveSupport: { properties: ['edit'] },
-                    },
-                    codeLens: {},
-                    hover: { contentFormat: ['markdown', 'plaintext'] },
-                },
-                window: { workDoneProgress: true, showMessage: {} },
-            },
-        });
-        const exited = new Promise((_, reject) =>
-            server!.once('exit', (code) => reject(new Error(`server exited with ${code} during initialize`))),
+        session = await startOrSkip((workspace) =>
+            extensionSettings(workspace, { entrypoints: ['model:build'], backend: 'eager', timeout: 120 }),
         );
-        let timer: NodeJS.Timeout | undefined;
-        const timeout = new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`no initialize answer in ${STARTUP_MS} ms`)), STARTUP_MS);
-        });
-        try {
-            initializeResult = await Promise.race([initialize, exited, timeout]);
-        } catch (error) {
-            skipReason = `the server does not start yet: ${(error as Error).message}\n${stderr.slice(-2000)}`;
-            console.log(`# contract test skipped: ${skipReason}`);
-            return;
-        } finally {
-            clearTimeout(timer);
+        if (typeof session !== 'string') {
+            modelUri = session.open('model.py');
         }
-        connection.sendNotification('initialized', {});
-        const text = fs.readFileSync(path.join(workspace, 'model.py'), 'utf8');
-        connection.sendNotification('textDocument/didOpen', {
-            textDocument: { uri: modelUri, languageId: 'python', version: 1, text },
-        });
     });
-
     after(async () => {
-        if (connection && server && server.exitCode === null && !skipReason) {
-            await connection.sendRequest('shutdown');
-            connection.sendNotification('exit');
-            await new Promise((resolve) => server!.once('exit', resolve));
-        }
-        connection?.dispose();
-        if (server && server.exitCode === null) {
-            server.kill();
-        }
-        if (workspace) {
-            fs.rmSync(workspace, { recursive: true, force: true });
+        if (typeof session !== 'string') {
+            await session.stop();
         }
     });
 
     it('advertises the commands the extension contributes, code actions and code lenses', (t) => {
-        if (skipReason) {
-            return t.skip(skipReason);
-        }
-        const capabilities = initializeResult.capabilities;
+        const server = live(t);
+        if (!server) return;
+        const capabilities = server.initializeResult.capabilities;
         for (const command of SERVER_COMMANDS) {
             assert.ok(capabilities.executeCommandProvider?.commands?.includes(command), `server lacks ${command}`);
         }
@@ -225,23 +93,27 @@ describe('contract with the Python language server', () => {
         assert.ok(capabilities.codeLensProvider, 'no code lenses');
     });
 
-    it('publishes a fullgraph diagnostic on the print() in forward', { timeout: STARTUP_MS }, async (t) => {
-        if (skipReason) {
-            return t.skip(skipReason);
-        }
-        if (!hasStaticRules(python)) {
+    it('shows a fullgraph diagnostic on the print() in forward, pushed and pulled, with fixes', { timeout: STARTUP_MS }, async (t) => {
+        const server = live(t);
+        if (!server) return;
+        if (!hasStaticRules(pythonExecutable())) {
             return t.skip('fullgraph.refactors has no lint_source yet: no static diagnostics to expect');
         }
-        const onPrint = await waitFor(
-            'a fullgraph diagnostic on the print() line',
-            STARTUP_MS,
-            () => pushed.get(modelUri)?.find((d) => d.source === 'fullgraph' && d.range.start.line === PRINT_LINE),
-            onEvent,
+        const onPrint = await server.waitFor('a fullgraph diagnostic on the print() line', STARTUP_MS, () =>
+            server.pushed.get(modelUri)?.find((d) => d.source === 'fullgraph' && d.range.start.line === PRINT_LINE),
         );
-        assert.match(String(onPrint.code), /^FG1\d\d$/);
+        assert.ok(isStatic(onPrint.code), `code ${onPrint.code}`);
         assert.ok(onPrint.message.length > 0);
+        // VS Code pulls diagnostics (textDocument/diagnostic) when the server offers it.
+        if (server.initializeResult.capabilities.diagnosticProvider) {
+            const pulled = await server.pull(modelUri);
+            assert.ok(
+                pulled.some((d) => d.code === onPrint.code && d.range.start.line === PRINT_LINE && d.source === 'fullgraph'),
+                `pulled diagnostics miss ${onPrint.code}: ${JSON.stringify(pulled)}`,
+            );
+        }
 
-        const actions = await connection!.sendRequest<any[]>('textDocument/codeAction', {
+        const actions = await server.connection.sendRequest<any[]>('textDocument/codeAction', {
             textDocument: { uri: modelUri },
             range: onPrint.range,
             context: { diagnostics: [onPrint], triggerKind: 1 },
@@ -250,7 +122,8 @@ describe('contract with the Python language server', () => {
         const quickFix = actions.find((action) => action.kind === 'quickfix');
         assert.ok(quickFix, `no quick fix offered for ${onPrint.code}: ${JSON.stringify(actions)}`);
         assert.ok(JSON.stringify(quickFix.edit ?? {}).includes(modelUri), 'the quick fix does not edit model.py');
-        const fixAll = await connection!.sendRequest<any[] | null>('textDocument/codeAction', {
+
+        const fixAll = await server.connection.sendRequest<any[] | null>('textDocument/codeAction', {
             textDocument: { uri: modelUri },
             range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
             context: { diagnostics: [], only: [FIX_ALL_KIND], triggerKind: 1 },
@@ -262,11 +135,10 @@ describe('contract with the Python language server', () => {
         }
     });
 
-    it('gives the palette a Compile lens on forward, with arguments the server accepts', { timeout: STARTUP_MS }, async (t) => {
-        if (skipReason) {
-            return t.skip(skipReason);
-        }
-        const lenses = await connection!.sendRequest<ServerLens[]>('textDocument/codeLens', {
+    it('gives the palette a Compile lens on forward, with arguments naming it', { timeout: STARTUP_MS }, async (t) => {
+        const server = live(t);
+        if (!server) return;
+        const lenses = await server.connection.sendRequest<ServerLens[]>('textDocument/codeLens', {
             textDocument: { uri: modelUri },
         });
         assert.ok(
@@ -280,47 +152,88 @@ describe('contract with the Python language server', () => {
     });
 
     it('runs fullgraph.analyze on the entrypoint from the settings', { timeout: ANALYSIS_MS }, async (t) => {
-        if (skipReason) {
-            return t.skip(skipReason);
-        }
+        const server = live(t);
+        if (!server) return;
         // From the palette "Analyze" sends no arguments: every configured entrypoint.
-        const result = await connection!.sendRequest<any>('workspace/executeCommand', { command: ANALYZE, arguments: [] });
+        const result = await server.connection.sendRequest<any>('workspace/executeCommand', {
+            command: ANALYZE,
+            arguments: [],
+        });
         assert.ok(Array.isArray(result?.results), `unexpected answer: ${JSON.stringify(result)}`);
         assert.deepEqual(
             result.results.map((r: { entry: string }) => r.entry),
             ['model:build'],
             'the server did not analyse the entrypoint sent in the settings',
         );
-        const known = ['ok', 'user_exception', 'timeout', 'crashed', 'cancelled', 'config_error'];
-        assert.ok(known.includes(result.results[0].status), `status ${result.results[0].status}`);
+        assert.ok(STATUSES.includes(result.results[0].status), `status ${result.results[0].status}`);
         if (result.results[0].status === 'ok') {
             // The user sees the break on the print() itself, from the runtime this time.
-            await waitFor(
-                'a runtime (FG2xx) diagnostic on the print() line',
-                STARTUP_MS,
-                () =>
-                    pushed
-                        .get(modelUri)
-                        ?.find((d) => /^FG2\d\d$/.test(String(d.code)) && d.range.start.line === PRINT_LINE),
-                onEvent,
+            await server.waitFor('a runtime (FG2xx) diagnostic on the print() line', STARTUP_MS, () =>
+                server.pushed.get(modelUri)?.find((d) => isRuntime(d.code) && d.range.start.line === PRINT_LINE),
             );
         }
-        if (finished.length > 0) {
-            const last = finished[finished.length - 1];
+        if (server.finished.length > 0) {
+            const last = server.finished[server.finished.length - 1];
             assert.equal(last.entry, 'model:build');
             assert.equal(typeof last.graphs, 'number');
             assert.equal(typeof last.breaks, 'number');
-            assert.ok(known.includes(last.status));
+            assert.ok(STATUSES.includes(last.status));
         } else {
-            console.log(`# note: the server sent no ${ANALYSIS_FINISHED} notification (the status bar stays idle)`);
+            console.log('# note: the server sent no fullgraph/analysisFinished notification (the status bar stays idle)');
         }
     });
 
     it('kept the JSON-RPC stream clean', (t) => {
-        if (skipReason) {
-            return t.skip(skipReason);
+        const server = live(t);
+        if (!server) return;
+        assert.deepEqual(server.protocolErrors, [], `protocol errors; server stderr:\n${server.stderr.slice(-2000)}`);
+        assert.equal(server.process.exitCode, null, `server died; stderr:\n${server.stderr.slice(-2000)}`);
+    });
+});
+
+/**
+ * The settings keys the server must read (the shared interface: `fullgraph.diagnostics.static`,
+ * `fullgraph.diagnostics.runtime`). Marked todo while the server does not honour
+ * them yet: a failure is reported as "# TODO", not hidden, and does not fail the run.
+ */
+const SERVER_READS_DIAGNOSTICS_KEYS =
+    'lsp_server/settings.py does not read diagnostics.static / diagnostics.runtime yet';
+
+describe('settings the server must honour', () => {
+    it('diagnostics.static = false: no static findings', { timeout: STARTUP_MS * 2, todo: SERVER_READS_DIAGNOSTICS_KEYS }, async (t) => {
+        const session = await startOrSkip((workspace) => extensionSettings(workspace, { 'diagnostics.static': false }));
+        if (typeof session === 'string') {
+            return t.skip(session);
         }
-        assert.deepEqual(protocolErrors, [], `protocol errors; server stderr:\n${stderr.slice(-2000)}`);
-        assert.equal(server!.exitCode, null, `server died; stderr:\n${stderr.slice(-2000)}`);
+        try {
+            const uri = session.open('model.py');
+            const pulled = await session.pull(uri);
+            assert.deepEqual(pulled.filter((d) => isStatic(d.code)).map((d) => d.code), []);
+        } finally {
+            await session.stop();
+        }
+    });
+
+    it('untrusted workspace (diagnostics.runtime = false): saving runs no entrypoint', { timeout: STARTUP_MS * 2, todo: SERVER_READS_DIAGNOSTICS_KEYS }, async (t) => {
+        const session = await startOrSkip((workspace) =>
+            extensionSettings(workspace, { entrypoints: ['model:build'], backend: 'eager' }, false),
+        );
+        if (typeof session === 'string') {
+            return t.skip(session);
+        }
+        try {
+            const uri = session.open('model.py');
+            session.connection.sendNotification('textDocument/didSave', { textDocument: { uri } });
+            // A trusted save shows FG2xx findings within a few seconds (the analyze test above).
+            await assert.rejects(
+                session.waitFor('runtime findings', 15_000, () =>
+                    session.pushed.get(uri)?.find((d) => isRuntime(d.code)),
+                ),
+                /timed out/,
+                'runtime analysis ran in an untrusted workspace',
+            );
+        } finally {
+            await session.stop();
+        }
     });
 });

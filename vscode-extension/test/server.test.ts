@@ -1,0 +1,82 @@
+/**
+ * The language client's options and middleware (src/server.ts), without VS Code:
+ * what the server is started with and what the middleware answers or holds back.
+ */
+// First: replaces src/vscodeapi before the modules under test load it.
+import { reset, state } from './fakeVscodeApi';
+import assert from 'node:assert/strict';
+import { after, beforeEach, describe, it } from 'node:test';
+import type * as vscode from 'vscode';
+import type { LanguageClient } from 'vscode-languageclient/node';
+import type { ServerSettings } from '../src/settings';
+import { installVscodeStub } from './vscodeStub';
+
+// vscode-languageclient needs some `vscode` to load.
+const uninstallStub = installVscodeStub();
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const server: typeof import('../src/server') = require('../src/server');
+
+const trusted: ServerSettings = { timeout: 30, diagnostics: { static: true, runtime: true }, interpreter: [] };
+const untrusted: ServerSettings = { diagnostics: { static: true, runtime: false }, interpreter: [] };
+
+function optionsFor(settings: ServerSettings, sent: { command: string; args: unknown[] }[] = []) {
+    const client = {
+        sendRequest: async (_type: unknown, params: { command: string; arguments: unknown[] }) => {
+            sent.push({ command: params.command, args: params.arguments });
+            return { results: [] };
+        },
+    } as unknown as LanguageClient;
+    return server.clientOptions(
+        {
+            interpreter: { command: ['/venv/bin/python'], source: 'setting' },
+            settings,
+            cwd: '/home/ada/project',
+            outputChannel: {} as vscode.LogOutputChannel,
+            onAnalysisFinished: () => undefined,
+        },
+        () => client,
+    );
+}
+
+describe('language client options', () => {
+    beforeEach(reset);
+    after(uninstallStub);
+
+    it('sends the settings as initialization options and serves Python files', () => {
+        const options = optionsFor(trusted);
+        assert.deepEqual(options.initializationOptions, trusted);
+        assert.deepEqual(options.documentSelector, [
+            { scheme: 'file', language: 'python' },
+            { scheme: 'untitled', language: 'python' },
+        ]);
+    });
+
+    it('answers workspace/configuration for fullgraph with the same settings, other sections from VS Code', async () => {
+        const configuration = optionsFor(trusted).middleware!.workspace!.configuration!;
+        const fromVscode = async () => ['vscode:python', 'vscode:fullgraph', 'vscode:timeout'];
+        const answer = await configuration(
+            { items: [{ section: 'python' }, { section: 'fullgraph' }, { section: 'fullgraph.timeout' }] },
+            {} as never,
+            fromVscode as never,
+        );
+        assert.deepEqual(answer, ['vscode:python', trusted, 30]);
+    });
+
+    it('passes saves on while runtime analysis is on, holds them back when it is off', async () => {
+        const saved: unknown[] = [];
+        const next = async (document: unknown) => void saved.push(document);
+        const document = { uri: 'file:///home/ada/project/model.py' } as never;
+        await optionsFor(trusted).middleware!.didSave!(document, next);
+        assert.deepEqual(saved, [document]);
+        await optionsFor(untrusted).middleware!.didSave!(document, next);
+        assert.deepEqual(saved, [document], 'a save reached the server with runtime analysis off');
+    });
+
+    it('routes server commands through the palette logic (analyze: every entrypoint)', async () => {
+        const sent: { command: string; args: unknown[] }[] = [];
+        const executeCommand = optionsFor(trusted, sent).middleware!.executeCommand!;
+        await executeCommand('fullgraph.analyze', [], (() => undefined) as never);
+        assert.deepEqual(sent, [{ command: 'fullgraph.analyze', args: [] }]);
+        assert.deepEqual(state.progressTitles, ['fullgraph: Analyzing entrypoints…']);
+    });
+});
