@@ -45,8 +45,13 @@ def explain(fn: Callable, *args, **kwargs) -> Report:
     return explain_call(fn, args, kwargs)
 
 
-def generate_wrapper(fn: Callable, *args, **kwargs) -> str:
-    """Source of a standalone module that replays ``fn``'s record (see docs/runtime.md)."""
+def generate_wrapper(fn: Callable, *args, entrypoint: str | None = None, **kwargs) -> str:
+    """Source of a standalone module that replays ``fn``'s record (see docs/runtime.md).
+
+    ``entrypoint`` ("package.module:function", the zero-argument builder of
+    ``fn`` and its sample inputs) lets the module rebuild a model in a fresh
+    process; a plain module-level function needs none.
+    """
     from fullgraph.runtime.wrapper import generate_wrapper_source
 
-    return generate_wrapper_source(fn, args, kwargs)
+    return generate_wrapper_source(fn, args, kwargs, entrypoint=entrypoint)

@@ -193,7 +193,12 @@ class GraphTape:
         name = f"in{len(segment.placeholders)}"
         if isinstance(origin, ExternalOrigin):
             name = origin.source.local_name().lower()
-        node = segment.graph.placeholder(_unique(segment.graph, name))
+        taken = {n.target for n, _ in segment.placeholders}
+        candidate, suffix = name, 1
+        while candidate in taken:
+            suffix += 1
+            candidate = f"{name}_{suffix}"
+        node = segment.graph.placeholder(candidate)
         node.meta["example_value"] = tensor
         segment.placeholders.append((node, origin))
         segment.env[id(tensor)] = node
@@ -308,10 +313,6 @@ class GraphTape:
             if segment.grad_mode is not None and segment.grad_mode != self.entry_grad_mode:
                 segment.graph.call_function(set_grad_enabled_op(), (self.entry_grad_mode,))
             segment.graph.output(tuple(segment.outputs))
-
-
-def _unique(graph: torch.fx.Graph, name: str) -> str:
-    return graph._graph_namespace.create_name(name, None)
 
 
 def _constant(value: Any) -> Any:

@@ -46,10 +46,15 @@ class Namespace:
         self.values: dict[str, Any] = {"torch": torch, "builtins": builtins}
         self._by_id: dict[int, str] = {id(torch): "torch", id(builtins): "builtins"}
         self._devices: dict[str, str] = {}
+        # name -> source expression, for constants that are objects of the
+        # program (a submodule, a config): the generated wrapper re-reads them.
+        self.provenance: dict[str, str] = {}
 
-    def bind(self, value: Any, hint: str) -> str:
+    def bind(self, value: Any, hint: str, provenance: str | None = None) -> str:
         existing = self._by_id.get(id(value))
         if existing is not None:
+            if provenance and existing not in self.provenance:
+                self.provenance[existing] = provenance
             return existing
         base = re.sub(r"\W+", "_", hint).strip("_") or "const"
         name, n = base, 1
@@ -58,6 +63,8 @@ class Namespace:
             name = f"{base}_{n}"
         self.values[name] = value
         self._by_id[id(value)] = name
+        if provenance:
+            self.provenance[name] = provenance
         return name
 
     def name_for(self, value: Any) -> str:

@@ -38,6 +38,9 @@ class Record:
     not_reusable_reason: str | None
     breaks: list[breaks.GraphBreak]
     side_effects: list[str]
+    guard_namespace: dict[str, Any] = dataclasses.field(default_factory=dict)
+    mock_namespace: dict[str, Any] = dataclasses.field(default_factory=dict)
+    provenance: dict[str, str] = dataclasses.field(default_factory=dict)
     hits: int = 0
 
     @property
@@ -113,6 +116,9 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
         not_reusable_reason=mock.not_reusable_reason,
         breaks=[c.location for c in run.tape.callouts if c.location is not None],
         side_effects=[m.describe() for m in run.mutations],
+        guard_namespace=guard.namespace,
+        mock_namespace=dict(ns.values),
+        provenance={**ns.provenance, **guard.provenance},
     )
 
 
