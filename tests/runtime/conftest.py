@@ -19,9 +19,11 @@ a conftest is not importable as a module.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +107,45 @@ def clone_tensors(value: Any) -> Any:
     return value
 
 
+# The tests' own functions and modules live next to this file; a replayed
+# record must run none of them (it runs guard -> graph -> mock instead).
+TESTS_DIR = str(Path(__file__).resolve().parent)
+
+
+@contextlib.contextmanager
+def watch_user_code() -> Iterator[list[str]]:
+    """Collects ``"name (file:line)"`` for every test-file function that starts
+    running inside the block.  ``sys.setprofile`` is independent of the
+    monitor's ``sys.settrace``, so watching does not disturb it."""
+    started: list[str] = []
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        if (
+            event == "call"
+            and code.co_filename.startswith(TESTS_DIR)
+            and code.co_filename != __file__
+        ):
+            started.append(f"{code.co_name} ({Path(code.co_filename).name}:{code.co_firstlineno})")
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield started
+    finally:
+        sys.setprofile(previous)
+
+
+def call_watched(compiled: Any, args: tuple, kwargs: dict) -> Any:
+    """``compiled(*args, **kwargs)``; if the call was a hit, no user code may have run."""
+    hits_before = compiled.stats.hits
+    with watch_user_code() as started:
+        result = compiled(*args, **kwargs)
+    if compiled.stats.hits > hits_before:
+        assert not started, f"a replayed call ran the user's Python code: {started}"
+    return result
+
+
 def assert_replayed(compiled: Any, calls: int) -> None:
     """After ``calls`` same-shaped calls: one monitoring run, every later call a hit."""
     stats = compiled.stats
@@ -128,7 +169,8 @@ def replay_against_eager(
     """Call ``eager`` and ``compiled`` on the same fresh inputs ``calls`` times.
 
     After every call: outputs equal, ``after_call()`` (a test's own state
-    comparison) passes, and the counters say monitor once, then hit.  Code
+    comparison) passes, and the counters say monitor once, then hit; a hit
+    runs none of the user's Python code.  Code
     without graph breaks must give one graph per record: that is the point of
     fullgraph, and a record that ran the code eagerly would show zero.
     Returns the compiled outputs.
@@ -138,7 +180,7 @@ def replay_against_eager(
         args = make_args()
         kwargs = make_kwargs() if make_kwargs else {}
         expected = eager(*clone_tensors(args), **clone_tensors(kwargs))
-        actual = compiled(*args, **kwargs)
+        actual = call_watched(compiled, args, kwargs)
         assert_same_nested(actual, expected, where=f"call {call} result", **tolerance)
         if after_call is not None:
             after_call()
@@ -197,7 +239,7 @@ def check_call(assert_same) -> Callable[..., Any]:
 
     def check(compiled: Any, eager: Callable[..., Any], args: tuple, *, counts, **tolerance) -> Any:
         expected = eager(*clone_tensors(args))
-        actual = compiled(*args)
+        actual = call_watched(compiled, args, {})
         assert_same(actual, expected, **tolerance)
         stats = compiled.stats
         observed = (stats.monitor_runs, stats.hits, len(compiled.records))
