@@ -256,6 +256,23 @@ def test_changed_dataclass_config_field_makes_a_new_record(check_call):
     )
 
 
+def add_then_combine(a, b):
+    a.add_(1)
+    return a * b
+
+
+def test_aliased_arguments_give_eager_results(assert_same):
+    # Recorded with two distinct tensors; called with one tensor twice, the
+    # in-place update is visible through both names.  Reusing the record
+    # without checking the aliasing would give a silently wrong answer.
+    compiled = fr.compile(add_then_combine, backend="eager")
+    for _ in range(2):
+        compiled(torch.randn(3), torch.randn(3))
+    shared, eager_shared = torch.full((3,), 2.0), torch.full((3,), 2.0)
+    assert_same(compiled(shared, shared), add_then_combine(eager_shared, eager_shared))
+    assert_same(shared, eager_shared, where="the shared argument")
+
+
 # A string cannot become a graph input, so every new value needs a new record.
 ACTIVATION = "relu"
 

@@ -106,6 +106,19 @@ def test_star_args_and_keyword_arguments(replay):
     )
 
 
+def affine(x, *, weight, bias):
+    return x * weight - bias
+
+
+def test_keyword_arguments_in_any_order(assert_same):
+    compiled = fr.compile(affine, backend="eager")
+    for call in range(1, 4):
+        x, w, b = torch.randn(3), torch.randn(3), torch.randn(3)
+        # Same keywords, other order: each value must reach its own parameter.
+        out = compiled(x, bias=b, weight=w) if call == 3 else compiled(x, weight=w, bias=b)
+        assert_same(out, affine(x, weight=w, bias=b), where=f"call {call}")
+
+
 def make_scaled_activation(weight, alpha):
     offset = alpha * 2
 

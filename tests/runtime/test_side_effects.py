@@ -116,6 +116,25 @@ def test_appends_to_a_list_argument_passed_every_call(assert_same):
     assert (compiled.stats.monitor_runs, compiled.stats.hits) == (1, 2)
 
 
+def test_appends_go_to_the_list_the_global_names_at_call_time():
+    # The mock reaches the list through its source, globals()["ACTIVATIONS"]:
+    # after the user rebinds the name, appends land in the new list.
+    global ACTIVATIONS
+    original = ACTIVATIONS
+    try:
+        ACTIVATIONS = []
+        compiled = fr.compile(record_activations, backend="eager")
+        compiled(torch.randn(2, 3))
+        compiled(torch.randn(2, 3))
+        first_list = ACTIVATIONS
+        ACTIVATIONS = []
+        compiled(torch.randn(2, 3))
+        assert len(first_list) == 4 and len(ACTIVATIONS) == 2
+        assert compiled.stats.hits == 2
+    finally:
+        ACTIVATIONS = original
+
+
 # --- attributes and dicts ---------------------------------------------------
 
 
@@ -141,6 +160,51 @@ def test_attribute_stores_on_self_cache_a_tensor(replay, assert_same):
         assert_same(model.last_shape, eager.last_shape, where="self.last_shape")
 
     replay(fr.compile(model, backend="eager"), eager, randn(2, 4), after_call=compare)
+
+
+class Recurrent(nn.Module):
+    """Carries a hidden state across calls, like an RNN cell used step by step."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.state = None
+
+    def forward(self, x):
+        if self.state is not None:
+            x = x + self.state
+        hidden = torch.tanh(self.lin(x))
+        self.state = hidden.detach()
+        return hidden
+
+
+def test_state_cached_on_self_is_read_back_by_the_next_call(check_call, assert_same):
+    # Call 1 sees no state, call 2 sees a tensor (a new record); from then on
+    # the second record replays, reading the state the previous call stored.
+    model = Recurrent()
+    eager = copy.deepcopy(model)
+    compiled = fr.compile(model, backend="eager")
+    for counts in [(1, 0, 1), (2, 0, 2), (2, 1, 2), (2, 2, 2)]:
+        check_call(compiled, eager, (torch.randn(2, 3),), counts=counts)
+        assert_same(model.state, eager.state, where="self.state")
+
+
+class KeepsLast(nn.Module):
+    def forward(self, x):
+        hidden = x * 2
+        self.last = hidden
+        return hidden
+
+
+def test_a_returned_tensor_stored_on_self_is_the_same_object():
+    model = KeepsLast()
+    compiled = fr.compile(model, backend="eager")
+    for _ in range(3):
+        x = torch.randn(2)
+        out = compiled(x)
+        assert out is model.last, "eager stores and returns one tensor object"
+        torch.testing.assert_close(out, x * 2)
+    assert compiled.stats.hits == 2
 
 
 class StatsModel(nn.Module):
