@@ -115,23 +115,28 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     entries = _entries_for(args, root, config)
     run = CheckRun(root=root, static_skipped=args.no_static, min_severity=args.severity)
+
+    def progress(items: list, desc: str, unit: str) -> tqdm:
+        return tqdm(
+            items,
+            desc=desc,
+            unit=unit,
+            file=sys.stderr,
+            disable=True if args.no_progress else None,  # None: only on a terminal
+            leave=False,
+        )
+
     with _service(root, config) as service:
         if not args.no_static:
             try:
                 import fullgraph.refactors  # noqa: F401
             except ImportError:
                 run.static_available = False
-            run.findings = service.check_static(paths, run.syntax_errors)
-        progress = tqdm(
-            entries,
-            desc="analyzing",
-            unit="entrypoint",
-            file=sys.stderr,
-            disable=True if args.no_progress else None,  # None: only on a terminal
-            leave=False,
-        )
-        for entry, key in progress:
-            progress.set_postfix_str(entry)
+            for file in progress(list(iter_python_files(paths)), "static rules", "file"):
+                run.findings.update(service.check_static([file], run.syntax_errors))
+        bar = progress(entries, "analyzing", "entrypoint")
+        for entry, key in bar:
+            bar.set_postfix_str(entry)
             run.results.append(service.analyze(entry, key=key))
 
     if args.sarif:

@@ -124,3 +124,17 @@ def test_usage_errors_exit_2(tmp_path):
     assert completed.returncode == 2
     assert "expected a positive number of seconds" in completed.stderr
     assert run_cli("check", "does/not/exist", cwd=tmp_path).returncode == 2
+
+
+def test_console_script_is_installed(tmp_path):
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "fullgraph"
+    assert script.is_file(), "pip install -e . should create the `fullgraph` console script"
+    completed = subprocess.run(
+        [str(script), "--help"], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert completed.returncode == 0
+    for command in ("check", "explain", "fix", "compile", "lsp"):
+        assert command in completed.stdout
