@@ -83,6 +83,7 @@ class FullgraphServer(LanguageServer):
         # entry -> features.runtime.EntryResult of its last analysis
         self.entry_results: dict[str, Any] = {}
         self.debounce_handles: dict[str, asyncio.TimerHandle] = {}
+        self.lints_in_flight: dict[str, asyncio.Future] = {}
         self.analysis_lock = asyncio.Lock()
         self._service: Any = None
         self._service_key: Any = None

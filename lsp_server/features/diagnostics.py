@@ -103,17 +103,35 @@ def compute_static(server: FullgraphServer, uri: str, text: str) -> DocumentStat
 
 
 async def refresh_static(server: FullgraphServer, uri: str) -> DocumentState | None:
-    """Bring the static results of an open document up to date with its text."""
-    text = server.document_text(uri)
-    if text is None:
-        return None
-    state = server.documents.get(uri)
-    if state is not None and state.text == text:
-        return state
+    """Bring the static results of an open document up to date with its text.
+
+    One lint per document at a time: a request that arrives while a lint runs
+    waits for it instead of starting another (linting a large file takes a
+    while, and parallel runs would only compete for the same CPU).  The
+    returned state may belong to an older text when the user kept typing;
+    callers compare ``state.text`` with the current text.
+    """
     loop = asyncio.get_running_loop()
-    new_state = await loop.run_in_executor(server.thread_pool, compute_static, server, uri, text)
-    # A newer edit may have landed while we linted; its own run will store it.
-    if server.document_text(uri) == text and uri in server.workspace.text_documents:
+    while True:
+        text = server.document_text(uri)
+        if text is None:
+            return None
+        state = server.documents.get(uri)
+        if state is not None and state.text == text:
+            return state
+        running = server.lints_in_flight.get(uri)
+        if running is None:
+            break
+        await asyncio.shield(running)
+        if server.document_text(uri) != text:  # edited meanwhile: the debounce re-lints
+            return server.documents.get(uri)
+    running = loop.run_in_executor(server.thread_pool, compute_static, server, uri, text)
+    server.lints_in_flight[uri] = running
+    try:
+        new_state = await asyncio.shield(running)
+    finally:
+        server.lints_in_flight.pop(uri, None)
+    if uri in server.workspace.text_documents:
         server.documents[uri] = new_state
     return new_state
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +96,12 @@ def static_finding(finding: Any, rules: dict[str, Any] | None = None) -> StaticF
     )
 
 
+@functools.lru_cache(maxsize=512)
 def doc_href(code: str | None, root: Path | None, base_url: str) -> str | None:
-    """Link to a code's documentation: a local file when one exists, else ``base_url``."""
+    """Link to a code's documentation: a local file when one exists, else ``base_url``.
+
+    Cached: diagnostics are rebuilt on every edit and each lookup touches the disk.
+    """
     if not code:
         return None
     folders = ("rules", "codes") if code.startswith("FG1") else ("codes", "rules")

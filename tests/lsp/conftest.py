@@ -57,3 +57,15 @@ async def push_client(lsp_client: LanguageClient, workspace: Path):
     await lsp_client.initialize_session(initialize_params(workspace, capabilities))
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=SERVER_COMMAND, server_env=server_env())
+)
+async def misconfigured_client(lsp_client: LanguageClient, workspace: Path):
+    """A server started with bad initialization options (it must say so and go on)."""
+    capabilities = pytest_lsp.client_capabilities("neovim@v0.7.0")
+    options = {"debounceMs": "fast", "timeout": -5, "ignore": "FG102"}
+    await lsp_client.initialize_session(initialize_params(workspace, capabilities, options))
+    yield
+    await lsp_client.shutdown_session()

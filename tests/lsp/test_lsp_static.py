@@ -211,3 +211,27 @@ async def test_code_lenses_on_functions_and_modules(client: LanguageClient, work
     assert list(build["Analyze"].arguments) == ["models.net:build"]
     assert build["Compile this function"].command == "fullgraph.compileFunction"
     assert list(build["Compile this function"].arguments) == ["models.net:build"]
+
+
+async def test_bad_settings_are_shown_and_defaults_used(
+    misconfigured_client: LanguageClient, workspace: Path
+):
+    messages = await wait_until(
+        lambda: misconfigured_client.messages, what="a showMessage about the settings"
+    )
+    text = "\n".join(message.message for message in messages)
+    assert "`debounceMs` = 'fast' is invalid (expected a whole number)" in text
+    assert "`timeout` = -5 is invalid (must be greater than zero)" in text
+    assert "`ignore` = 'FG102' is invalid (expected a list of strings)" in text
+    # The defaults apply: FG102 is not ignored, diagnostics still flow.
+    uri = open_document(misconfigured_client, workspace / "models/net.py")
+    await diagnostics(misconfigured_client, uri, lambda items: with_code(items, "FG102"))
+
+
+async def test_client_settings_change_is_applied(client: LanguageClient, workspace: Path):
+    uri = open_document(client, workspace / "models/net.py")
+    await diagnostics(client, uri, lambda items: with_code(items, "FG102"))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"fullgraph": {"ignore": ["FG102"]}})
+    )
+    await diagnostics(client, uri, lambda items: items and not with_code(items, "FG102"))
