@@ -1,4 +1,7 @@
-"""A calibrated classifier that computes its temperature with numpy (np.exp of a Python float) inside forward."""
+"""A calibrated classifier that computes its temperature with numpy (np.exp of a Python float) inside forward.
+
+numpy on plain Python values is deterministic, so the value is guarded, not a break.
+"""
 import numpy as np
 import torch
 import torch.nn as nn
@@ -13,7 +16,7 @@ class Calibrated(nn.Module):
 
     def forward(self, x):
         h = self.encoder(x)
-        temperature = float(np.exp(self.log_temperature))  # BREAK: FG204
+        temperature = float(np.exp(self.log_temperature))
         return torch.softmax(self.head(h) / temperature, dim=-1)
 
 
@@ -27,4 +30,4 @@ def make_inputs(seed: int):
     return (torch.randn(3, 6, generator=g),)
 
 
-EXPECTED_GRAPHS = 2
+EXPECTED_GRAPHS = 1
