@@ -21,6 +21,7 @@ import io
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -173,11 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         stage_timeout_s=args.stage_timeout,
     )
     started = time.monotonic()
-    results = run_cases(select_cases(args), settings, args.backend, args.budget_minutes * 60)
+    with tempfile.TemporaryDirectory(prefix="fullgraph-bench-") as cache_root:
+        settings = dataclasses.replace(settings, cache_root=cache_root)
+        results = run_cases(select_cases(args), settings, args.backend, args.budget_minutes * 60)
     verdicts = targets.evaluate(results)
     env = environment.describe_environment(args.device, args.backend)
     settings_info: dict[str, Any] = {
-        **dataclasses.asdict(settings),
+        **dataclasses.asdict(dataclasses.replace(settings, cache_root=None)),
         "duration_s": time.monotonic() - started,
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,8 @@ class Settings:
     repetitions: int = 30
     warmup: int = 3
     stage_timeout_s: float = 600.0
+    # Where cold starts put their empty Inductor caches (None: the system temp folder).
+    cache_root: str | None = None
 
 
 @dataclasses.dataclass
@@ -62,6 +64,9 @@ class CompilerResult:
     peak_memory_bytes: int | None = None
     outside_graph_s: float | None = None  # per call at the smallest input size
     counters: dict[str, Any] | None = None
+    # fullgraph only: whether the timed steady-state calls replayed a record (its
+    # hit counter grew) rather than falling back to eager; None when unknown.
+    replayed: bool | None = None
 
 
 @dataclasses.dataclass
@@ -100,14 +105,14 @@ def _time_limit(seconds: float) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _empty_compile_caches() -> Iterator[None]:
+def _empty_compile_caches(parent: str | None) -> Iterator[None]:
     """Empty Inductor caches (on disk and in memory) so a cold start compiles everything."""
     try:
         from torch._inductor.utils import fresh_cache
     except ImportError:  # older torch: the cache is whatever TORCHINDUCTOR_CACHE_DIR holds
         yield
         return
-    with fresh_cache():
+    with fresh_cache(dir=parent):
         yield
 
 
@@ -211,7 +216,7 @@ class _ModelRun:
         for runner in order:
             entry = self.result.compilers[runner.name]
             try:
-                with self.stage(), _empty_compile_caches():
+                with self.stage(), _empty_compile_caches(self.settings.cache_root):
                     compiled = runner.compile(self.model)
                     first, first_s = timed_call(compiled, self.inputs[size], self.settings.device)
                     second, second_s = timed_call(compiled, self.inputs[size], self.settings.device)
@@ -277,10 +282,13 @@ class _ModelRun:
             if entry.outside_graph_s is None:
                 entry.notes.append("overhead: no compiled graph ran in steady state")
 
-    def counters(self) -> None:
+    def fullgraph_hits(self) -> int | None:
         compiled = self.compiled.get(FULLGRAPH)
-        if compiled is not None:
-            self.result.compilers[FULLGRAPH].counters = FullgraphRunner.counters(compiled)
+        counters = FullgraphRunner.counters(compiled) if compiled is not None else None
+        if counters is None:
+            return None
+        self.result.compilers[FULLGRAPH].counters = counters
+        return counters.get("hits")
 
 
 def run_model(case: ModelCase, runners: list[Any], settings: Settings) -> ModelResult:
@@ -292,10 +300,13 @@ def run_model(case: ModelCase, runners: list[Any], settings: Settings) -> ModelR
             return run.result
         run.count_graphs()
         run.cold_start()
+        hits_before = run.fullgraph_hits()
         for size in run.sizes:
             run.steady_state(size)
+        hits_after = run.fullgraph_hits()
+        if hits_before is not None and hits_after is not None:
+            run.result.compilers[FULLGRAPH].replayed = hits_after > hits_before
         run.memory()
-        run.counters()
         run.overhead()
     torch._dynamo.reset()
     run.result.duration_s = time.perf_counter() - started

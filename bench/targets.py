@@ -34,6 +34,10 @@ def _measured(result: ModelResult, *names: str) -> list[CompilerResult] | None:
     return entries  # type: ignore[return-value]
 
 
+def _no_replay_note(fullgraph: CompilerResult) -> str:
+    return ", fell back to eager" if fullgraph.replayed is False else ""
+
+
 def _verdict(target: str, checked: int, misses: list[str], summary: str = "") -> Verdict:
     if checked == 0:
         return Verdict(target, NOT_APPLICABLE, "no model measured with both compilers")
@@ -74,8 +78,8 @@ def step_time(results: Iterable[ModelResult]) -> Verdict:
                 continue
             checked += 1
             ratio = seconds / compiled.step_s[size]
-            if ratio > 1.0:
-                misses.append(f"{result.name} [{size}] ({ratio:.2f})")
+            if ratio > 1.0 or fullgraph.replayed is False:
+                misses.append(f"{result.name} [{size}] ({ratio:.2f}{_no_replay_note(fullgraph)})")
     return _verdict(target, checked, misses)
 
 
@@ -118,9 +122,12 @@ def guard_mock_share(results: Iterable[ModelResult]) -> Verdict:
         if not entries:
             continue
         fullgraph = entries[0]
-        if fullgraph.outside_graph_s is None or "1" not in fullgraph.step_s:
+        if "1" not in fullgraph.step_s:
             continue
         checked += 1
+        if fullgraph.outside_graph_s is None:
+            misses.append(f"{result.name} (no compiled graph ran)")
+            continue
         share = fullgraph.outside_graph_s / fullgraph.step_s["1"]
         if share > GUARD_MOCK_BUDGET:
             misses.append(f"{result.name} ({share:.1%})")
@@ -136,8 +143,9 @@ def cold_start(results: Iterable[ModelResult]) -> Verdict:
             continue
         checked += 1
         ratio = entries[1].cold_start_s / entries[0].cold_start_s
-        if ratio > 1.0:
-            misses.append(f"{result.name} ({ratio:.2f})")
+        # A fullgraph that fell back to eager compiled nothing: its quick start is no win.
+        if ratio > 1.0 or entries[1].replayed is False:
+            misses.append(f"{result.name} ({ratio:.2f}{_no_replay_note(entries[1])})")
     return _verdict(target, checked, misses)
 
 

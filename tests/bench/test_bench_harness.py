@@ -176,6 +176,15 @@ def test_targets_name_the_models_that_miss():
     assert speedup.status == targets.MET and "fullgraph 1.89×" in speedup.detail
 
 
+def test_a_fullgraph_that_never_replayed_misses_speed_and_cold_start():
+    fallback = _result("bert", fg_step=0.9)
+    fallback.compilers["fullgraph"].replayed = False
+    fallback.compilers["fullgraph"].outside_graph_s = None
+    assert "fell back to eager" in _verdict([fallback], "steady-state step").detail
+    assert "fell back to eager" in _verdict([fallback], "cold start").detail
+    assert "no compiled graph ran" in _verdict([fallback], "guard + mock").detail
+
+
 def test_targets_are_not_applicable_without_fullgraph():
     lone = _result("bert")
     lone.compilers["fullgraph"] = CompilerResult("fullgraph", status=NOT_AVAILABLE)
