@@ -6,6 +6,8 @@ loader is also tested directly because the language server uses it too.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,9 +129,6 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 def test_console_script_is_installed(tmp_path):
-    import subprocess
-    import sys
-
     script = Path(sys.executable).parent / "fullgraph"
     assert script.is_file(), "pip install -e . should create the `fullgraph` console script"
     completed = subprocess.run(
