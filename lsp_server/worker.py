@@ -24,7 +24,6 @@ import functools
 import importlib
 import json
 import os
-import resource
 import sys
 import threading
 import time
@@ -39,6 +38,10 @@ PROTOCOL_VERSION = 1
 
 def _cap_memory(memory_mb: int) -> None:
     if memory_mb <= 0:
+        return
+    try:
+        import resource
+    except ImportError:  # not POSIX: no cap rather than no analysis
         return
     limit = memory_mb * 1024 * 1024
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
