@@ -109,7 +109,7 @@ class RuleContext:
             info = self.functions[function]
             is_forward = info.in_module_class and function.name.value == "forward"
             self._types[key] = TensorTypes(function, self.get_metadata, is_forward=is_forward,
-                                           likely=likely)
+                                           likely=likely, submodules=info.submodules)
         return self._types[key]
 
     def code(self, node: cst.CSTNode) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .tensor_types import VALUE_READ_METHODS, TensorTypes
+from .tensor_types import PURE_TENSOR_MODULES, VALUE_READ_METHODS, TensorTypes
 
 # torch functions that can raise on valid-looking data (singular matrices,
 # out-of-range indices, invalid probabilities) or whose shape depends on data.
@@ -111,6 +111,10 @@ def _check_call(node: cst.Call, types, qualified_names, code) -> None:
             raise Impurity(f"`{code(node)}` builds a module")
         if any(n.rsplit(".", 1)[-1].endswith("_") for n in torch_names):
             raise Impurity(f"`{code(node)}` updates a tensor in place")
+    elif types.submodule(func) is not None:
+        layer = types.submodule(func)
+        if layer not in PURE_TENSOR_MODULES:
+            raise Impurity(f"`{code(node)}` calls a `{layer}`, which has effects or can fault")
     elif isinstance(func, cst.Attribute) and types.is_tensor(func.value):
         method = func.attr.value
         if method.endswith("_") and not method.endswith("__"):

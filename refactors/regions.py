@@ -43,6 +43,8 @@ class FunctionInfo:
     compile_decorated: bool
     # Why the function is compiled ("" when it is not).
     region_reason: str = ""
+    # For methods: ``self.<attr>`` -> the torch.nn class it was built from (in this file).
+    submodules: dict[str, str] = dataclasses.field(default_factory=dict)
     # The functions where compilation starts whose call tree holds this one.
     roots: list[cst.FunctionDef] = dataclasses.field(default_factory=list)
 
@@ -59,6 +61,9 @@ class _Collector(cst.CSTVisitor):
         # function node -> names it calls (plain ``f(...)`` and ``self.f(...)``)
         self.calls: dict[cst.FunctionDef, set[str]] = {}
         self._current: list[cst.FunctionDef] = []
+        # class name -> attribute -> qualified constructor names of each `self.attr = …`
+        # (an empty set when the value is not a call).
+        self.class_attributes: dict[str, dict[str, list[set[str]]]] = {}
 
     def _qualified(self, node: cst.CSTNode) -> set[str]:
         return {q.name for q in self.get_metadata(meta.QualifiedNameProvider, node, set())}
@@ -103,6 +108,21 @@ class _Collector(cst.CSTVisitor):
         self._current.pop()
         self._function_names.pop()
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not self._current or not self._classes:
+            return
+        info = self.functions[self._current[-1]]
+        if info.class_name is None:
+            return
+        for target in node.targets:
+            attribute = target.target
+            if (isinstance(attribute, cst.Attribute) and isinstance(attribute.value, cst.Name)
+                    and attribute.value.value == "self"):
+                constructors = (self._qualified(node.value.func)
+                                if isinstance(node.value, cst.Call) else set())
+                attributes = self.class_attributes.setdefault(info.class_name, {})
+                attributes.setdefault(attribute.attr.value, []).append(constructors)
+
     def visit_Call(self, node: cst.Call) -> None:
         if not self._current:
             return
@@ -117,6 +137,18 @@ class _Collector(cst.CSTVisitor):
             self.calls[self._current[-1]].add(func.attr.value)
 
 
+def submodule_constructors(class_attributes: dict[str, list[set[str]]]) -> dict[str, str]:
+    """Attributes assigned exactly once, from a ``torch.nn`` constructor -> its qualified name."""
+    found = {}
+    for attribute, assignments in class_attributes.items():
+        if len(assignments) != 1:
+            continue
+        names = [n for n in assignments[0] if n.startswith("torch.nn.")]
+        if len(names) == 1:
+            found[attribute] = names[0]
+    return found
+
+
 def find_functions(
     wrapper: meta.MetadataWrapper, entrypoints: Collection[str] = ()
 ) -> dict[cst.FunctionDef, FunctionInfo]:
@@ -124,6 +156,10 @@ def find_functions(
     collector = _Collector()
     wrapper.visit(collector)
     functions = collector.functions
+    for info in functions.values():
+        if info.class_name is not None:
+            info.submodules = submodule_constructors(
+                collector.class_attributes.get(info.class_name, {}))
     pending = []
     for info in functions.values():
         if info.compile_decorated:

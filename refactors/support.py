@@ -17,15 +17,17 @@ fullgraph's runtime both capture without a break; the decorator's own frame is
 skipped by Dynamo (``torch._dynamo.disable(recursive=False)``), so the
 function it wraps is compiled as a whole and the effects run after the graph.
 
-Predicated validation (rule FG103) needs no helper: it rewrites to
-:func:`torch._assert_async` through :func:`check`, which keeps the original
-exception type and message for eager runs.
+Predicated validation (rule FG103) rewrites ``if not c: raise E("msg")`` into
+``check(c, E, "msg")``: an in-graph ``torch._assert_async`` that raises the
+original exception type and message in eager code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import torch
@@ -42,9 +44,13 @@ def _snapshot(value: Any) -> Any:
     """A copy of ``value`` that later in-place tensor updates cannot change."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_snapshot(item) for item in value)
-    if isinstance(value, dict):
+    # Exact types only: subclasses (torch.Size, namedtuples) are immutable or rebuilt
+    # differently, and their printed form must not change.
+    if type(value) is list:
+        return [_snapshot(item) for item in value]
+    if type(value) is tuple:
+        return tuple([_snapshot(item) for item in value])
+    if type(value) is dict:
         return {key: _snapshot(item) for key, item in value.items()}
     return value
 
@@ -59,10 +65,34 @@ def deferred(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None
 
 # The emitting frame must stay eager as a whole: under Dynamo a nested frame of a
 # non-recursively disabled function is compiled again, and print/logging break it.
+@contextlib.contextmanager
+def _unobserved() -> Iterator[None]:
+    """Hide the emission from fullgraph's runtime, which observes the call it compiles.
+
+    Emitting formats the recorded tensors (``float(t)``, ``repr(t)``) and runs
+    logging handlers: work that happens after the compiled call and belongs to no
+    graph.  The runtime's monitor (a ``sys.settrace`` tracer) and its capture mode
+    (a torch-function mode) would count it as breaks inside the call.  Other
+    tracers (debuggers, coverage) are left alone.
+    """
+    tracer = sys.gettrace()
+    owner = getattr(getattr(tracer, "__self__", tracer), "__module__", "") or ""
+    monitored = owner.startswith("fullgraph.runtime")
+    if monitored:
+        sys.settrace(None)
+    try:
+        with torch._C.DisableTorchFunction():
+            yield
+    finally:
+        if monitored:
+            sys.settrace(tracer)
+
+
 @torch._dynamo.disable
 def _emit(effects: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]) -> None:
-    for function, args, kwargs in effects:
-        function(*args, **kwargs)
+    with _unobserved():
+        for function, args, kwargs in effects:
+            function(*args, **kwargs)
 
 
 def defer_side_effects(function: F) -> F:
@@ -77,22 +107,39 @@ def defer_side_effects(function: F) -> F:
             _emit(_regions.pop())
 
     run_then_emit.__fullgraph_defers_side_effects__ = True  # type: ignore[attr-defined]
-    # Skip only this frame under Dynamo: the wrapped function is still compiled.
-    return torch._dynamo.disable(run_then_emit, recursive=False)  # type: ignore[return-value]
+    # Dynamo must skip this frame (its ``finally`` emits the effects, which would break
+    # the graph) yet still compile the function it calls.  Marking the code object, unlike
+    # wrapping in ``torch._dynamo.disable``, adds no wrapper frame of Dynamo's own that
+    # other tracers (fullgraph's runtime) would have to step through.
+    _skip_frame_under_dynamo(run_then_emit.__code__)
+    return run_then_emit  # type: ignore[return-value]
+
+
+def _skip_frame_under_dynamo(code) -> None:
+    try:
+        from torch._dynamo.eval_frame import skip_code
+    except ImportError:  # pragma: no cover - older torch: Dynamo then traces the wrapper too
+        return
+    skip_code(code)
 
 
 def check(condition: torch.Tensor, exception: type[BaseException], message: str | None = None) -> None:
     """Predicated validation: raise ``exception(message)`` unless ``condition`` holds.
 
-    In eager code the check reads the value and raises the original exception
-    type with the original message.  Under compilation (Dynamo or fullgraph's
-    runtime) reading the value would break the graph, so the check becomes an
-    in-graph ``torch._assert_async``; its failure carries the same message.
+    The check is ``torch._assert_async``, an operator that a graph can hold, so
+    no Python code reads the tensor's value (which would break the graph).  In
+    eager code on the CPU the operator fails at once and the failure is turned
+    back into the original exception type and message.  Inside a compiled graph
+    (Dynamo, or a record replayed by fullgraph's runtime) the failure is a
+    ``RuntimeError`` whose message is ``"<ExceptionType>: <message>"``; on an
+    accelerator it may surface at the next synchronisation.
     """
+    text = exception.__name__ if message is None else f"{exception.__name__}: {message}"
     if torch.compiler.is_compiling():
-        text = exception.__name__ if message is None else f"{exception.__name__}: {message}"
         torch._assert_async(condition, text)
         return
-    if not bool(condition):
+    try:
+        torch._assert_async(condition, text)
+    except RuntimeError:
         # ``raise E`` and ``assert c`` carry no arguments; keep it that way.
-        raise exception() if message is None else exception(message)
+        raise (exception() if message is None else exception(message)) from None

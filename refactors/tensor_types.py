@@ -64,6 +64,22 @@ NON_TENSOR_TORCH = frozenset(
      "torch.enable_grad", "torch.manual_seed", "torch.set_grad_enabled", "torch.compile",
      "torch.cond", "torch._assert_async", "torch.is_storage", "torch.typename"}
 )
+# torch.nn layers whose call returns one tensor, computed without effects or data-dependent
+# faults (so it may also run when its branch is not taken).
+PURE_TENSOR_MODULES = frozenset(
+    f"torch.nn.{name}" for name in (
+        "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+        "ConvTranspose3d", "LayerNorm", "GroupNorm", "RMSNorm", "Identity", "ReLU", "GELU",
+        "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "Softplus",
+        "Mish", "Hardswish", "Flatten", "Unflatten", "AvgPool1d", "AvgPool2d", "MaxPool1d",
+        "MaxPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    )
+)
+# Layers that return one tensor but have effects in training (random numbers, running stats).
+EFFECTFUL_TENSOR_MODULES = frozenset(
+    f"torch.nn.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "BatchNorm1d",
+                                    "BatchNorm2d", "BatchNorm3d", "Embedding")
+)
 # torch functions whose positional arguments are sizes or Python numbers.
 SIZE_TAKING_TORCH = frozenset(
     {"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn",
@@ -141,7 +157,9 @@ class TensorTypes:
     """Kinds of the expressions of one function."""
 
     def __init__(self, function: cst.FunctionDef, get_metadata, *, is_forward: bool,
-                 likely: bool = False) -> None:
+                 likely: bool = False, submodules: dict[str, str] | None = None) -> None:
+        # ``self.<attr>`` -> the torch.nn class it was built from, for calls like self.proj(x).
+        self.submodules = submodules or {}
         # ``likely`` also counts results of submodule calls (``self.proj(x)``) and receivers
         # of ``.item()`` as tensors: good enough to report, never enough to rewrite.
         self.likely = likely
@@ -290,6 +308,8 @@ class TensorTypes:
             if method in TUPLE_METHODS and node.args:
                 return Kind.UNKNOWN
             return Kind.TENSOR
+        if self.submodule(func) in PURE_TENSOR_MODULES | EFFECTFUL_TENSOR_MODULES:
+            return Kind.TENSOR
         if (self.likely and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                 and func.value.value == "self"):
             arguments = {self.kind(a.value) for a in node.args}
@@ -312,6 +332,13 @@ class TensorTypes:
         if Kind.PENDING in kinds:
             return Kind.PENDING
         return Kind.NOT_TENSOR if kinds == {Kind.NOT_TENSOR} else Kind.UNKNOWN
+
+    def submodule(self, func: cst.BaseExpression) -> str | None:
+        """The torch.nn class of ``self.<attr>`` when ``func`` is that attribute."""
+        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                and func.value.value == "self"):
+            return self.submodules.get(func.attr.value)
+        return None
 
     def _kind_BinaryOperation(self, node: cst.BinaryOperation) -> Kind:
         return self._combine({self.kind(node.left), self.kind(node.right)})
