@@ -49,8 +49,11 @@ class Settings:
     run_on_save: bool = True
     # Static rules run this long after the last keystroke in a document.
     debounce_ms: int = 150
-    # Turn the static rules off entirely (runtime analysis still runs on command).
-    static_diagnostics: bool = True
+    # diagnostics.static: the static rules as you type.
+    diagnostics_static: bool = True
+    # diagnostics.runtime: running entrypoints at all (off in an untrusted workspace,
+    # since analysis executes the project's code).
+    diagnostics_runtime: bool = True
     # Rule codes whose findings are hidden (e.g. ["FG104"]).
     ignore: list[str] = dataclasses.field(default_factory=list)
     # Severity of runtime graph breaks; failures of the analysis itself are errors.
@@ -108,8 +111,8 @@ _TYPES = typing.get_type_hints(Settings)
 
 
 def snake_case(key: str) -> str:
-    """``runOnSave`` / ``run-on-save`` -> ``run_on_save``."""
-    key = key.replace("-", "_")
+    """``runOnSave`` / ``run-on-save`` -> ``run_on_save``; ``diagnostics.static`` -> ``diagnostics_static``."""
+    key = key.replace("-", "_").replace(".", "_")
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
 
 
@@ -141,6 +144,25 @@ def _structure_field(name: str, value: Any) -> Any:
     return result
 
 
+def flatten(layer: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"diagnostics": {"static": False}}`` -> ``{"diagnostics.static": False}``.
+
+    Only tables whose dotted names lead to a known field are opened, so a
+    value that should have been a scalar is still reported as wrong.
+    """
+    flat: dict[str, Any] = {}
+    for key, value in layer.items():
+        name = f"{prefix}{key}"
+        nested = isinstance(value, dict) and any(
+            field.startswith(snake_case(name) + "_") for field in _FIELDS
+        )
+        if nested:
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
 def _kept(value: Any) -> str:
     return "the default" if value is None else repr(value)
 
@@ -157,7 +179,7 @@ def merge(base: Settings, layer: dict[str, Any] | None, origin: str) -> tuple[Se
         return base, [f"fullgraph: {origin} must be an object, got {type(layer).__name__}; ignored"]
     changes: dict[str, Any] = {}
     problems: list[str] = []
-    for raw_key, value in layer.items():
+    for raw_key, value in flatten(layer).items():
         name = snake_case(str(raw_key))
         if name not in _FIELDS:
             continue

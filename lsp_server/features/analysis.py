@@ -90,20 +90,52 @@ def _tool_error(server: FullgraphServer, what: str) -> None:
     )
 
 
+ANALYSIS_FINISHED = "fullgraph/analysisFinished"
+RUNTIME_OFF = (
+    "fullgraph: runtime analysis is off (diagnostics.runtime = false, e.g. in an untrusted "
+    "workspace): it would run the project's code"
+)
+
+
 def store(server: FullgraphServer, result: EntryResult) -> None:
-    """Remember an entry's result and refresh every file it touches, old and new."""
+    """Remember an entry's result, refresh every file it touches, and announce it.
+
+    ``fullgraph/analysisFinished`` ({entry, graphs, breaks, status}) lets a
+    client show the last analysis (the VS Code status item) without parsing
+    diagnostics.
+    """
     previous = server.entry_results.get(result.entry)
     paths = {finding.path for finding in result.findings}
     if previous is not None:
         paths |= {finding.path for finding in previous.findings}
     server.entry_results[result.entry] = result
     publish_runtime(server, paths)
+    report = result.report or {}
+    server.protocol.notify(
+        ANALYSIS_FINISHED,
+        {
+            "entry": result.entry,
+            "graphs": int(report.get("graph_count") or 0),
+            "breaks": int(report.get("break_count") or 0),
+            "status": result.status,
+        },
+    )
+
+
+def runtime_allowed(server: FullgraphServer) -> bool:
+    """Whether user code may run; tells the user when it may not."""
+    if not server.settings.diagnostics_runtime:
+        server.show(RUNTIME_OFF, types.MessageType.Info)
+        return False
+    return True
 
 
 async def analyze_entries(
     server: FullgraphServer, entries: list[str], cancel: threading.Event | None = None
 ) -> list[EntryResult]:
     """Analyse ``entries`` one after another with progress; returns their results."""
+    if not entries or not runtime_allowed(server):
+        return []
     cancel = cancel or threading.Event()
     try:
         service = await in_thread(server, cancel, server.service)
@@ -112,7 +144,7 @@ async def analyze_entries(
     except Exception:
         _tool_error(server, "starting the analysis service")
         return []
-    if service is None or not entries:
+    if service is None:
         return []
     results: list[EntryResult] = []
     async with server.analysis_lock:
@@ -151,6 +183,8 @@ async def compile_entry(
     server: FullgraphServer, entry: str, cancel: threading.Event | None = None
 ) -> str | None:
     """The generated wrapper source for ``entry``, or None (the user was told why)."""
+    if not runtime_allowed(server):
+        return None
     cancel = cancel or threading.Event()
     service = await in_thread(server, cancel, server.service)
     if service is None:

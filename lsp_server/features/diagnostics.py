@@ -94,7 +94,7 @@ def path_of(uri: str) -> Path | None:
 def compute_static(server: FullgraphServer, uri: str, text: str) -> DocumentState:
     """Lint ``text`` (blocking) and return the document's new state (not yet stored)."""
     state = server.documents.get(uri) or DocumentState()
-    refactors = server.refactors() if server.settings.static_diagnostics else None
+    refactors = server.refactors() if server.settings.diagnostics_static else None
     if refactors is None:
         return DocumentState(text)
     path = path_of(uri)

@@ -51,5 +51,11 @@ def did_save(server: FullgraphServer, params: types.DidSaveTextDocumentParams) -
     if uri.endswith("/pyproject.toml"):
         server.reload_settings()
         return
-    if uri.endswith(".py") and server.settings.run_on_save and server.settings.entrypoints:
+    settings = server.settings
+    if (
+        uri.endswith(".py")
+        and settings.run_on_save
+        and settings.diagnostics_runtime
+        and settings.entrypoints
+    ):
         SAVE_ANALYSES.request(server)

@@ -47,6 +47,11 @@ async def client(lsp_client: LanguageClient, workspace: Path, request):
 async def push_client(lsp_client: LanguageClient, workspace: Path):
     """One server as Neovim 0.7 (UTF-16, pushed diagnostics) that records applied edits."""
     lsp_client.applied_edits = []
+    lsp_client.finished_analyses = []
+
+    @lsp_client.feature("fullgraph/analysisFinished")
+    def analysis_finished(ls: LanguageClient, params):
+        ls.finished_analyses.append(params)
 
     @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):

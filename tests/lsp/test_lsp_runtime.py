@@ -39,6 +39,9 @@ async def test_analyze_command_reports_progress_and_break_diagnostics(
     (summary,) = result["results"]
     assert summary["status"] == "ok" and summary["break_count"] >= 1
     assert ["begin", "report", "report", "end"] in progress_kinds(push_client)
+    (finished,) = push_client.finished_analyses
+    assert (finished.entry, finished.graphs, finished.status) == ("models.net:build", 1, "ok")
+    assert finished.breaks == summary["break_count"]
 
     def runtime_breaks():
         return [d for d in push_client.diagnostics.get(uri, []) if d.code == "FG201"]
@@ -159,3 +162,15 @@ async def test_add_entrypoint_edits_pyproject_and_analyses(
     assert 'entrypoints = ["models.net:build", "models.noisy:build"]' in new_text
     assert "# The workspace the language-server tests open" in new_text  # comments kept
     assert result["results"][0]["status"] == "ok"
+
+
+async def test_runtime_off_runs_no_user_code(push_client: LanguageClient, workspace: Path):
+    push_client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"fullgraph": {"diagnostics": {"runtime": False}}}
+        )
+    )
+    result = await run_command(push_client, "fullgraph.analyze", "models.crash:build")
+    assert result["results"] == []
+    assert any("runtime analysis is off" in m.message for m in push_client.messages)
+    assert push_client.finished_analyses == []

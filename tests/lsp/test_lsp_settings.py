@@ -73,3 +73,14 @@ def test_key_spellings():
     assert snake_case("runOnSave") == "run_on_save"
     assert snake_case("debounce-ms") == "debounce_ms"
     assert snake_case("memory_mb") == "memory_mb"
+
+
+def test_nested_client_sections_as_the_vscode_extension_sends_them():
+    settings, problems = resolve(
+        None, {"diagnostics": {"static": False, "runtime": False}, "interpreter": []}
+    )
+    assert problems == []
+    assert settings.diagnostics_static is False and settings.diagnostics_runtime is False
+    settings, problems = resolve(None, {"diagnostics.static": False, "diagnostics": "off"})
+    assert settings.diagnostics_static is False
+    assert problems == []  # "diagnostics" alone is not a setting: ignored like other unknown keys
