@@ -40,10 +40,11 @@ import torch
 from bench import environment, plot, report, targets
 from bench.compilers import make_runners
 from bench.local_models import corpus_cases, example_cases
-from bench.suite import OK, SKIPPED, ModelResult, Settings, run_model
+from bench.suite import OK, SKIPPED, CompilerResult, ModelResult, Settings, run_model
 from bench.zoo import TINY_CASE, TRANSFORMERS_CASES, ModelCase
 
 GROUPS = ("transformers", "examples", "programs")
+LAST_RUN = REPO_ROOT / ".cache" / "bench" / "last-run.json"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,7 +65,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--out-dir", type=Path, default=None, help="where benchmarks.md/.png go (default docs/)"
     )
     parser.add_argument(
-        "--json", type=Path, default=None, help="also write every measurement as JSON here"
+        "--json",
+        type=Path,
+        default=None,
+        help="write every measurement as JSON here (default .cache/bench/last-run.json, "
+        "none with --tiny)",
+    )
+    parser.add_argument(
+        "--from-json", type=Path, default=None, help="re-render a run saved as JSON, no measuring"
     )
     parser.add_argument(
         "--repetitions", type=int, default=None, help="timed calls per size (default 30)"
@@ -157,11 +165,8 @@ def run_cases(
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print("--device cuda: no CUDA device is available", file=sys.stderr)
-        return 2
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the selected models; return the run as the JSON-ready payload."""
     # Re-initialising the thread pools up front: on some MKL builds the first few
     # hundred small matrix products otherwise take milliseconds each, which would
     # inflate eager's batch-1 times and flatter both compilers.
@@ -177,34 +182,59 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fullgraph-bench-") as cache_root:
         settings = dataclasses.replace(settings, cache_root=cache_root)
         results = run_cases(select_cases(args), settings, args.backend, args.budget_minutes * 60)
-    verdicts = targets.evaluate(results)
-    env = environment.describe_environment(args.device, args.backend)
-    settings_info: dict[str, Any] = {
-        **dataclasses.asdict(dataclasses.replace(settings, cache_root=None)),
-        "duration_s": time.monotonic() - started,
+    settings_info = dataclasses.asdict(dataclasses.replace(settings, cache_root=None))
+    settings_info["duration_s"] = time.monotonic() - started
+    return {
+        "environment": environment.describe_environment(args.device, args.backend),
+        "settings": settings_info,
+        "models": [dataclasses.asdict(r) for r in results],
     }
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    plot_path = args.out_dir / "benchmarks.png"
+
+
+def load_results(payload: dict[str, Any]) -> list[ModelResult]:
+    results = []
+    for model in payload["models"]:
+        fields = {key: value for key, value in model.items() if key != "compilers"}
+        compilers = {name: CompilerResult(**entry) for name, entry in model["compilers"].items()}
+        results.append(ModelResult(**fields, compilers=compilers))
+    return results
+
+
+def publish(payload: dict[str, Any], out_dir: Path, json_path: Path | None) -> None:
+    """Write benchmarks.md, benchmarks.png and (optionally) the JSON of a run."""
+    results = load_results(payload)
+    verdicts = targets.evaluate(results)
+    env, settings_info = payload["environment"], payload["settings"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plot_path = out_dir / "benchmarks.png"
     try:
-        plot.draw([r for r in results if r.status != SKIPPED], plot_path, args.device)
+        plot.draw([r for r in results if r.status != SKIPPED], plot_path, env["device"])
         plot_name: str | None = plot_path.name
     except ImportError as exc:  # matplotlib is in the bench extra
         print(f"no plot: {exc}", file=sys.stderr)
         plot_name = None
     markdown = report.render(results, verdicts, env, settings_info, plot_name)
-    (args.out_dir / "benchmarks.md").write_text(markdown)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "environment": env,
-            "settings": settings_info,
-            "targets": [dataclasses.asdict(v) for v in verdicts],
-            "models": [dataclasses.asdict(r) for r in results],
-        }
-        args.json.write_text(json.dumps(payload, indent=1, default=str))
-    print(f"wrote {args.out_dir / 'benchmarks.md'}", file=sys.stderr)
+    (out_dir / "benchmarks.md").write_text(markdown)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {**payload, "targets": [dataclasses.asdict(v) for v in verdicts]}
+        json_path.write_text(json.dumps(payload, indent=1, default=str))
+    print(f"wrote {out_dir / 'benchmarks.md'}", file=sys.stderr)
     for verdict in verdicts:
         print(f"  {verdict.status:>6}  {verdict.target}: {verdict.detail}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.from_json:
+        # Re-render a measured run (after editing bench/NOTES.md, say) without re-measuring.
+        publish(json.loads(args.from_json.read_text()), args.out_dir, args.json)
+        return 0
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("--device cuda: no CUDA device is available", file=sys.stderr)
+        return 2
+    # A tiny run must not replace the saved real run.
+    publish(measure(args), args.out_dir, args.json or (None if args.tiny else LAST_RUN))
     return 0
 
 

@@ -106,3 +106,12 @@ def test_tiny_mode_refuses_to_overwrite_the_published_report():
     )  # fmt: skip
     assert done.returncode != 0
     assert "--tiny needs --out-dir" in done.stderr
+
+
+def test_a_saved_run_renders_the_same_report(tiny_run, tmp_path):
+    out, _, _ = tiny_run
+    command = [sys.executable, str(REPO_ROOT / "bench" / "run.py"),
+               "--from-json", str(out / "results.json"), "--out-dir", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "benchmarks.md").read_text() == (out / "benchmarks.md").read_text()
