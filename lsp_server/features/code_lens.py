@@ -22,6 +22,13 @@ from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
 
 
+def worth_a_lens(definition: Definition) -> bool:
+    """Skip special methods other than ``__call__``: nobody compiles ``__init__`` or ``__repr__``."""
+    name = definition.qualname.rsplit(".", 1)[-1]
+    special = name.startswith("__") and name.endswith("__")
+    return not special or name == "__call__"
+
+
 def lenses_for(
     server: FullgraphServer, uri: str, path: Path | None, text: str, found: list[Definition]
 ) -> list[types.CodeLens]:
@@ -29,6 +36,8 @@ def lenses_for(
     mapper = server.mapper(text)
     lenses = []
     for definition in found:
+        if not worth_a_lens(definition):
+            continue
         where = mapper.range(
             definition.line, definition.column, definition.line, definition.end_column
         )

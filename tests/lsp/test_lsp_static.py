@@ -205,7 +205,7 @@ async def test_code_lenses_on_functions_and_modules(client: LanguageClient, work
     by_line: dict[int, list[types.Command]] = {}
     for lens in lenses:
         by_line.setdefault(lens.range.start.line, []).append(lens.command)
-    assert sorted(by_line) == [6, 7, 11, 16]  # class Net, __init__, forward, build
+    assert sorted(by_line) == [6, 11, 16]  # class Net, forward, build (not __init__)
     build = {command.title: command for command in by_line[16]}
     assert build["Analyze"].command == "fullgraph.analyze"
     assert list(build["Analyze"].arguments) == ["models.net:build"]
