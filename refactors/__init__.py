@@ -13,5 +13,13 @@ from .findings import Finding, Fix, SourceSyntaxError, TextEdit
 from .rules import RULES
 from .text_edits import apply_edits
 
-__all__ = ["RULES", "Finding", "Fix", "SourceSyntaxError", "TextEdit", "apply_edits",
-           "fix_source", "lint_source"]
+__all__ = [
+    "RULES",
+    "Finding",
+    "Fix",
+    "SourceSyntaxError",
+    "TextEdit",
+    "apply_edits",
+    "fix_source",
+    "lint_source",
+]

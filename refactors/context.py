@@ -62,8 +62,13 @@ class _Replace(cst.CSTTransformer):
 
 
 class RuleContext:
-    def __init__(self, source: str, path: str, wrapper: meta.MetadataWrapper,
-                 entrypoints: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        source: str,
+        path: str,
+        wrapper: meta.MetadataWrapper,
+        entrypoints: Collection[str] = (),
+    ) -> None:
         self.source = source
         self.path = path
         self.wrapper = wrapper
@@ -108,8 +113,13 @@ class RuleContext:
         if key not in self._types:
             info = self.functions[function]
             is_forward = info.in_module_class and function.name.value == "forward"
-            self._types[key] = TensorTypes(function, self.get_metadata, is_forward=is_forward,
-                                           likely=likely, submodules=info.submodules)
+            self._types[key] = TensorTypes(
+                function,
+                self.get_metadata,
+                is_forward=is_forward,
+                likely=likely,
+                submodules=info.submodules,
+            )
         return self._types[key]
 
     def code(self, node: cst.CSTNode) -> str:
@@ -121,10 +131,18 @@ class RuleContext:
 
     # -- reports --------------------------------------------------------------
 
-    def add_finding(self, rule: Rule, node: cst.CSTNode, message: str, *,
-                    changes: dict[cst.CSTNode, Replacement] | None, imports: Sequence[str],
-                    fix_title: str | None, refusal_reason: str | None,
-                    severity: Severity | None) -> None:
+    def add_finding(
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        changes: dict[cst.CSTNode, Replacement] | None,
+        imports: Sequence[str],
+        fix_title: str | None,
+        refusal_reason: str | None,
+        severity: Severity | None,
+    ) -> None:
         position = self._positions[node]
         line, column = position.start.line, position.start.column
         if is_suppressed(self.suppressions, line, rule.CODE):
@@ -138,12 +156,22 @@ class RuleContext:
             if fix is None:
                 refusal_reason = refusal_reason or "the rewrite could not be built"
         self.findings.append(
-            Finding(rule.CODE, message, line, column, position.end.line, position.end.column,
-                    severity, fix, refusal_reason)
+            Finding(
+                rule.CODE,
+                message,
+                line,
+                column,
+                position.end.line,
+                position.end.column,
+                severity,
+                fix,
+                refusal_reason,
+            )
         )
 
-    def _build_fix(self, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str],
-                   title: str) -> Fix | None:
+    def _build_fix(
+        self, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str], title: str
+    ) -> Fix | None:
         # A fix is a result, never an exception: a rule bug costs the fix, not the lint run.
         try:
             module = self.module.visit(_Replace(changes))
@@ -151,7 +179,7 @@ class RuleContext:
                 module = ensure_import(module, dotted)
             new_source = module.code
             cst.parse_module(new_source)
-        except Exception:  # noqa: BLE001 - see comment above
+        except Exception:
             logger.exception("could not build the fix %r", title)
             return None
         edits = diff_edits(self.source, new_source)

@@ -23,8 +23,13 @@ def _parse(source: str) -> cst.Module:
         raise SourceSyntaxError(error.message, error.raw_line, error.raw_column) from None
 
 
-def lint_source(source: str, path: str = "<string>", *, codes: Collection[str] | None = None,
-                entrypoints: Collection[str] = ()) -> list[Finding]:
+def lint_source(
+    source: str,
+    path: str = "<string>",
+    *,
+    codes: Collection[str] | None = None,
+    entrypoints: Collection[str] = (),
+) -> list[Finding]:
     """Run the rules (all, or those in ``codes``) on ``source``; findings sorted by position.
 
     ``entrypoints`` are qualified names of functions in this file that the
@@ -38,8 +43,13 @@ def lint_source(source: str, path: str = "<string>", *, codes: Collection[str] |
     return sorted(context.findings, key=lambda f: (f.line, f.column, f.code))
 
 
-def fix_source(source: str, path: str = "<string>", codes: set[str] | None = None, *,
-               entrypoints: Collection[str] = ()) -> str:
+def fix_source(
+    source: str,
+    path: str = "<string>",
+    codes: set[str] | None = None,
+    *,
+    entrypoints: Collection[str] = (),
+) -> str:
     """``source`` with every safe fix applied (only fixes of ``codes`` when given); idempotent."""
     seen = {source}
     for _ in range(_MAX_FIX_ROUNDS):

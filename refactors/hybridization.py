@@ -17,7 +17,7 @@ import re
 import libcst as cst
 
 from .regions import FunctionInfo
-from .tensor_types import Kind, PRIMITIVE_ANNOTATIONS, TensorTypes
+from .tensor_types import PRIMITIVE_ANNOTATIONS, Kind, TensorTypes
 
 HAS_PYTHON_SIDE_EFFECTS = "HAS_PYTHON_SIDE_EFFECTS"
 IS_RECURSIVE = "IS_RECURSIVE"
@@ -27,10 +27,24 @@ UNDETERMINABLE_TENSOR_PARAMETERS = "UNDETERMINABLE_TENSOR_PARAMETERS"
 
 SPECULATIVE_NAME = re.compile(r"^(forward|call|__call__|.*_step|.*inference.*|predict)$")
 SIDE_EFFECT_CALLS = frozenset(
-    {"builtins.print", "print", "builtins.open", "open", "builtins.input", "input",
-     "warnings.warn", "time.time", "time.sleep", "time.perf_counter", "os.system",
-     "subprocess.run", *(f"logging.{m}" for m in ("debug", "info", "warning", "error",
-                                                   "critical", "exception", "log"))}
+    {
+        "builtins.print",
+        "print",
+        "builtins.open",
+        "open",
+        "builtins.input",
+        "input",
+        "warnings.warn",
+        "time.time",
+        "time.sleep",
+        "time.perf_counter",
+        "os.system",
+        "subprocess.run",
+        *(
+            f"logging.{m}"
+            for m in ("debug", "info", "warning", "error", "critical", "exception", "log")
+        ),
+    }
 )
 SIDE_EFFECT_MODULE_PREFIXES = ("random.", "numpy.random.", "logging.", "sys.stdout", "sys.stderr")
 
@@ -66,12 +80,18 @@ class _Body(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.qualified_names(node.func)
-        if names & SIDE_EFFECT_CALLS or any(n.startswith(SIDE_EFFECT_MODULE_PREFIXES) for n in names):
+        if names & SIDE_EFFECT_CALLS or any(
+            n.startswith(SIDE_EFFECT_MODULE_PREFIXES) for n in names
+        ):
             self.effects.append(f"calls `{self.code(node.func)}`")
         func = node.func
         if isinstance(func, cst.Name):
             self.calls.add(func.value)
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
             self.calls.add(func.attr.value)
 
     def visit_Global(self, node: cst.Global) -> None:
@@ -99,8 +119,13 @@ class _Body(cst.CSTVisitor):
             self._store(node.target)
 
 
-def analyze(info: FunctionInfo, functions: dict[cst.FunctionDef, FunctionInfo],
-            types: TensorTypes, qualified_names, code) -> Verdict:
+def analyze(
+    info: FunctionInfo,
+    functions: dict[cst.FunctionDef, FunctionInfo],
+    types: TensorTypes,
+    qualified_names,
+    code,
+) -> Verdict:
     function = info.node
     reasons: list[str] = []
     assumptions: list[str] = []
@@ -143,8 +168,10 @@ def analyze(info: FunctionInfo, functions: dict[cst.FunctionDef, FunctionInfo],
     if effects:
         reasons.append(f"{HAS_PYTHON_SIDE_EFFECTS}: it " + "; ".join(dict.fromkeys(effects)))
     if recursive:
-        reasons.append(f"{IS_RECURSIVE}: `{function.name.value}` calls itself (directly or through "
-                       "other functions), which a graph cannot express")
+        reasons.append(
+            f"{IS_RECURSIVE}: `{function.name.value}` calls itself (directly or through "
+            "other functions), which a graph cannot express"
+        )
 
     params = function.params
     all_params = [*params.posonly_params, *params.params, *params.kwonly_params]
@@ -153,8 +180,9 @@ def analyze(info: FunctionInfo, functions: dict[cst.FunctionDef, FunctionInfo],
     primitives = [p.name.value for p in all_params if _is_primitive(p, qualified_names)]
     if primitives:
         names = ", ".join(f"`{n}`" for n in primitives)
-        reasons.append(f"{HAS_PRIMITIVE_PARAMETERS}: {names} would recompile the graph for "
-                       "every new value")
+        reasons.append(
+            f"{HAS_PRIMITIVE_PARAMETERS}: {names} would recompile the graph for every new value"
+        )
     kinds = {p.name.value: types.env.get(p.name.value, Kind.UNKNOWN) for p in all_params}
     proven = [n for n, k in kinds.items() if k is Kind.TENSOR and n not in types.assumed]
     hinted = [n for n in kinds if n in types.assumed]
@@ -171,11 +199,14 @@ def analyze(info: FunctionInfo, functions: dict[cst.FunctionDef, FunctionInfo],
             assumptions.append(f"{names} taken to be tensors because the body uses them as tensors")
         elif unknown:
             names = ", ".join(f"`{n}`" for n in unknown)
-            reasons.append(f"{UNDETERMINABLE_TENSOR_PARAMETERS}: cannot tell whether {names} "
-                           "are tensors (annotate them with torch.Tensor)")
+            reasons.append(
+                f"{UNDETERMINABLE_TENSOR_PARAMETERS}: cannot tell whether {names} "
+                "are tensors (annotate them with torch.Tensor)"
+            )
         else:
-            reasons.append(f"{NO_TENSOR_PARAMETERS}: no parameter is a tensor, so there is no "
-                           "graph to compile")
+            reasons.append(
+                f"{NO_TENSOR_PARAMETERS}: no parameter is a tensor, so there is no graph to compile"
+            )
     return Verdict(reasons, assumptions)
 
 

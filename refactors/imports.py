@@ -39,10 +39,13 @@ def _from_imports(module: cst.Module, dotted: str):
     for statement in module.body:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
-                if (isinstance(small, cst.ImportFrom) and small.relative == ()
-                        and small.module is not None
-                        and get_full_name_for_node(small.module) == dotted
-                        and not isinstance(small.names, cst.ImportStar)):
+                if (
+                    isinstance(small, cst.ImportFrom)
+                    and small.relative == ()
+                    and small.module is not None
+                    and get_full_name_for_node(small.module) == dotted
+                    and not isinstance(small.names, cst.ImportStar)
+                ):
                     yield statement, small
 
 
@@ -89,7 +92,9 @@ def ensure_import(module: cst.Module, spec: str) -> cst.Module:
             return module
         for statement, small in _from_imports(module, dotted):
             names = [*small.names]
-            names[-1] = names[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            names[-1] = names[-1].with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
             names.append(cst.ImportAlias(cst.Name(name)))
             new_small = small.with_changes(names=names)
             new_statement = statement.with_changes(

@@ -30,8 +30,25 @@ from .tensor_types import Kind, TensorTypes
 RETURN = "<return>"
 # Reductions that give one value when called without a dimension.
 SCALAR_METHODS = frozenset(
-    {"any", "all", "sum", "mean", "max", "min", "norm", "prod", "std", "var", "amax", "amin",
-     "median", "count_nonzero", "logsumexp", "nansum", "nanmean"}
+    {
+        "any",
+        "all",
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "norm",
+        "prod",
+        "std",
+        "var",
+        "amax",
+        "amin",
+        "median",
+        "count_nonzero",
+        "logsumexp",
+        "nansum",
+        "nanmean",
+    }
 )
 SCALAR_TORCH = frozenset(f"torch.{name}" for name in SCALAR_METHODS)
 
@@ -110,7 +127,9 @@ def branch_from_block(block: cst.BaseSuite, label: str) -> Branch:
             if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
                 raise Refusal(f"the {label} branch stores to something other than a plain name")
             assignments.append((small.targets[0].target.value, small.value))
-        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value:
+        elif (
+            isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value
+        ):
             assignments.append((small.target.value, small.value))
         elif isinstance(small, cst.Return):
             if small.value is None or index != len(smalls) - 1:
@@ -135,8 +154,12 @@ def branch_from_block(block: cst.BaseSuite, label: str) -> Branch:
     return Branch(assignments)
 
 
-def is_single_value(node: cst.BaseExpression, types: TensorTypes, qualified_names,
-                    seen: frozenset[str] = frozenset()) -> bool:
+def is_single_value(
+    node: cst.BaseExpression,
+    types: TensorTypes,
+    qualified_names,
+    seen: frozenset[str] = frozenset(),
+) -> bool:
     """Whether ``node`` is provably a tensor with one element (or a Python number)."""
     if isinstance(node, cst.BaseNumber):
         return True
@@ -144,15 +167,18 @@ def is_single_value(node: cst.BaseExpression, types: TensorTypes, qualified_name
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in SCALAR_METHODS and not node.args:
             return types.is_tensor(func.value)
-        if qualified_names(func) & SCALAR_TORCH and len(node.args) == 1 and not node.args[0].keyword:
-            return True
-        return False
+        return (
+            bool(qualified_names(func) & SCALAR_TORCH)
+            and len(node.args) == 1
+            and (node.args[0].keyword is None)
+        )
     if isinstance(node, cst.Comparison):
         parts = [node.left, *(t.comparator for t in node.comparisons)]
         return all(is_single_value(p, types, qualified_names, seen) for p in parts)
     if isinstance(node, cst.BinaryOperation):
         return is_single_value(node.left, types, qualified_names, seen) and is_single_value(
-            node.right, types, qualified_names, seen)
+            node.right, types, qualified_names, seen
+        )
     if isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
         return is_single_value(node.expression, types, qualified_names, seen)
     if isinstance(node, cst.Name) and node.value not in seen:
@@ -188,9 +214,18 @@ class Plan:
     selects: list[tuple[str, str, str]]
 
 
-def plan(condition: cst.BaseExpression, then: Branch, otherwise: Branch | None, *,
-         types: TensorTypes, qualified_names, code, live: set[str], defined_before: set[str],
-         taken_names: set[str]) -> Plan:
+def plan(
+    condition: cst.BaseExpression,
+    then: Branch,
+    otherwise: Branch | None,
+    *,
+    types: TensorTypes,
+    qualified_names,
+    code,
+    live: set[str],
+    defined_before: set[str],
+    taken_names: set[str],
+) -> Plan:
     """Check every legality condition and lay out the rewrite (or raise :class:`Refusal`)."""
     if not types.is_tensor(condition):
         raise Refusal(not_a_tensor(condition, types, code))

@@ -17,28 +17,87 @@ from .tensor_types import PURE_TENSOR_MODULES, VALUE_READ_METHODS, TensorTypes
 # torch functions that can raise on valid-looking data (singular matrices,
 # out-of-range indices, invalid probabilities) or whose shape depends on data.
 FAULTING_TORCH = frozenset(
-    {"torch.inverse", "torch.linalg.inv", "torch.linalg.cholesky", "torch.cholesky",
-     "torch.linalg.solve", "torch.gather", "torch.index_select", "torch.take",
-     "torch.take_along_dim", "torch.nn.functional.embedding", "torch.nn.functional.one_hot",
-     "torch.bincount", "torch.nonzero", "torch.unique", "torch.masked_select",
-     "torch.multinomial", "torch.repeat_interleave", "torch.searchsorted", "torch.cond"}
+    {
+        "torch.inverse",
+        "torch.linalg.inv",
+        "torch.linalg.cholesky",
+        "torch.cholesky",
+        "torch.linalg.solve",
+        "torch.gather",
+        "torch.index_select",
+        "torch.take",
+        "torch.take_along_dim",
+        "torch.nn.functional.embedding",
+        "torch.nn.functional.one_hot",
+        "torch.bincount",
+        "torch.nonzero",
+        "torch.unique",
+        "torch.masked_select",
+        "torch.multinomial",
+        "torch.repeat_interleave",
+        "torch.searchsorted",
+        "torch.cond",
+    }
 )
 # torch functions that draw random numbers (or write global state).
 EFFECTFUL_TORCH = frozenset(
-    {"torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.rand_like",
-     "torch.randn_like", "torch.randint_like", "torch.bernoulli", "torch.normal",
-     "torch.poisson", "torch.manual_seed", "torch.nn.functional.dropout", "torch.dropout",
-     "torch.save", "torch.load", "torch._assert_async"}
+    {
+        "torch.rand",
+        "torch.randn",
+        "torch.randint",
+        "torch.randperm",
+        "torch.rand_like",
+        "torch.randn_like",
+        "torch.randint_like",
+        "torch.bernoulli",
+        "torch.normal",
+        "torch.poisson",
+        "torch.manual_seed",
+        "torch.nn.functional.dropout",
+        "torch.dropout",
+        "torch.save",
+        "torch.load",
+        "torch._assert_async",
+    }
 )
 FAULTING_METHODS = frozenset(
-    {"inverse", "cholesky", "gather", "index_select", "take", "take_along_dim", "nonzero",
-     "unique", "masked_select", "multinomial", "bincount", "scatter", "scatter_add",
-     "index_add", "index_copy", "index_fill", "index_put"}
+    {
+        "inverse",
+        "cholesky",
+        "gather",
+        "index_select",
+        "take",
+        "take_along_dim",
+        "nonzero",
+        "unique",
+        "masked_select",
+        "multinomial",
+        "bincount",
+        "scatter",
+        "scatter_add",
+        "index_add",
+        "index_copy",
+        "index_fill",
+        "index_put",
+    }
 )
-EFFECTFUL_METHODS = frozenset({"bernoulli", "random_", "backward", "register_hook", "cpu", "cuda",
-                               "tolist", "numpy"}) | VALUE_READ_METHODS
-ALLOWED_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power,
-                     cst.MatrixMultiply, cst.BitAnd, cst.BitOr, cst.BitXor)
+EFFECTFUL_METHODS = (
+    frozenset(
+        {"bernoulli", "random_", "backward", "register_hook", "cpu", "cuda", "tolist", "numpy"}
+    )
+    | VALUE_READ_METHODS
+)
+ALLOWED_OPERATORS = (
+    cst.Add,
+    cst.Subtract,
+    cst.Multiply,
+    cst.Divide,
+    cst.Power,
+    cst.MatrixMultiply,
+    cst.BitAnd,
+    cst.BitOr,
+    cst.BitXor,
+)
 
 
 class Impurity(Exception):
@@ -85,8 +144,11 @@ def _check_subscript(node: cst.Subscript, types, qualified_names, code) -> None:
     check_speculatable(node.value, types, qualified_names, code)
     for element in node.slice:
         index = element.slice
-        parts = ([index.lower, index.upper, index.step] if isinstance(index, cst.Slice)
-                 else [index.value])
+        parts = (
+            [index.lower, index.upper, index.step]
+            if isinstance(index, cst.Slice)
+            else [index.value]
+        )
         for part in parts:
             if part is None or isinstance(part, (cst.BaseNumber, cst.Ellipsis)):
                 continue
@@ -94,7 +156,9 @@ def _check_subscript(node: cst.Subscript, types, qualified_names, code) -> None:
                 continue
             if isinstance(part, cst.UnaryOperation) and isinstance(part.expression, cst.BaseNumber):
                 continue
-            raise Impurity(f"`{code(node)}` indexes with a computed index, which can be out of range")
+            raise Impurity(
+                f"`{code(node)}` indexes with a computed index, which can be out of range"
+            )
 
 
 def _check_call(node: cst.Call, types, qualified_names, code) -> None:
@@ -106,8 +170,10 @@ def _check_call(node: cst.Call, types, qualified_names, code) -> None:
             raise Impurity(f"`{code(node)}` has an effect (random numbers or I/O)")
         if torch_names & FAULTING_TORCH:
             raise Impurity(f"`{code(node)}` can fault on some data")
-        if any(n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.")
-               for n in torch_names):
+        if any(
+            n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.")
+            for n in torch_names
+        ):
             raise Impurity(f"`{code(node)}` builds a module")
         if any(n.rsplit(".", 1)[-1].endswith("_") for n in torch_names):
             raise Impurity(f"`{code(node)}` updates a tensor in place")

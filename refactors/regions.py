@@ -30,7 +30,8 @@ COMPILE_DECORATORS = frozenset(
 
 def is_module_class(class_qualified_bases: set[str], local_module_classes: set[str]) -> bool:
     return any(
-        base.startswith("torch.nn.") or base in local_module_classes for base in class_qualified_bases
+        base.startswith("torch.nn.") or base in local_module_classes
+        for base in class_qualified_bases
     )
 
 
@@ -116,10 +117,14 @@ class _Collector(cst.CSTVisitor):
             return
         for target in node.targets:
             attribute = target.target
-            if (isinstance(attribute, cst.Attribute) and isinstance(attribute.value, cst.Name)
-                    and attribute.value.value == "self"):
-                constructors = (self._qualified(node.value.func)
-                                if isinstance(node.value, cst.Call) else set())
+            if (
+                isinstance(attribute, cst.Attribute)
+                and isinstance(attribute.value, cst.Name)
+                and attribute.value.value == "self"
+            ):
+                constructors = (
+                    self._qualified(node.value.func) if isinstance(node.value, cst.Call) else set()
+                )
                 attributes = self.class_attributes.setdefault(info.class_name, {})
                 attributes.setdefault(attribute.attr.value, []).append(constructors)
 
@@ -159,7 +164,8 @@ def find_functions(
     for info in functions.values():
         if info.class_name is not None:
             info.submodules = submodule_constructors(
-                collector.class_attributes.get(info.class_name, {}))
+                collector.class_attributes.get(info.class_name, {})
+            )
     pending = []
     for info in functions.values():
         if info.compile_decorated:

@@ -123,7 +123,9 @@ def _skip_frame_under_dynamo(code) -> None:
     skip_code(code)
 
 
-def check(condition: torch.Tensor, exception: type[BaseException], message: str | None = None) -> None:
+def check(
+    condition: torch.Tensor, exception: type[BaseException], message: str | None = None
+) -> None:
     """Predicated validation: raise ``exception(message)`` unless ``condition`` holds.
 
     The check is ``torch._assert_async``, an operator that a graph can hold, so

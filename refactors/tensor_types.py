@@ -33,67 +33,241 @@ class Kind(enum.Enum):
 
 
 METADATA_ATTRIBUTES = frozenset(
-    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "is_leaf",
-     "is_sparse", "is_quantized", "grad_fn", "names", "is_meta"}
+    {
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "is_cuda",
+        "requires_grad",
+        "layout",
+        "is_leaf",
+        "is_sparse",
+        "is_quantized",
+        "grad_fn",
+        "names",
+        "is_meta",
+    }
 )
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 METADATA_METHODS = frozenset(
-    {"size", "dim", "numel", "ndimension", "nelement", "stride", "is_contiguous", "data_ptr",
-     "element_size", "is_floating_point", "is_complex", "get_device", "storage_offset",
-     "type", "__len__"}
+    {
+        "size",
+        "dim",
+        "numel",
+        "ndimension",
+        "nelement",
+        "stride",
+        "is_contiguous",
+        "data_ptr",
+        "element_size",
+        "is_floating_point",
+        "is_complex",
+        "get_device",
+        "storage_offset",
+        "type",
+        "__len__",
+    }
 )
 # Methods that move tensor data into Python: a graph break wherever they appear.
 VALUE_READ_METHODS = frozenset({"item", "tolist", "numpy"})
 VALUE_READ_BUILTINS = frozenset({"int", "float", "bool", "complex"})
 # Methods that return tuples (or tensors) depending on their arguments.
-TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "chunk", "split", "unbind", "kthvalue",
-                           "median", "mode", "tensor_split", "aminmax"})
+TUPLE_METHODS = frozenset(
+    {
+        "max",
+        "min",
+        "sort",
+        "topk",
+        "chunk",
+        "split",
+        "unbind",
+        "kthvalue",
+        "median",
+        "mode",
+        "tensor_split",
+        "aminmax",
+    }
+)
 # Methods that mark an unannotated parameter as a tensor.
 TENSOR_HINT_METHODS = frozenset(
-    {"sum", "mean", "any", "all", "abs", "relu", "sigmoid", "tanh", "softmax", "clone",
-     "detach", "float", "half", "matmul", "view", "reshape", "unsqueeze", "squeeze",
-     "permute", "transpose", "contiguous", "norm", "exp", "log", "pow", "clamp", "masked_fill",
-     "to", "cpu", "cuda", "nonzero", "item", "tolist", "numpy", "isnan", "isfinite", "std",
-     "var", "amax", "amin", "argmax", "argmin", "gt", "lt", "ge", "le", "eq", "ne"}
+    {
+        "sum",
+        "mean",
+        "any",
+        "all",
+        "abs",
+        "relu",
+        "sigmoid",
+        "tanh",
+        "softmax",
+        "clone",
+        "detach",
+        "float",
+        "half",
+        "matmul",
+        "view",
+        "reshape",
+        "unsqueeze",
+        "squeeze",
+        "permute",
+        "transpose",
+        "contiguous",
+        "norm",
+        "exp",
+        "log",
+        "pow",
+        "clamp",
+        "masked_fill",
+        "to",
+        "cpu",
+        "cuda",
+        "nonzero",
+        "item",
+        "tolist",
+        "numpy",
+        "isnan",
+        "isfinite",
+        "std",
+        "var",
+        "amax",
+        "amin",
+        "argmax",
+        "argmin",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "eq",
+        "ne",
+    }
 )
 # torch functions whose result is not a tensor.
 NON_TENSOR_TORCH = frozenset(
-    {"torch.is_tensor", "torch.numel", "torch.is_floating_point", "torch.is_complex",
-     "torch.get_default_dtype", "torch.device", "torch.Size", "torch.dtype", "torch.equal",
-     "torch.allclose", "torch.is_nonzero", "torch.is_grad_enabled", "torch.no_grad",
-     "torch.enable_grad", "torch.manual_seed", "torch.set_grad_enabled", "torch.compile",
-     "torch.cond", "torch._assert_async", "torch.is_storage", "torch.typename"}
+    {
+        "torch.is_tensor",
+        "torch.numel",
+        "torch.is_floating_point",
+        "torch.is_complex",
+        "torch.get_default_dtype",
+        "torch.device",
+        "torch.Size",
+        "torch.dtype",
+        "torch.equal",
+        "torch.allclose",
+        "torch.is_nonzero",
+        "torch.is_grad_enabled",
+        "torch.no_grad",
+        "torch.enable_grad",
+        "torch.manual_seed",
+        "torch.set_grad_enabled",
+        "torch.compile",
+        "torch.cond",
+        "torch._assert_async",
+        "torch.is_storage",
+        "torch.typename",
+    }
 )
 # torch.nn layers whose call returns one tensor, computed without effects or data-dependent
 # faults (so it may also run when its branch is not taken).
 PURE_TENSOR_MODULES = frozenset(
-    f"torch.nn.{name}" for name in (
-        "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-        "ConvTranspose3d", "LayerNorm", "GroupNorm", "RMSNorm", "Identity", "ReLU", "GELU",
-        "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "Softplus",
-        "Mish", "Hardswish", "Flatten", "Unflatten", "AvgPool1d", "AvgPool2d", "MaxPool1d",
-        "MaxPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    f"torch.nn.{name}"
+    for name in (
+        "Linear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "ConvTranspose1d",
+        "ConvTranspose2d",
+        "ConvTranspose3d",
+        "LayerNorm",
+        "GroupNorm",
+        "RMSNorm",
+        "Identity",
+        "ReLU",
+        "GELU",
+        "SiLU",
+        "Tanh",
+        "Sigmoid",
+        "Softmax",
+        "LogSoftmax",
+        "LeakyReLU",
+        "ELU",
+        "Softplus",
+        "Mish",
+        "Hardswish",
+        "Flatten",
+        "Unflatten",
+        "AvgPool1d",
+        "AvgPool2d",
+        "MaxPool1d",
+        "MaxPool2d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
     )
 )
 # Layers that return one tensor but have effects in training (random numbers, running stats).
 EFFECTFUL_TENSOR_MODULES = frozenset(
-    f"torch.nn.{name}" for name in ("Dropout", "Dropout1d", "Dropout2d", "BatchNorm1d",
-                                    "BatchNorm2d", "BatchNorm3d", "Embedding")
+    f"torch.nn.{name}"
+    for name in (
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "Embedding",
+    )
 )
 # torch functions whose positional arguments are sizes or Python numbers.
 SIZE_TAKING_TORCH = frozenset(
-    {"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn",
-     "torch.randint", "torch.arange", "torch.linspace", "torch.logspace", "torch.eye",
-     "torch.tensor", "torch.as_tensor", "torch.manual_seed", "torch.Generator", "torch.device",
-     "torch.Size", "torch.randperm"}
+    {
+        "torch.zeros",
+        "torch.ones",
+        "torch.empty",
+        "torch.full",
+        "torch.rand",
+        "torch.randn",
+        "torch.randint",
+        "torch.arange",
+        "torch.linspace",
+        "torch.logspace",
+        "torch.eye",
+        "torch.tensor",
+        "torch.as_tensor",
+        "torch.manual_seed",
+        "torch.Generator",
+        "torch.device",
+        "torch.Size",
+        "torch.randperm",
+    }
 )
 # torch functions that return a Python bool computed from tensor data.
 DATA_DEPENDENT_BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
-TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor",
-                                "torch.nn.Parameter", "torch.BoolTensor"})
-PRIMITIVE_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "complex",
-                                   "builtins.int", "builtins.float", "builtins.bool",
-                                   "builtins.str"})
+TENSOR_ANNOTATIONS = frozenset(
+    {
+        "torch.Tensor",
+        "torch.FloatTensor",
+        "torch.LongTensor",
+        "torch.nn.Parameter",
+        "torch.BoolTensor",
+    }
+)
+PRIMITIVE_ANNOTATIONS = frozenset(
+    {
+        "int",
+        "float",
+        "bool",
+        "str",
+        "bytes",
+        "complex",
+        "builtins.int",
+        "builtins.float",
+        "builtins.bool",
+        "builtins.str",
+    }
+)
 
 
 def qualified_names(wrapper_metadata, node: cst.CSTNode) -> set[str]:
@@ -156,8 +330,15 @@ class _Assignments(cst.CSTVisitor):
 class TensorTypes:
     """Kinds of the expressions of one function."""
 
-    def __init__(self, function: cst.FunctionDef, get_metadata, *, is_forward: bool,
-                 likely: bool = False, submodules: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        function: cst.FunctionDef,
+        get_metadata,
+        *,
+        is_forward: bool,
+        likely: bool = False,
+        submodules: dict[str, str] | None = None,
+    ) -> None:
         # ``self.<attr>`` -> the torch.nn class it was built from, for calls like self.proj(x).
         self.submodules = submodules or {}
         # ``likely`` also counts results of submodule calls (``self.proj(x)``) and receivers
@@ -183,7 +364,9 @@ class TensorTypes:
                 if name in self.parameters:
                     kinds.add(self._parameter_kinds[name])
                 kinds.discard(Kind.PENDING)
-                new = Kind.PENDING if not kinds else kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+                new = (
+                    Kind.PENDING if not kinds else kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+                )
                 changed = changed or new is not self.env.get(name)
                 self.env[name] = new
             if not changed:
@@ -237,14 +420,19 @@ class TensorTypes:
         class _Hints(cst.CSTVisitor):
             def visit_Call(self, node: cst.Call) -> None:
                 func = node.func
-                if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
-                        and func.attr.value in TENSOR_HINT_METHODS):
+                if (
+                    isinstance(func, cst.Attribute)
+                    and isinstance(func.value, cst.Name)
+                    and func.attr.value in TENSOR_HINT_METHODS
+                ):
                     hinted.add(func.value.value)
                 names = qualified_names(get_metadata, func)
                 # Arguments of module constructors and factories are sizes, not tensors.
-                if any(n.startswith("torch.") and not n.startswith("torch.nn.") for n in names) \
-                        and not names & SIZE_TAKING_TORCH or any(
-                            n.startswith("torch.nn.functional.") for n in names):
+                if (
+                    any(n.startswith("torch.") and not n.startswith("torch.nn.") for n in names)
+                    and not names & SIZE_TAKING_TORCH
+                    or any(n.startswith("torch.nn.functional.") for n in names)
+                ):
                     for arg in node.args:
                         if isinstance(arg.value, cst.Name):
                             hinted.add(arg.value.value)
@@ -258,8 +446,20 @@ class TensorTypes:
         method = getattr(self, f"_kind_{type(node).__name__}", None)
         if method is not None:
             return method(node)
-        if isinstance(node, (cst.BaseNumber, cst.BaseString, cst.Tuple, cst.List, cst.Dict,
-                             cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        if isinstance(
+            node,
+            (
+                cst.BaseNumber,
+                cst.BaseString,
+                cst.Tuple,
+                cst.List,
+                cst.Dict,
+                cst.Set,
+                cst.ListComp,
+                cst.DictComp,
+                cst.SetComp,
+            ),
+        ):
             return Kind.NOT_TENSOR
         return Kind.UNKNOWN
 
@@ -296,7 +496,8 @@ class TensorTypes:
             return Kind.NOT_TENSOR
         if any(n.startswith("torch.") for n in names):
             nn_constructor = any(
-                n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.") for n in names
+                n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.")
+                for n in names
             )
             return Kind.UNKNOWN if nn_constructor else Kind.TENSOR
         if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.PENDING:
@@ -310,8 +511,12 @@ class TensorTypes:
             return Kind.TENSOR
         if self.submodule(func) in PURE_TENSOR_MODULES | EFFECTFUL_TENSOR_MODULES:
             return Kind.TENSOR
-        if (self.likely and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
-                and func.value.value == "self"):
+        if (
+            self.likely
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
             arguments = {self.kind(a.value) for a in node.args}
             if Kind.TENSOR in arguments:
                 return Kind.TENSOR
@@ -335,8 +540,11 @@ class TensorTypes:
 
     def submodule(self, func: cst.BaseExpression) -> str | None:
         """The torch.nn class of ``self.<attr>`` when ``func`` is that attribute."""
-        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
-                and func.value.value == "self"):
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
             return self.submodules.get(func.attr.value)
         return None
 
@@ -349,8 +557,9 @@ class TensorTypes:
         return self.kind(node.expression)
 
     def _kind_Comparison(self, node: cst.Comparison) -> Kind:
-        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
-               for t in node.comparisons):
+        if any(
+            isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons
+        ):
             return Kind.NOT_TENSOR
         kinds = {self.kind(node.left)} | {self.kind(t.comparator) for t in node.comparisons}
         return self._combine(kinds)
@@ -372,13 +581,25 @@ class TensorTypes:
 
             def visit_Call(self, call: cst.Call) -> None:
                 func = call.func
-                receiver_ok = (types.kind(func.value) is not Kind.NOT_TENSOR if types.likely
-                               else types.is_tensor(func.value)) if isinstance(func, cst.Attribute) else False
-                if (isinstance(func, cst.Attribute) and func.attr.value in VALUE_READ_METHODS
-                        and receiver_ok):
-                    reads.append(call)
-                elif (isinstance(func, cst.Name) and func.value in VALUE_READ_BUILTINS
-                      and len(call.args) == 1 and types.is_tensor(call.args[0].value)):
+                receiver_ok = (
+                    (
+                        types.kind(func.value) is not Kind.NOT_TENSOR
+                        if types.likely
+                        else types.is_tensor(func.value)
+                    )
+                    if isinstance(func, cst.Attribute)
+                    else False
+                )
+                if (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in VALUE_READ_METHODS
+                    and receiver_ok
+                ) or (
+                    isinstance(func, cst.Name)
+                    and func.value in VALUE_READ_BUILTINS
+                    and len(call.args) == 1
+                    and types.is_tensor(call.args[0].value)
+                ):
                     reads.append(call)
 
         node.visit(_Reads())

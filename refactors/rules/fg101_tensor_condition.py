@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..predication import RETURN, Refusal, branch_from_block, names_in, not_a_tensor, plan
+from ..predication import (
+    RETURN,
+    Refusal,
+    branch_from_block,
+    is_single_value,
+    names_in,
+    not_a_tensor,
+    plan,
+)
 from ..purity import Impurity, check_speculatable
 from ..rule import Invalid, Rule, Valid
-from ..predication import is_single_value
 
 
 def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -74,7 +81,7 @@ class TensorConditionRule(Rule):
         "shape, as a program whose result does not depend on the branch taken does. "
         "`while` loops are reported without a fix."
     )
-    VALID = [
+    VALID = (
         Valid(
             "import torch\n\n\n"
             "def f(x: torch.Tensor, n: int) -> torch.Tensor:\n"
@@ -89,8 +96,8 @@ class TensorConditionRule(Rule):
             "        x = x * 2\n"
             "    return x\n"
         ),
-    ]
-    INVALID = [
+    )
+    INVALID = (
         Invalid(
             "import torch\n\n\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
@@ -176,7 +183,7 @@ class TensorConditionRule(Rule):
             "    return x\n",
             refusal="`while` loop",
         ),
-    ]
+    )
 
     # -- if statements ---------------------------------------------------------
 
@@ -195,8 +202,13 @@ class TensorConditionRule(Rule):
         except Refusal as refusal:
             self.report(node.test, message, refusal_reason=str(refusal))
             return
-        self.report(node.test, message, changes={node: replacement}, imports=["torch"],
-                    fix_title="Compute both branches and select with torch.where")
+        self.report(
+            node.test,
+            message,
+            changes={node: replacement},
+            imports=["torch"],
+            fix_title="Compute both branches and select with torch.where",
+        )
 
     def _predicate(self, node: cst.If, function: cst.FunctionDef, likely) -> cst.CSTNode:
         # Which part of the test is about tensors is judged generously (``likely``);
@@ -226,9 +238,14 @@ class TensorConditionRule(Rule):
         outside = self._names_outside(function, node)
         parameters = set(types.parameters)
         layout = plan(
-            condition, then, otherwise, types=types,
-            qualified_names=self.context.qualified_names, code=self.context.code,
-            live=outside | names_in(node.test), defined_before=outside | parameters,
+            condition,
+            then,
+            otherwise,
+            types=types,
+            qualified_names=self.context.qualified_names,
+            code=self.context.code,
+            live=outside | names_in(node.test),
+            defined_before=outside | parameters,
             taken_names=self._all_names(function),
         )
         statements = self._statements(layout)
@@ -239,8 +256,11 @@ class TensorConditionRule(Rule):
             for part in static[1:]:
                 test = cst.BooleanOperation(test, cst.And(), part)
             body = node.body
-            block = (cst.IndentedBlock(body=statements) if isinstance(body, cst.SimpleStatementSuite)
-                     else body.with_changes(body=statements))
+            block = (
+                cst.IndentedBlock(body=statements)
+                if isinstance(body, cst.SimpleStatementSuite)
+                else body.with_changes(body=statements)
+            )
             return node.with_changes(test=test, body=block)
         first = statements[0]
         statements[0] = first.with_changes(leading_lines=comments)
@@ -299,8 +319,13 @@ class TensorConditionRule(Rule):
         select = cst.parse_expression(
             f"{torch}.where({code(node.test)}, {code(node.body)}, {code(node.orelse)})"
         )
-        self.report(node.test, message, changes={node: select}, imports=["torch"],
-                    fix_title="Select with torch.where")
+        self.report(
+            node.test,
+            message,
+            changes={node: select},
+            imports=["torch"],
+            fix_title="Select with torch.where",
+        )
 
     def _check_ifexp(self, node: cst.IfExp, types) -> None:
         names, code = self.context.qualified_names, self.context.code
@@ -314,7 +339,9 @@ class TensorConditionRule(Rule):
             try:
                 check_speculatable(value, types, names, code)
             except Impurity as impurity:
-                raise Refusal(f"the untaken branch could fault or have an effect: {impurity}") from None
+                raise Refusal(
+                    f"the untaken branch could fault or have an effect: {impurity}"
+                ) from None
 
     # -- while loops -----------------------------------------------------------
 

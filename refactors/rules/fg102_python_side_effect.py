@@ -76,7 +76,7 @@ class PythonSideEffectRule(Rule):
         "call's result is used, or when the function where compilation starts is a "
         "generator or `async` (the decorator cannot wrap it)."
     )
-    VALID = [
+    VALID = (
         Valid(
             "import torch\n\n\n"
             "def train_step(model, batch):\n"
@@ -91,8 +91,8 @@ class PythonSideEffectRule(Rule):
             "        print('x', x)  # fullgraph: ignore[FG102]\n"
             "        return x * 2\n"
         ),
-    ]
-    INVALID = [
+    )
+    INVALID = (
         Invalid(
             "import torch\nfrom torch import nn\n\n\n"
             "class Net(nn.Module):\n"
@@ -158,7 +158,7 @@ class PythonSideEffectRule(Rule):
             "        yield row * 2\n",
             refusal="generator",
         ),
-    ]
+    )
 
     def visit_Module(self, node: cst.Module) -> None:
         collector = _ModuleLoggers(self.context.qualified_names)
@@ -196,8 +196,13 @@ class PythonSideEffectRule(Rule):
                 # Innermost, so that staticmethod/torch.compile wrap the deferring function.
                 decorators = [*root.decorators, cst.Decorator(cst.Name(decorator_name))]
                 changes[root] = _with_decorators(changes.get(root, root), decorators)
-        self.report(node, message, changes=changes, imports=[DEFERRED, DEFER_SIDE_EFFECTS],
-                    fix_title="Defer this side effect until the compiled call ends")
+        self.report(
+            node,
+            message,
+            changes=changes,
+            imports=[DEFERRED, DEFER_SIDE_EFFECTS],
+            fix_title="Defer this side effect until the compiled call ends",
+        )
 
     def _defers(self, function: cst.FunctionDef) -> bool:
         return any(
@@ -222,7 +227,10 @@ def _with_decorators(function: cst.FunctionDef, decorators: list[cst.Decorator])
         return function.with_changes(decorators=decorators)
     # Comments above a bare ``def`` stay above the new decorator.
     return function.with_changes(
-        decorators=[decorators[0].with_changes(leading_lines=function.leading_lines), *decorators[1:]],
+        decorators=[
+            decorators[0].with_changes(leading_lines=function.leading_lines),
+            *decorators[1:],
+        ],
         leading_lines=(),
     )
 

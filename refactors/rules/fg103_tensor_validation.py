@@ -57,9 +57,9 @@ class TensorValidationRule(Rule):
     NAME = "tensor-validation"
     MESSAGE = "This {construct} checks tensor data (`{condition}`); the graph breaks here."
     WHAT_IT_DOES = (
-        "Reports `assert c, \"msg\"` and `if c: raise E(\"msg\")` (no `else`) whose condition "
+        'Reports `assert c, "msg"` and `if c: raise E("msg")` (no `else`) whose condition '
         "reads tensor data, and rewrites them into predicated validation: "
-        "`check(condition, E, \"msg\")` from `fullgraph.refactors.support`."
+        '`check(condition, E, "msg")` from `fullgraph.refactors.support`.'
     )
     WHY_IS_THIS_BAD = (
         "Deciding whether to raise reads the tensor's value in Python, which ends the graph "
@@ -76,7 +76,7 @@ class TensorValidationRule(Rule):
         "the graph's results are next read rather than at the line itself. Unlike "
         "`assert`, the check also runs under `python -O`."
     )
-    VALID = [
+    VALID = (
         Valid(
             "import torch\n\n\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
@@ -90,8 +90,8 @@ class TensorValidationRule(Rule):
             "        raise ValueError('n must be positive')\n"
             "    return x * n\n"
         ),
-    ]
-    INVALID = [
+    )
+    INVALID = (
         Invalid(
             "import torch\n\n\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
@@ -150,7 +150,7 @@ class TensorValidationRule(Rule):
             "    return a\n",
             refusal="Python bool computed from tensor data",
         ),
-    ]
+    )
 
     def _types(self, node: cst.CSTNode, *, likely: bool = False):
         function = self.context.enclosing_function(node)
@@ -166,8 +166,10 @@ class TensorValidationRule(Rule):
             operator = "&" if isinstance(node.operator, cst.And) else "|"
             parts = []
             for part in (node.left, node.right):
-                if not (_is_boolean_tensor(part, types, self.context.qualified_names)
-                        and is_single_value(part, types, self.context.qualified_names)):
+                if not (
+                    _is_boolean_tensor(part, types, self.context.qualified_names)
+                    and is_single_value(part, types, self.context.qualified_names)
+                ):
                     raise _Refusal(
                         f"`{code(part)}` is not provably a single boolean tensor, so "
                         f"`{code(node)}` cannot be combined with `{operator}`"
@@ -189,7 +191,11 @@ class TensorValidationRule(Rule):
 
     def visit_Assert(self, node: cst.Assert) -> None:
         likely = self._types(node, likely=True)
-        if likely is None or not likely.decides_on_tensor_data(node.test) or likely.value_reads(node.test):
+        if (
+            likely is None
+            or not likely.decides_on_tensor_data(node.test)
+            or likely.value_reads(node.test)
+        ):
             return
         types = self._types(node)
         code = self.context.code
@@ -203,16 +209,25 @@ class TensorValidationRule(Rule):
         check = self.context.module_reference(CHECK)
         arguments = f"{condition}, AssertionError" + (f", {text}" if text is not None else "")
         replacement = cst.Expr(cst.parse_expression(f"{check}({arguments})"))
-        self.report(node.test, message, changes={node: replacement}, imports=[CHECK],
-                    fix_title="Check inside the graph (predicated validation)")
+        self.report(
+            node.test,
+            message,
+            changes={node: replacement},
+            imports=[CHECK],
+            fix_title="Check inside the graph (predicated validation)",
+        )
 
     def visit_If(self, node: cst.If) -> None:
         likely = self._types(node, likely=True)
         if likely is None or node.orelse is not None:
             return
         body = node.body.body
-        if not (len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine)
-                and len(body[0].body) == 1 and isinstance(body[0].body[0], cst.Raise)):
+        if not (
+            len(body) == 1
+            and isinstance(body[0], cst.SimpleStatementLine)
+            and len(body[0].body) == 1
+            and isinstance(body[0].body[0], cst.Raise)
+        ):
             return
         if not likely.decides_on_tensor_data(node.test) or likely.value_reads(node.test):
             return
@@ -232,8 +247,13 @@ class TensorValidationRule(Rule):
         arguments = f"{condition}, {exception}" + (f", {text}" if text is not None else "")
         statement = cst.parse_statement(f"{check}({arguments})\n")
         statement = statement.with_changes(leading_lines=node.leading_lines)
-        self.report(node.test, message, changes={node: statement}, imports=[CHECK],
-                    fix_title="Check inside the graph (predicated validation)")
+        self.report(
+            node.test,
+            message,
+            changes={node: statement},
+            imports=[CHECK],
+            fix_title="Check inside the graph (predicated validation)",
+        )
 
     def _raised(self, statement: cst.Raise) -> tuple[str, str | None]:
         code = self.context.code
@@ -243,7 +263,7 @@ class TensorValidationRule(Rule):
         if isinstance(exc, (cst.Name, cst.Attribute)):
             return code(exc), None
         if not isinstance(exc, cst.Call) or not isinstance(exc.func, (cst.Name, cst.Attribute)):
-            raise _Refusal("the raised exception is not a plain `E(\"message\")`")
+            raise _Refusal('the raised exception is not a plain `E("message")`')
         if len(exc.args) > 1 or any(arg.keyword or arg.star for arg in exc.args):
             raise _Refusal("the exception takes more than one message argument")
         text = _literal_message(exc.args[0].value, code) if exc.args else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from ..rule import Invalid, Rule, Valid
-from ..tensor_types import TensorTypes
 
 
 class _ControlFlowTests(cst.CSTVisitor):
@@ -83,11 +82,9 @@ class TensorValueReadRule(Rule):
         "def scale(x: torch.Tensor) -> torch.Tensor:\n"
         "    return torch.where(x.sum() > 0, x * 2, x)\n"
     )
-    VALID = [
+    VALID = (
         Valid(
-            "import torch\n\n\n"
-            "def log_loss(loss: torch.Tensor) -> float:\n"
-            "    return loss.item()\n"
+            "import torch\n\n\ndef log_loss(loss: torch.Tensor) -> float:\n    return loss.item()\n"
         ),
         Valid(
             "import torch\n\n\n"
@@ -96,8 +93,8 @@ class TensorValueReadRule(Rule):
             "        return x[: x.shape[0] // 2]\n"
             "    return x\n"
         ),
-    ]
-    INVALID = [
+    )
+    INVALID = (
         Invalid(
             "import torch\n\n\n"
             "def scale(x: torch.Tensor) -> torch.Tensor:\n"
@@ -125,7 +122,7 @@ class TensorValueReadRule(Rule):
             "    return x\n",
             refusal="`steps.item()`",
         ),
-    ]
+    )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node not in self.context.functions:

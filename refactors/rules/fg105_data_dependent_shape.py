@@ -8,21 +8,55 @@ from ..rule import Invalid, Rule, Valid
 from ..tensor_types import TensorTypes
 
 DATA_DEPENDENT_SHAPE_FUNCTIONS = frozenset(
-    {"torch.nonzero", "torch.argwhere", "torch.masked_select", "torch.unique",
-     "torch.unique_consecutive", "torch.repeat_interleave"}
+    {
+        "torch.nonzero",
+        "torch.argwhere",
+        "torch.masked_select",
+        "torch.unique",
+        "torch.unique_consecutive",
+        "torch.repeat_interleave",
+    }
 )
 DATA_DEPENDENT_SHAPE_METHODS = frozenset(
     {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
 )
 # Producers of boolean tensors: indexing with one is a boolean mask.
 BOOLEAN_FUNCTIONS = frozenset(
-    {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.logical_and", "torch.logical_or",
-     "torch.logical_not", "torch.logical_xor", "torch.gt", "torch.lt", "torch.ge", "torch.le",
-     "torch.eq", "torch.ne", "torch.isin", "torch.isclose"}
+    {
+        "torch.isnan",
+        "torch.isinf",
+        "torch.isfinite",
+        "torch.logical_and",
+        "torch.logical_or",
+        "torch.logical_not",
+        "torch.logical_xor",
+        "torch.gt",
+        "torch.lt",
+        "torch.ge",
+        "torch.le",
+        "torch.eq",
+        "torch.ne",
+        "torch.isin",
+        "torch.isclose",
+    }
 )
 BOOLEAN_METHODS = frozenset(
-    {"bool", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "gt",
-     "lt", "ge", "le", "eq", "ne", "isclose"}
+    {
+        "bool",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "eq",
+        "ne",
+        "isclose",
+    }
 )
 
 
@@ -53,7 +87,7 @@ class DataDependentShapeRule(Rule):
         "def positive_sum(x: torch.Tensor) -> torch.Tensor:\n"
         "    return torch.where(x > 0, x, 0).sum()\n"
     )
-    VALID = [
+    VALID = (
         Valid(
             "import torch\n\n\n"
             "def pick(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:\n"
@@ -64,8 +98,8 @@ class DataDependentShapeRule(Rule):
             "def clip(x: torch.Tensor) -> torch.Tensor:\n"
             "    return torch.where(x > 0, x, 0)\n"
         ),
-    ]
-    INVALID = [
+    )
+    INVALID = (
         Invalid(
             "import torch\n\n\n"
             "def positive_sum(x: torch.Tensor) -> torch.Tensor:\n"
@@ -87,7 +121,7 @@ class DataDependentShapeRule(Rule):
             "    return x[mask]\n",
             refusal="`x[mask]`",
         ),
-    ]
+    )
 
     def _types(self, node: cst.CSTNode) -> TensorTypes | None:
         function = self.context.enclosing_function(node)
@@ -120,8 +154,9 @@ class DataDependentShapeRule(Rule):
         if isinstance(index, cst.Index) and self._is_boolean_tensor(index.value, types, set()):
             self._report(node)
 
-    def _is_boolean_tensor(self, node: cst.BaseExpression, types: TensorTypes,
-                           seen: set[str]) -> bool:
+    def _is_boolean_tensor(
+        self, node: cst.BaseExpression, types: TensorTypes, seen: set[str]
+    ) -> bool:
         if isinstance(node, cst.Comparison):
             return types.is_tensor(node)
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
@@ -136,8 +171,11 @@ class DataDependentShapeRule(Rule):
             if self.context.qualified_names(node.func) & BOOLEAN_FUNCTIONS:
                 return True
             func = node.func
-            return (isinstance(func, cst.Attribute) and func.attr.value in BOOLEAN_METHODS
-                    and types.is_tensor(func.value))
+            return (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in BOOLEAN_METHODS
+                and types.is_tensor(func.value)
+            )
         if isinstance(node, cst.Name) and node.value not in seen:
             seen.add(node.value)
             values = types.assigned.get(node.value, [])

@@ -52,19 +52,16 @@ class HybridizationRule(Rule):
         "body using them as tensors, and the message says so — check the assumption before "
         "applying the fix."
     )
-    VALID = [
-        Valid(
-            "def add(a, b):\n"
-            "    return a + b\n"
-        ),
+    VALID = (
+        Valid("def add(a, b):\n    return a + b\n"),
         Valid(
             "import torch\n\n\n"
             "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    return x.relu()\n"
         ),
-    ]
-    INVALID = [
+    )
+    INVALID = (
         Invalid(
             "import torch\n\n\n"
             "def gelu_mlp(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:\n"
@@ -112,15 +109,11 @@ class HybridizationRule(Rule):
             refusal="IS_RECURSIVE",
         ),
         Invalid(
-            "import torch\n\n\n"
-            "def make(n: int) -> torch.Tensor:\n"
-            "    return torch.ones(n)\n",
+            "import torch\n\n\ndef make(n: int) -> torch.Tensor:\n    return torch.ones(n)\n",
             refusal="NO_TENSOR_PARAMETERS",
         ),
         Invalid(
-            "import torch\n\n\n"
-            "def blend(a, b):\n"
-            "    return torch.lerp(a.float(), b, 0.5)\n",
+            "import torch\n\n\ndef blend(a, b):\n    return torch.lerp(a.float(), b, 0.5)\n",
             expected_replacement=(
                 "import torch\n"
                 "import fullgraph.runtime\n\n\n"
@@ -131,16 +124,18 @@ class HybridizationRule(Rule):
             refusal="because the body uses them as tensors",
         ),
         Invalid(
-            "import torch\n\n\n"
-            "def combine(a, b):\n"
-            "    return [torch.zeros(3), a, b]\n",
+            "import torch\n\n\ndef combine(a, b):\n    return [torch.zeros(3), a, b]\n",
             refusal="UNDETERMINABLE_TENSOR_PARAMETERS",
         ),
-    ]
+    )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         info = self.context.functions.get(node)
-        if info is None or "<locals>" in info.qualname or info.region_reason.startswith("it is called"):
+        if (
+            info is None
+            or "<locals>" in info.qualname
+            or info.region_reason.startswith("it is called")
+        ):
             return
         name = node.name.value
         if name.startswith("__") and name != "__call__":
@@ -149,18 +144,27 @@ class HybridizationRule(Rule):
         if not (is_forward or info.compile_decorated or self._uses_torch(node)):
             return
         types = self.context.tensor_types(node)
-        verdict = analyze(info, self.context.functions, types, self.context.qualified_names,
-                          self.context.code)
+        verdict = analyze(
+            info, self.context.functions, types, self.context.qualified_names, self.context.code
+        )
         if info.compile_decorated:
             no_tensors = [r for r in verdict.reasons if r.startswith(NO_TENSOR_PARAMETERS)]
             if no_tensors:
-                self.report(node.name, self.REFUSED.format(name=name, reasons=no_tensors[0]),
-                            refusal_reason=no_tensors[0], severity="hint")
+                self.report(
+                    node.name,
+                    self.REFUSED.format(name=name, reasons=no_tensors[0]),
+                    refusal_reason=no_tensors[0],
+                    severity="hint",
+                )
             return
         if not verdict.eligible:
             reasons = "; ".join(verdict.reasons + verdict.assumptions)
-            self.report(node.name, self.REFUSED.format(name=name, reasons=reasons),
-                        refusal_reason="; ".join(verdict.reasons), severity="hint")
+            self.report(
+                node.name,
+                self.REFUSED.format(name=name, reasons=reasons),
+                refusal_reason="; ".join(verdict.reasons),
+                severity="hint",
+            )
             return
         message = self.MESSAGE.format(name=name)
         if verdict.assumptions:
@@ -168,9 +172,14 @@ class HybridizationRule(Rule):
         runtime = self.context.module_reference(RUNTIME)
         decorator = cst.Decorator(cst.parse_expression(f"{runtime}.compile"))
         changed = _with_decorators(node, [*node.decorators, decorator])
-        self.report(node.name, message, changes={node: changed}, imports=[RUNTIME],
-                    fix_title=f"Compile `{name}` with fullgraph.runtime.compile",
-                    severity=self.SEVERITY)
+        self.report(
+            node.name,
+            message,
+            changes={node: changed},
+            imports=[RUNTIME],
+            fix_title=f"Compile `{name}` with fullgraph.runtime.compile",
+            severity=self.SEVERITY,
+        )
 
     def _uses_torch(self, node: cst.FunctionDef) -> bool:
         qualified_names = self.context.qualified_names

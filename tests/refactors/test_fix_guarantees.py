@@ -13,6 +13,7 @@ breaks are gone for TorchDynamo and for fullgraph's runtime.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import re
@@ -22,11 +23,10 @@ import types
 import warnings
 from pathlib import Path
 
+import fullgraph.runtime
 import libcst as cst
 import pytest
 import torch
-
-import fullgraph.runtime
 from fullgraph.refactors import fix_source, lint_source
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -43,7 +43,7 @@ def _load(source: str, name: str, fixture: str) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = str(FIXTURES / f"{fixture}.py")
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102 - fixture code
     return module
 
 
@@ -96,8 +96,11 @@ class _Observed:
         self.logged = records
         # torch warns when a tensor that requires grad is formatted as a number; the
         # deferred copy is detached, so only the original call gets that warning.
-        self.warned = [str(w.message) for w in caught
-                       if not str(w.message).startswith("Converting a tensor with requires_grad")]
+        self.warned = [
+            str(w.message)
+            for w in caught
+            if not str(w.message).startswith("Converting a tensor with requires_grad")
+        ]
 
 
 def _same(a, b) -> bool:
@@ -117,8 +120,8 @@ def test_fix_keeps_semantics_on_random_inputs(name: str) -> None:
     for seed in SEEDS:
         model_a, model_b = original.make_model(), fixed.make_model()
         inputs_a, inputs_b = original.make_inputs(seed), fixed.make_inputs(seed)
-        a = _Observed(lambda: model_a(*inputs_a))
-        b = _Observed(lambda: model_b(*inputs_b))
+        a = _Observed(functools.partial(model_a, *inputs_a))
+        b = _Observed(functools.partial(model_b, *inputs_b))
         assert a.error == b.error, f"seed {seed}"
         assert _same(a.result, b.result), f"seed {seed}"
         assert (a.stdout, a.logged, a.warned) == (b.stdout, b.logged, b.warned), f"seed {seed}"
@@ -151,8 +154,9 @@ def _runtime_breaks(module: types.ModuleType) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.skipif(not hasattr(fullgraph.runtime, "explain"),
-                    reason="fullgraph.runtime.explain is not built yet")
+@pytest.mark.skipif(
+    not hasattr(fullgraph.runtime, "explain"), reason="fullgraph.runtime.explain is not built yet"
+)
 @pytest.mark.parametrize("name", NAMES)
 def test_fix_removes_runtime_breaks(name: str) -> None:
     original = _load(_source(name), f"fixture_{name}_original", name)

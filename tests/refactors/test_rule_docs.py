@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from fullgraph.refactors import RULES
 from fullgraph.refactors.docs import main, render_all, stale_pages
 
@@ -31,8 +30,13 @@ def test_check_mode_fails_on_a_stale_page(tmp_path: Path) -> None:
 @pytest.mark.parametrize("code", list(RULES))
 def test_every_page_has_the_ruff_sections(code: str) -> None:
     page = render_all()[f"{code}.md"]
-    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
-                    "## Fix safety"):
+    for heading in (
+        "## What it does",
+        "## Why is this bad?",
+        "## Example",
+        "## Use instead",
+        "## Fix safety",
+    ):
         assert heading in page
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-
 from fullgraph.refactors import RULES, apply_edits, fix_source, lint_source
 from fullgraph.refactors.rule import Invalid, Valid
 
@@ -62,5 +61,8 @@ def test_no_fix_without_expected_replacement(code: str, case: Invalid) -> None:
 
 def test_has_fix_is_derived_from_examples() -> None:
     assert {code for code, rule in RULES.items() if rule.has_fix()} == {
-        "FG101", "FG102", "FG103", "FG106"
+        "FG101",
+        "FG102",
+        "FG103",
+        "FG106",
     }
