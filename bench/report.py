@@ -254,6 +254,26 @@ def _environment_lines(env: dict[str, Any], settings: dict[str, Any]) -> list[st
     return [machine, versions, backend, protocol, *PROTOCOL, date]
 
 
+def coverage_line(results: list[ModelResult]) -> str:
+    """One sentence on how much of the run each compiler actually covered."""
+    measured = [r for r in results if r.status == OK]
+    parts = []
+    for name in (TORCH_COMPILE, FULLGRAPH):
+        entries = [r.compilers[name] for r in measured if name in r.compilers]
+        ok = [e for e in entries if e.status == OK and e.step_s]
+        failed = sum(e.status == FAILED for e in entries)
+        fell_back = sum(e.replayed is False for e in ok)
+        part = f"{name} ran {len(ok)} of {len(measured)} models"
+        if failed:
+            part += f", failed on {failed}"
+        if fell_back:
+            part += f", fell back to eager on {fell_back}"
+        parts.append(part)
+    broken = len(results) - len(measured) - sum(r.status == SKIPPED for r in results)
+    tail = f"; {broken} models could not be built" if broken else ""
+    return "**Coverage:** " + "; ".join(parts) + tail + "."
+
+
 def render(
     results: list[ModelResult],
     verdicts: list[Verdict],
@@ -279,6 +299,7 @@ def render(
             "`torch.compile` columns are real."
         )
         lines += [warning, ""]
+    lines += [coverage_line(results), ""]
     lines += _environment_lines(env, settings) + [""]
     if plot_name:
         lines += [f"![Speedup over eager per model]({plot_name})", ""]

@@ -90,7 +90,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--stage-timeout",
         type=float,
-        default=600.0,
+        default=300.0,
         help="seconds one build/compile/measure stage may take",
     )
     parser.add_argument(

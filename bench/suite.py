@@ -40,7 +40,7 @@ class Settings:
     batch_sizes: tuple[int, ...] = (1, 8)
     repetitions: int = 30
     warmup: int = 3
-    stage_timeout_s: float = 600.0
+    stage_timeout_s: float = 300.0
     # Where cold starts put their empty Inductor caches (None: the system temp folder).
     cache_root: str | None = None
 
