@@ -78,7 +78,14 @@ class CalloutOrigin:
     path: tuple = ()
 
 
-Origin = NodeOrigin | ExternalOrigin | CalloutOrigin
+@dataclasses.dataclass(frozen=True)
+class LiftedOrigin:
+    """A symbolic Python scalar passed to the graph as a 0-d tensor."""
+
+    sym: Any
+
+
+Origin = NodeOrigin | ExternalOrigin | CalloutOrigin | LiftedOrigin
 
 
 @dataclasses.dataclass
@@ -113,7 +120,9 @@ class Callout:
     segment_before: int  # the segment that ends at this callout
     effectful: bool  # replaying it has an effect outside the program (print, I/O)
     location: Any = None  # breaks.GraphBreak, filled by the monitor
-    guard_result: bool = True  # the rest of the run depends on the returned value
+    guard_result: bool = True  # the rest of the run depends on the exact returned value
+    conditions: list = dataclasses.field(default_factory=list)  # symbolic.Condition after it
+    arg_syms: dict = dataclasses.field(default_factory=dict)  # position -> Sym
 
 
 class Unsupported(Exception):
@@ -150,8 +159,10 @@ def _is_tensor_method(func) -> bool:
 class GraphTape:
     """Builds the segment graphs and callout list of one monitoring run."""
 
-    def __init__(self, resolve_external: Callable[[torch.Tensor], Source | None], locate: Callable):
+    def __init__(self, resolve_external: Callable[[torch.Tensor], Source | None], locate: Callable,
+                 lift: Callable[[Any], Any] = lambda value: None):
         self.resolve_external = resolve_external  # tensor -> source (or None)
+        self.lift = lift  # non-tensor argument -> Sym when it is a symbolic scalar to lift
         self.locate = locate  # () -> breaks.GraphBreak location of the current user call
         self.segments: list[Segment] = [Segment(0)]
         self.callouts: list[Callout] = []
@@ -204,6 +215,17 @@ class GraphTape:
         segment.env[id(tensor)] = node
         return node
 
+    def _scalar(self, value: Any) -> Any:
+        """A constant, or a placeholder for a symbolic scalar lifted into the graph."""
+        sym = self.lift(value)
+        if sym is None:
+            return value
+        segment = self.current
+        node = segment.graph.placeholder(f"scalar{len(segment.placeholders)}")
+        node.meta["example_value"] = torch.tensor(value)
+        segment.placeholders.append((node, LiftedOrigin(sym)))
+        return node
+
     def bind(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
         segment = self.current
         segment.env[id(tensor)] = node
@@ -217,7 +239,7 @@ class GraphTape:
         segment = self.current
         self._sync_grad_mode(segment)
         flat, spec = tree_flatten((args, kwargs))
-        mapped = [self.node_for(x) if isinstance(x, torch.Tensor) else _constant(x) for x in flat]
+        mapped = [self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(x) for x in flat]
         node_args, node_kwargs = tree_unflatten(mapped, spec)
         for value in flat:
             if isinstance(value, torch.Tensor) and _is_mutating(func, kwargs):
@@ -313,10 +335,6 @@ class GraphTape:
             if segment.grad_mode is not None and segment.grad_mode != self.entry_grad_mode:
                 segment.graph.call_function(set_grad_enabled_op(), (self.entry_grad_mode,))
             segment.graph.output(tuple(segment.outputs))
-
-
-def _constant(value: Any) -> Any:
-    return value
 
 
 def _holds_tensor(value: Any) -> bool:

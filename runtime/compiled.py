@@ -44,6 +44,7 @@ class CompiledFunction:
         self.fn = target
         self.recompile_limit = recompile_limit
         self.records: list[Record] = []
+        self.varying: set = set()  # sources of scalars seen to change: lifted, not guarded
         self.stats = Stats()
         self.last_report: Report | None = None
         functools.update_wrapper(self, target.forward if self.module is not None else target,
@@ -63,6 +64,7 @@ class CompiledFunction:
                     self.records.insert(0, self.records.pop(position))
                 return result
         self.stats.misses += 1
+        self._note_varying_scalars(args, kwargs, root_fn)
         if len(self.records) >= self.recompile_limit:
             self.stats.fallback_reason = (f"recompile limit reached: {len(self.records)} records, "
                                     "none of which matched the call")
@@ -70,13 +72,25 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         return self._monitor(args, kwargs)
 
+    def _note_varying_scalars(self, args: tuple, kwargs: dict, root_fn) -> None:
+        """Scalars whose value differs from what a record guarded become symbolic (lifted)."""
+        for record in self.records[:1]:
+            scope = {**record.guard_namespace, "A": args, "K": kwargs, "M": self.module, "F": root_fn}
+            for source, value in record.scalar_reads:
+                try:
+                    now = eval(source.expr(), scope)  # noqa: S307 - our own generated paths
+                except Exception:  # noqa: BLE001 - the path is gone: not a scalar change
+                    continue
+                if type(now) is type(value) and now != value:
+                    self.varying.add(source)
+
     def _root_function(self):
         if self.module is not None:
             return type(self.module).forward
         return self.fn
 
     def _monitor(self, args: tuple, kwargs: dict):
-        run = MonitorRun(self._root_function(), args, kwargs, self.module)
+        run = MonitorRun(self._root_function(), args, kwargs, self.module, frozenset(self.varying))
         monitor = Monitor(run)
         self.stats.monitor_runs += 1
         result = monitor.execute(lambda: self.fn(*args, **kwargs))  # user exceptions propagate

@@ -91,7 +91,7 @@ def value_check(name: str, value: Any, source: Source, ns: Namespace) -> tuple[s
         return f"{name} is {literal(value)}", "dtype"
     if isinstance(value, (torch.device,)):
         return f"{name} == {ns.expr(value)}", "device"
-    if is_literal(value):
+    if is_literal(value) and not isinstance(value, (list, dict, set)):  # mutable: items are guarded when read
         type_name = type(value).__name__ if type(value).__module__ == "builtins" else ns.name_for(type(value))
         if isinstance(value, float) and value != value:
             return f"type({name}) is float and {name} != {name}", "value (nan)"
@@ -111,7 +111,8 @@ def _hint(value: Any, source: Source) -> str:
 
 def generate_guard(reads: dict[Source, Any], aliases: list[tuple[Source, Source]],
                    inputs: list[Source], globals_consts: dict[str, dict], grad_mode: bool,
-                   default_dtype: torch.dtype, arg_count: int, kwarg_names: tuple[str, ...]) -> GuardCode:
+                   default_dtype: torch.dtype, arg_count: int, kwarg_names: tuple[str, ...],
+                   symbolic_sources: set[Source] = frozenset(), conditions: list = ()) -> GuardCode:
     ns = Namespace()
     for name, value in globals_consts.items():
         ns.values[name] = value
@@ -123,8 +124,13 @@ def generate_guard(reads: dict[Source, Any], aliases: list[tuple[Source, Source]
     writer.check(f"torch.get_default_dtype() is {literal(default_dtype)}", "default dtype")
     for source, value in reads.items():
         name = writer.load(source)
+        if source in symbolic_sources:  # a scalar that varies: lifted, so only its type matters
+            writer.check(f"type({name}) is {type(value).__name__}", f"type of symbolic {source.expr()}")
+            continue
         condition, why = value_check(name, value, source, ns)
         writer.check(condition, f"{why} of {source.expr()}")
+    for condition in conditions:  # branches taken on symbolic arguments
+        writer.check(condition.source(literal), "branch on a symbolic value")
     for first, second in aliases:
         writer.check(f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}")
     input_names = [writer.load(source) for source in inputs]

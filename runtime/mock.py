@@ -20,7 +20,14 @@ from typing import Any
 import torch
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.capture import CalloutOrigin, ExternalOrigin, GraphTape, NodeOrigin, Unsupported
+from fullgraph.runtime.capture import (
+    CalloutOrigin,
+    ExternalOrigin,
+    GraphTape,
+    LiftedOrigin,
+    NodeOrigin,
+    Unsupported,
+)
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.guards import GUARD_PARAMS, tensor_check
 from fullgraph.runtime.run import Mutation
@@ -51,6 +58,15 @@ def leaves(value):
 
 
 @dataclasses.dataclass
+class Symbols:
+    """Where symbolic scalars ended up: container items, stores, the return value."""
+
+    containers: dict = dataclasses.field(default_factory=dict)
+    stores: dict = dataclasses.field(default_factory=dict)
+    result: tuple | None = None
+
+
+@dataclasses.dataclass
 class MockCode:
     source: str
     namespace: dict[str, Any]
@@ -60,7 +76,8 @@ class MockCode:
 
 class MockWriter:
     def __init__(self, tape: GraphTape, sources: dict[int, Source], ns: Namespace,
-                 input_index: dict[Source, int]):
+                 input_index: dict[Source, int], symbols: "Symbols | None" = None):
+        self.symbols = symbols or Symbols()
         self.tape = tape
         self.sources = sources
         self.ns = ns
@@ -84,6 +101,8 @@ class MockWriter:
         if isinstance(origin, NodeOrigin):
             segment = self.tape.segments[origin.segment]
             return f"g{origin.segment}[{segment.output_index(origin.node)}]"
+        if isinstance(origin, LiftedOrigin):
+            return f"torch.tensor({origin.sym.expr()})"
         if isinstance(origin, CalloutOrigin):
             callout = self.tape.callouts[origin.index]
             if isinstance(callout.result, torch.Tensor):
@@ -116,12 +135,16 @@ class MockWriter:
         self.memo[id(value)] = name
         return name
 
+    def _item(self, container: Any, index: Any, item: Any) -> str:
+        sym = self.symbols.containers.get(id(container), {}).get(index)
+        return sym.expr() if sym is not None else self.value(item)
+
     def _rebuild(self, value: Any) -> str:
         kind = type(value)
         if kind is list:
-            return self._temp("[" + ", ".join(self.value(v) for v in value) + "]", value)
+            return self._temp("[" + ", ".join(self._item(value, i, v) for i, v in enumerate(value)) + "]", value)
         if kind is tuple:
-            items = ", ".join(self.value(v) for v in value)
+            items = ", ".join(self._item(value, i, v) for i, v in enumerate(value))
             return self._temp(f"({items}{',' if len(value) == 1 else ''})", value)
         if kind is dict:
             items = ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in value.items())
@@ -147,19 +170,27 @@ class MockWriter:
         raise Unsupported(breaks.UNSUPPORTED_CONSTRUCT,
                           f"cannot rebuild a {kind.__name__} created by the program")
 
+    def stored(self, owner: Any, key: Any, final: Any) -> str:
+        """The final value at ``owner[key]``/``owner.key``: its expression when it is symbolic."""
+        entry = self.symbols.stores.get((id(owner), key))
+        if entry is not None and entry[0] is final:
+            return entry[1].expr()
+        return self.value(final)
+
     # -- effects -----------------------------------------------------------------
     def mutation(self, mutation: Mutation) -> None:
         target = mutation.target.expr()
         owner = mutation.owner
         if mutation.kind in ("setattr", "delattr"):
             if hasattr(owner, mutation.name):
-                self.lines.append(f"setattr({target}, {mutation.name!r}, {self.value(getattr(owner, mutation.name))})")
+                final = self.stored(owner, mutation.name, getattr(owner, mutation.name))
+                self.lines.append(f"setattr({target}, {mutation.name!r}, {final})")
             else:
                 self.lines.append(f"delattr({target}, {mutation.name!r})")
         elif mutation.kind in ("setitem", "delitem", "setglobal"):
             key = mutation.name
             if key in owner:
-                self.lines.append(f"{target}[{key!r}] = {self.value(owner[key])}")
+                self.lines.append(f"{target}[{key!r}] = {self.stored(owner, key, owner[key])}")
             else:
                 self.lines.append(f"{target}.pop({key!r}, None)")
         elif mutation.kind == "setcell":
@@ -173,19 +204,24 @@ class MockWriter:
 
 
 def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: list[Source],
-                  mutations: list[Mutation], result: Any, ns: Namespace) -> MockCode:
+                  mutations: list[Mutation], result: Any, ns: Namespace,
+                  symbols: Symbols | None = None) -> MockCode:
     input_index = {source: i for i, source in enumerate(input_sources)}
-    writer = MockWriter(tape, sources, ns, input_index)
+    symbols = symbols or Symbols()
+    writer = MockWriter(tape, sources, ns, input_index, symbols)
     # 1. The tail: effects on external objects and the return value.  Rebuilding
     #    them marks which graph values must be outputs.
-    tail = MockWriter(tape, sources, ns, input_index)
+    tail = MockWriter(tape, sources, ns, input_index, symbols)
     tail.callout_results = writer.callout_results
     for callout in tape.callouts:
         if not _shared(callout.result):
             writer.callout_results[id(callout.result)] = f"c{callout.index}"
     for mutation in mutations:
         tail.mutation(mutation)
-    returned = tail.value(result)
+    if symbols.result is not None and symbols.result[0] is result:
+        returned = symbols.result[1].expr()
+    else:
+        returned = tail.value(result)
     tape.finish()
 
     # 2. The body: segments and callouts in program order.
@@ -204,8 +240,11 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
         if callout is None:
             continue
         fn = writer.ns.name_for(callout.function)
-        call_args = [writer.value(a) for a in callout.args]
-        call_args += [f"{k}={writer.value(v)}" for k, v in callout.kwargs.items()]
+        values = list(callout.args) + list(callout.kwargs.values())
+        rendered = [callout.arg_syms[i].expr() if i in callout.arg_syms else writer.value(v)
+                    for i, v in enumerate(values)]
+        call_args = rendered[: len(callout.args)]
+        call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args):])]
         where = callout.location
         comment = f"# {callout.category.code} {callout.function_name}"
         if where is not None:
@@ -218,8 +257,11 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
         if callout.effectful and callout.index < last_midguard:
             effect_before_midguard = True
         writer.lines.append(f"c{callout.index} = {call}  {comment}")
-        if _needs_midguard(callout):
+        if callout.guard_result:
             writer.lines.append(f"if not ({_midguard(callout, writer.ns)}):  # mid-guard")
+            writer.lines.append("    return MISS")
+        for condition in callout.conditions:
+            writer.lines.append(f"if not ({condition.source(literal)}):  # mid-guard (symbolic)")
             writer.lines.append("    return MISS")
         if callout.index == last_midguard:
             writer.lines.extend(held_back)
@@ -242,7 +284,7 @@ def _shared(value: Any) -> bool:
 
 
 def _needs_midguard(callout) -> bool:
-    return callout.guard_result
+    return callout.guard_result or bool(callout.conditions)
 
 
 def _midguard(callout, ns: Namespace) -> str:

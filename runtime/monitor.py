@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from fullgraph.runtime import cpython
+from fullgraph.runtime import cpython, taint
 from fullgraph.runtime.opcodes import HANDLERS
 from fullgraph.runtime.run import FrameState, MonitorRun, is_user_code
 
@@ -44,6 +44,8 @@ class Monitor:
         if not is_user_code(frame.f_code):
             return None
         state = FrameState(frame)
+        if not self.run.frames and frame.f_code is self.run.root_code:
+            state.local_syms.update(self.run.root_local_syms(frame.f_code))
         frame.f_trace_lines = False
         frame.f_trace_opcodes = True
         self.run.frames.append(state)
@@ -64,11 +66,17 @@ class Monitor:
                     if pending is not None:
                         state.pending = None
                         pending()
+                    pending = state.taint_pending
+                    if pending is not None:
+                        state.taint_pending = None
+                        pending()
                     ins = instructions[frame.f_lasti]
                     state.instruction = ins
-                    handler = HANDLERS.get(ins.opname)
-                    if handler is not None and not run.paused:
-                        state.pending = handler(run, state, ins)
+                    if not run.paused:
+                        state.taint_pending = taint.step(run, state, ins)
+                        handler = HANDLERS.get(ins.opname)
+                        if handler is not None:
+                            state.pending = handler(run, state, ins)
                 except Exception as error:  # a fullgraph bug must not break the user's program
                     error.__fullgraph_where__ = f"{frame.f_code.co_filename}:{frame.f_lineno}"
                     self.tool_error = error
@@ -78,7 +86,7 @@ class Monitor:
             elif event == "return":
                 if state.pending is not None and run.paused:
                     run.paused = mode.paused = False
-                state.pending = None
+                state.pending = state.taint_pending = None
                 if run.frames and run.frames[-1] is state:
                     run.frames.pop()
             elif event == "exception":
@@ -86,7 +94,8 @@ class Monitor:
                     # a callout raised: its result never arrived
                     run.paused = mode.paused = False
                     run.callout_failed = True
-                state.pending = None
+                state.pending = state.taint_pending = None
+                state.shadow.clear()
             return trace
 
         return trace

@@ -19,7 +19,7 @@ from fullgraph.runtime.backends import Backend
 from fullgraph.runtime.capture import ExternalOrigin, Unsupported
 from fullgraph.runtime.codegen import Namespace, compile_source
 from fullgraph.runtime.guards import generate_guard
-from fullgraph.runtime.mock import MISS, generate_mock
+from fullgraph.runtime.mock import MISS, Symbols, generate_mock
 from fullgraph.runtime.run import MonitorRun
 from fullgraph.runtime.sources import Source
 
@@ -41,6 +41,7 @@ class Record:
     guard_namespace: dict[str, Any] = dataclasses.field(default_factory=dict)
     mock_namespace: dict[str, Any] = dataclasses.field(default_factory=dict)
     provenance: dict[str, str] = dataclasses.field(default_factory=dict)
+    scalar_reads: list = dataclasses.field(default_factory=list)  # (Source, value) guarded by value
     hits: int = 0
 
     @property
@@ -85,7 +86,8 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
     for name, value in run.globals_consts.values():
         ns.values[name] = value
     try:
-        mock = generate_mock(run.tape, run.sources, input_sources, run.mutations, result, ns)
+        symbols = Symbols(run.container_syms, run.store_syms, run.result_sym)
+        mock = generate_mock(run.tape, run.sources, input_sources, run.mutations, result, ns, symbols)
     except Unsupported as error:
         raise RecordError(None, error.detail) from None
     # Inputs may have grown while the tail was rebuilt (it can reference new external tensors).
@@ -93,6 +95,7 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
         run.reads, run.aliases, input_sources,
         {name: value for name, value in run.globals_consts.values()},
         run.tape.entry_grad_mode, torch.get_default_dtype(), arg_count, kwarg_names,
+        run.symbolic_sources, run.entry_conditions,
     )
     graphs = graph_modules(run)
     record_id = next(_record_ids)
@@ -119,6 +122,8 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
         guard_namespace=guard.namespace,
         mock_namespace=dict(ns.values),
         provenance={**ns.provenance, **guard.provenance},
+        scalar_reads=[(s, v) for s, v in run.reads.items()
+                      if type(v) in (int, float) and s not in run.symbolic_sources],
     )
 
 

@@ -37,6 +37,7 @@ from fullgraph.runtime.capture import (
     GraphTape,
     Unsupported,
 )
+from fullgraph.runtime.symbolic import Condition, Leaf, Op, Sym, is_symbolic_number
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
@@ -105,8 +106,14 @@ def is_user_code(code: types.CodeType) -> bool:
 class FrameState:
     frame: types.FrameType
     pending: Callable[[], None] | None = None
+    taint_pending: Callable[[], None] | None = None
     kwnames: tuple | None = None
     instruction: dis.Instruction | None = None
+    # symbolic scalars (see ``taint``): one entry per stack slot, and per fast local
+    shadow: list = dataclasses.field(default_factory=list)
+    local_syms: dict = dataclasses.field(default_factory=dict)
+    call_syms: list | None = None
+    call_result_sym: Any = None
 
 
 @dataclasses.dataclass
@@ -143,8 +150,21 @@ class _IteratorState:
 class MonitorRun:
     """Runs a function once under observation and collects what a record needs."""
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, module: torch.nn.Module | None):
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, module: torch.nn.Module | None,
+                 varying: set[Source] | frozenset = frozenset()):
         self.fn = fn
+        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        self.root_code = getattr(target, "__code__", None)
+        self.args, self.kwargs = args, kwargs
+        # Scalars seen to change between calls: symbolic instead of guarded by value.
+        self.varying = varying
+        self.symbolic_sources: set[Source] = set()
+        self.entry_conditions: list[Condition] = []
+        self.pending_lifts: dict[int, Sym] = {}
+        self.container_syms: dict[int, dict] = {}
+        self.store_syms: dict[tuple, tuple] = {}
+        self.result_sym: tuple | None = None
+        self._last_read: tuple | None = None
         self.module = module
         self.sources: dict[int, Source] = {}
         self.keepalive: list[Any] = []
@@ -161,7 +181,7 @@ class MonitorRun:
         self.callout_pending = False
         self.unsupported: list[breaks.GraphBreak] = []
         self.breaks: list[breaks.GraphBreak] = []
-        self.tape = GraphTape(self.resolve_external, self.locate)
+        self.tape = GraphTape(self.resolve_external, self.locate, self.lift)
         self.mode = CaptureMode(self.on_torch_call)
         self._module_index: dict[int, Source] | None = None
         if module is not None:
@@ -181,6 +201,8 @@ class MonitorRun:
     def register_root(self, value: Any, source: Source) -> None:
         self.reads[source] = value
         self.register(value, source)
+        if source in self.varying and is_symbolic_number(value):
+            self.symbolic_sources.add(source)
 
     def _register_callable(self, fn: Any, source: Source) -> None:
         """The compiled callable and what it carries: a partial's arguments, a method's self."""
@@ -211,8 +233,11 @@ class MonitorRun:
 
     def read(self, source: Source, value: Any) -> None:
         """The program read ``value`` from outside through ``source``."""
+        self._last_read = (source, value)
         if source in self.reads:
             return
+        if source in self.varying and is_symbolic_number(value):
+            self.symbolic_sources.add(source)
         known = self.sources.get(id(value))
         if known is not None and known != source and not isinstance(value, _SHARED_TYPES):
             self.aliases.append((known, source))
@@ -310,6 +335,61 @@ class MonitorRun:
             for key, item in owner.items():
                 if isinstance(item, torch.Tensor) and is_key_representable(key):
                     index.setdefault(id(item), ItemSource(source, key))
+
+    # -- symbolic scalars ----------------------------------------------------
+    def symbolic_candidate(self, value: Any) -> bool:
+        return is_symbolic_number(value) or isinstance(value, str)
+
+    def take_symbolic_read(self, value: Any) -> Leaf | None:
+        """A Leaf for the value a load just pushed, when it was read symbolically."""
+        last, self._last_read = self._last_read, None
+        if last is not None and last[1] is value and last[0] in self.symbolic_sources:
+            return Leaf(value, source=last[0])
+        return None
+
+    def root_local_syms(self, code: types.CodeType) -> dict[int, Sym]:
+        """Symbolic numeric arguments, by fast-local index of the root frame."""
+        offset = 1 if self.module is not None else 0
+        syms: dict[int, Sym] = {}
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        for i, value in enumerate(self.args):
+            source = ArgSource(i)
+            if source in self.symbolic_sources and i + offset < code.co_argcount:
+                syms[i + offset] = Leaf(value, source=source)
+        for name, value in self.kwargs.items():
+            source = KwargSource(name)
+            if source in self.symbolic_sources and name in names:
+                syms[names.index(name)] = Leaf(value, source=source)
+        return syms
+
+    def concretize(self, sym: Sym) -> None:
+        """The exact value of ``sym`` matters: guard on it."""
+        if isinstance(sym, Leaf) and sym.source is not None:
+            self.symbolic_sources.discard(sym.source)  # back to a guard on its value
+            return
+        self._add_condition(Condition(sym, "equal", sym.value))
+
+    def branch_on(self, sym: Sym, outcome: bool) -> None:
+        self._add_condition(Condition(sym, "truth", outcome))
+
+    def _add_condition(self, condition: Condition) -> None:
+        depth = condition.sym.callout_depth()
+        target = self.entry_conditions if depth < 0 else self.tape.callouts[depth].conditions
+        text = condition.source(repr)
+        if all(existing.source(repr) != text for existing in target):
+            target.append(condition)
+
+    def store_symbolic(self, key: tuple, owner: Any, value: Any, sym: Sym) -> None:
+        """A symbolic value stored into ``owner``: the mock writes the expression."""
+        if self.source_of(owner) is None and not isinstance(owner, dict):
+            self.concretize(sym)
+            return
+        self.store_syms[key] = (value, sym)
+        self.keepalive.append(value)
+
+    def lift(self, value: Any) -> Sym | None:
+        """Called by the capture for each non-tensor argument of a torch op."""
+        return self.pending_lifts.pop(id(value), None) if self.pending_lifts else None
 
     # -- mutations ---------------------------------------------------------
     def store_attr(self, owner: Any, name: str, delete: bool = False) -> None:
@@ -476,6 +556,8 @@ class MonitorRun:
         return self._callout(state, fn, args, kwargs, annotation, result)
 
     def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
+        if self.frames and self.frames[-1].call_syms and fn in _NUMERIC_BUILTINS and not kwargs:
+            return self._symbolic_builtin(self.frames[-1], fn, args, result)
         if receiver is None and getattr(fn, "__objclass__", None) is not None and args:
             receiver = args[0]  # an unbound method descriptor called with its receiver first
         if fn is len and args:
@@ -510,6 +592,22 @@ class MonitorRun:
                     self.read_whole(value)
         return None
 
+    def _symbolic_builtin(self, state: FrameState, fn, args: tuple, result) -> Callable:
+        syms = _argument_syms(state.call_syms, len(args))
+        state.call_syms = None
+        operands = tuple(syms.get(i, value) for i, value in enumerate(args))
+        template = f"{fn.__name__}(" + ", ".join("{%d}" % i for i in range(len(args))) + ")"
+
+        def after() -> None:
+            value = result()
+            if is_symbolic_number(value) or isinstance(value, (bool, str)):
+                state.call_result_sym = Op(value, template, operands)
+            else:
+                for sym in syms.values():
+                    self.concretize(sym)
+
+        return after
+
     def _getattr_read(self, fn, owner, attr, value) -> None:
         source = self.source_of(owner)
         if source is None or isinstance(owner, torch.Tensor) or (id(owner), attr) in self.written:
@@ -530,15 +628,20 @@ class MonitorRun:
         self.paused = True
         self.mode.paused = True
 
+        # Symbolic arguments are passed on to the replayed call as expressions.
+        call_syms, state.call_syms = state.call_syms, None
+        arg_syms = _argument_syms(call_syms, len(args) + len(kwargs))
+
         def after() -> None:
             self.paused = False
             self.mode.paused = False
             value = result()
             effectful = annotation.category is breaks.PYTHON_SIDE_EFFECT
-            self.tape.record_callout(
+            callout = self.tape.record_callout(
                 fn, name, tuple(args), dict(kwargs), value, annotation.category,
                 effectful=effectful, guard_result=value is not None,
             )
+            callout.arg_syms = arg_syms
 
         return after
 
@@ -615,6 +718,17 @@ class MonitorRun:
 
 class _Marker:
     pass
+
+
+_NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
+
+
+def _argument_syms(call_syms: list | None, count: int) -> dict[int, Sym]:
+    """Symbolic arguments of a call by position (the shadow slots of its last ``count`` entries)."""
+    if not call_syms:
+        return {}
+    tail = call_syms[len(call_syms) - count:] if count else []
+    return {i: sym for i, sym in enumerate(tail) if sym is not None}
 
 
 def _position(frame, ins) -> tuple[int, int, int, int]:

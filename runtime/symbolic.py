@@ -1,0 +1,99 @@
+"""Symbolic scalars: Python numbers whose value may change between calls.
+
+A number the program gets from a callout (``t.item()``, ``time.time()``), a
+numeric argument, or a numeric attribute it reads from outside is not baked
+into the record as a constant.  The monitor follows it through the frame's
+value stack and locals as a small expression (``Sym``):
+
+- arithmetic and comparisons on it build larger expressions;
+- an ``if`` on it becomes a *mid-guard* on the truth of the expression, so a
+  record is reused for every value that takes the same branch;
+- a tensor operation on it *lifts* it into the graph as an input;
+- a store of it into external state is replayed by the mock with the
+  expression;
+- any other use *concretizes* it: the guard checks the exact value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any
+
+from fullgraph.runtime.sources import Source
+
+BINARY = {
+    0: ("+", operator.add), 1: ("&", operator.and_), 2: ("//", operator.floordiv),
+    3: ("<<", operator.lshift), 5: ("*", operator.mul), 6: ("%", operator.mod),
+    7: ("|", operator.or_), 8: ("**", operator.pow), 9: (">>", operator.rshift),
+    10: ("-", operator.sub), 11: ("/", operator.truediv), 12: ("^", operator.xor),
+}
+# In-place variants (13 + n) compute the same for immutable numbers.
+BINARY.update({13 + k: v for k, v in list(BINARY.items())})
+COMPARE = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+           ">": operator.gt, ">=": operator.ge}
+NUMBER_TYPES = (int, float)
+
+
+class Sym:
+    """A symbolic value; ``value`` is what it was during the monitoring run."""
+
+    value: Any
+
+    def expr(self) -> str:
+        raise NotImplementedError
+
+    def leaves(self) -> list["Leaf"]:
+        raise NotImplementedError
+
+    def callout_depth(self) -> int:
+        """Index of the latest callout this value depends on (-1: only the arguments)."""
+        return max((leaf.callout for leaf in self.leaves() if leaf.callout is not None), default=-1)
+
+
+@dataclasses.dataclass(eq=False)
+class Leaf(Sym):
+    value: Any
+    source: Source | None = None  # an argument or an external read
+    callout: int | None = None  # or the result of callout #n
+
+    def expr(self) -> str:
+        return f"c{self.callout}" if self.callout is not None else self.source.expr()
+
+    def leaves(self) -> list["Leaf"]:
+        return [self]
+
+
+@dataclasses.dataclass(eq=False)
+class Op(Sym):
+    value: Any
+    template: str  # e.g. "({0} * {1})"
+    operands: tuple  # Sym or plain constants (rendered with repr)
+
+    def expr(self) -> str:
+        return self.template.format(*(o.expr() if isinstance(o, Sym) else repr(o) for o in self.operands))
+
+    def leaves(self) -> list[Leaf]:
+        found: list[Leaf] = []
+        for operand in self.operands:
+            if isinstance(operand, Sym):
+                found.extend(operand.leaves())
+        return found
+
+
+def is_symbolic_number(value: Any) -> bool:
+    return type(value) in NUMBER_TYPES
+
+
+@dataclasses.dataclass
+class Condition:
+    """A check added while the program ran: ``bool(sym)`` (or ``sym == value``) must hold again."""
+
+    sym: Sym
+    kind: str  # "truth" or "equal"
+    expected: Any
+
+    def source(self, literal) -> str:
+        if self.kind == "truth":
+            return f"bool({self.sym.expr()}) is {bool(self.expected)}"
+        return f"{self.sym.expr()} == {literal(self.expected)}"
