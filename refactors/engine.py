@@ -16,10 +16,19 @@ from .text_edits import apply_edits
 _MAX_FIX_ROUNDS = 200
 
 
-def _parse(source: str) -> cst.Module:
+def _parse(source: str, path: str) -> cst.Module:
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
+        # CPython's own message and position are the ones users know from running the file.
+        try:
+            compile(source, path, "exec", dont_inherit=True)
+        except SyntaxError as python_error:
+            raise SourceSyntaxError(
+                python_error.msg, python_error.lineno or 1, max((python_error.offset or 1) - 1, 0)
+            ) from None
+        except ValueError:  # null bytes: libcst's report is all there is
+            pass
         raise SourceSyntaxError(error.message, error.raw_line, error.raw_column) from None
 
 
@@ -35,7 +44,7 @@ def lint_source(
     ``entrypoints`` are qualified names of functions in this file that the
     user compiles; their call trees count as compiled regions.
     """
-    wrapper = meta.MetadataWrapper(_parse(source))
+    wrapper = meta.MetadataWrapper(_parse(source, path))
     context = RuleContext(source, path, wrapper, entrypoints)
     for code, rule_class in RULES.items():
         if codes is None or code in codes:

@@ -227,6 +227,11 @@ class TensorConditionRule(Rule):
                 "conjunct can stay a Python `if`"
             )
         static, condition = conjuncts[:-1], conjuncts[-1]
+        if isinstance(condition, cst.BooleanOperation):
+            raise Refusal(
+                "the condition combines tensor tests with `and`/`or`; only a static first "
+                "conjunct can stay a Python `if`"
+            )
         then_block = node.body
         else_block = node.orelse.body if isinstance(node.orelse, cst.Else) else None
         if isinstance(condition, cst.UnaryOperation) and isinstance(condition.operator, cst.Not):
@@ -245,7 +250,7 @@ class TensorConditionRule(Rule):
             qualified_names=self.context.qualified_names,
             code=self.context.code,
             live=outside | names_in(node.test),
-            defined_before=outside | parameters,
+            defined_before=self._assigned_outside(function, node) | parameters,
             taken_names=self._all_names(function),
         )
         statements = self._statements(layout)
@@ -293,6 +298,32 @@ class TensorConditionRule(Rule):
                 names.add(name.value)
 
         function.body.visit(_Outside())
+        return names
+
+    def _assigned_outside(self, function: cst.FunctionDef, node: cst.If) -> set[str]:
+        """Names the function binds outside ``node`` (so they have a value on the other side)."""
+        names: set[str] = set()
+
+        class _Targets(cst.CSTVisitor):
+            def visit_If(self, inner: cst.If) -> bool:
+                return inner is not node
+
+            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+                return inner is function
+
+            def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+                names.update(names_in(target.target))
+
+            def visit_AnnAssign(self, assign: cst.AnnAssign) -> None:
+                names.update(names_in(assign.target))
+
+            def visit_AugAssign(self, assign: cst.AugAssign) -> None:
+                names.update(names_in(assign.target))
+
+            def visit_For(self, loop: cst.For) -> None:
+                names.update(names_in(loop.target))
+
+        function.visit(_Targets())
         return names
 
     def _all_names(self, function: cst.FunctionDef) -> set[str]:
