@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-
 from fullgraph.refactors import SourceSyntaxError, apply_edits, fix_source, lint_source
 
 BRANCHY = (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 from fullgraph.refactors import fix_source, lint_source
 
 HEADER = "import torch\nfrom torch import nn\n\n\ndef helper(x):\n    return x\n\n\n"
