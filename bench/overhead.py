@@ -88,28 +88,41 @@ def interleaved_medians(
     return {name: median(values) for name, values in samples.items()}
 
 
+def _warm(fn: Any, inputs: ModelInputs) -> None:
+    for _ in range(5):  # compile, monitor, replay a few times
+        fn(*inputs.args, **inputs.kwargs)
+
+
 def replay_overhead(backend: str, repetitions: int) -> dict[str, Any]:
     model, inputs = TINY_CASE.build(), TINY_CASE.make_inputs(1)
     dynamo, fullgraph = TorchCompileRunner(backend), FullgraphRunner(backend)
+    figures: dict[str, Any] = {"model": "2-layer MLP (64-128-64), batch 1", "errors": {}}
     callables = {"eager": model, "torch.compile": dynamo.compile(model)}
-    if fullgraph.unavailable_reason() is None:
-        callables["fullgraph"] = fullgraph.compile(model)
-    for fn in callables.values():
-        for _ in range(5):  # compile, monitor, replay a few times
-            fn(*inputs.args, **inputs.kwargs)
-    steps = interleaved_medians(callables, inputs, repetitions)
-    figures: dict[str, Any] = {"model": "2-layer MLP (64-128-64), batch 1", "step_s": steps}
+    _warm(callables["torch.compile"], inputs)
+    absent = fullgraph.unavailable_reason()
+    if absent:
+        figures["errors"]["fullgraph"] = absent
+    else:
+        try:
+            compiled = fullgraph.compile(model)
+            _warm(compiled, inputs)
+            callables["fullgraph"] = compiled
+            figures["fullgraph_counters"] = FullgraphRunner.counters(compiled)
+        except Exception as exc:  # noqa: BLE001 (reported with the figures, not fatal)
+            figures["errors"]["fullgraph"] = f"{backend} step: {type(exc).__name__}: {exc}"
+    figures["step_s"] = interleaved_medians(callables, inputs, repetitions)
+    # The overhead figure needs no compiled kernels: it times what runs around the graph.
     torch._dynamo.reset()
-    outside = {
-        "torch.compile": outside_graph_seconds(
-            dynamo.compile_with, model, inputs, "cpu", repetitions
-        )
-    }
-    if "fullgraph" in callables:
-        outside["fullgraph"] = outside_graph_seconds(
-            fullgraph.compile_with, model, inputs, "cpu", repetitions
-        )
-        figures["fullgraph_counters"] = FullgraphRunner.counters(callables["fullgraph"])
+    outside = {}
+    for name, runner in (("torch.compile", dynamo), ("fullgraph", fullgraph)):
+        if name == "fullgraph" and absent:
+            continue
+        try:
+            outside[name] = outside_graph_seconds(
+                runner.compile_with, model, inputs, "cpu", repetitions
+            )
+        except Exception as exc:  # noqa: BLE001
+            figures["errors"][f"{name} overhead"] = f"{type(exc).__name__}: {exc}"
     figures["outside_graph_s"] = outside
     return figures
 
@@ -125,11 +138,15 @@ def monitoring_cost() -> dict[str, Any]:
     if runtime.unavailable_reason() is None:
         explain = runtime._runtime().explain
         samples = []
-        for _ in range(MONITOR_REPETITIONS):
-            start = time.perf_counter()
-            explain(model, *inputs.args, **inputs.kwargs)
-            samples.append(time.perf_counter() - start)
-        figures["monitoring_run_s"] = median(samples)
+        try:
+            for _ in range(MONITOR_REPETITIONS):
+                start = time.perf_counter()
+                explain(model, *inputs.args, **inputs.kwargs)
+                samples.append(time.perf_counter() - start)
+        except Exception as exc:  # noqa: BLE001 (reported with the figures, not fatal)
+            figures["error"] = f"explain: {type(exc).__name__}: {exc}"
+        if samples:
+            figures["monitoring_run_s"] = median(samples)
     return figures
 
 
@@ -163,6 +180,8 @@ def print_figures(replay: dict[str, Any], monitor: dict[str, Any]) -> None:
         "  fullgraph overhead / torch.compile overhead: "
         f"{_times(outside.get('fullgraph'), outside.get('torch.compile'))} (goal: below 1)"
     )
+    for what, error in replay["errors"].items():
+        print(f"  ({what} failed: {error})")
     print(f"Monitoring run on {monitor['model']}:")
     print(f"  eager call                 {_us(monitor['eager_s'])}")
     monitoring = monitor.get("monitoring_run_s")
@@ -170,6 +189,8 @@ def print_figures(replay: dict[str, Any], monitor: dict[str, Any]) -> None:
         f"  monitoring run             {_us(monitoring)} "
         f"({_times(monitoring, monitor['eager_s'])} one eager call)"
     )
+    if "error" in monitor:
+        print(f"  (monitoring failed: {monitor['error']})")
 
 
 def main(argv: list[str] | None = None) -> int:
