@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 
 import fullgraph.runtime as fr
 import pytest
@@ -341,6 +342,69 @@ def test_changed_dataclass_config_field_makes_a_new_record(check_call):
         before_a=temperature(1.0),
         before_b=temperature(0.25),
     )
+
+
+# Optional settings: the record made while a key or attribute is absent must
+# not be reused once the user sets it.
+OPTIONS: dict = {}
+SETTINGS = types.SimpleNamespace()
+
+
+def scale_from_get(x):
+    return x * OPTIONS.get("scale", 2.0)
+
+
+def scale_from_membership(x):
+    return x * (OPTIONS["scale"] if "scale" in OPTIONS else 2.0)  # noqa: SIM401 (the `in` form is the point)
+
+
+def scale_from_getattr_default(x):
+    return x * getattr(SETTINGS, "scale", 2.0)
+
+
+def set_option(value):
+    def switch():
+        OPTIONS.pop("scale", None)
+        if hasattr(SETTINGS, "scale"):
+            del SETTINGS.scale
+        if value is not None:
+            OPTIONS["scale"] = SETTINGS.scale = value
+
+    return switch
+
+
+@pytest.mark.parametrize(
+    "read_scale",
+    [
+        pytest.param(
+            scale_from_get,
+            id="dict.get",
+            marks=pytest.mark.xfail(
+                reason=(
+                    "runtime bug (reported): dict.get(key, default) on a missing "
+                    "key is not guarded, so setting the key later replays the "
+                    "default"
+                ),
+                strict=False,
+            ),
+        ),
+        pytest.param(scale_from_membership, id="in"),
+        pytest.param(scale_from_getattr_default, id="getattr-default"),
+    ],
+)
+def test_setting_an_optional_key_or_attribute_makes_a_new_record(check_call, read_scale):
+    try:
+        run_aabba(
+            check_call,
+            fr.compile(read_scale, backend="eager"),
+            read_scale,
+            lambda: (torch.randn(3),),
+            lambda: (torch.randn(3),),
+            before_a=set_option(None),
+            before_b=set_option(5.0),
+        )
+    finally:
+        set_option(None)()
 
 
 def add_then_combine(a, b):
