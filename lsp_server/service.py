@@ -11,12 +11,14 @@ imported the old code).  Whatever user code does, ``analyze`` returns an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,19 @@ class AnalysisFailed(Exception):
         error = result.error or {}
         super().__init__(f"{result.entry}: {result.status}: {error.get('message', '')}")
         self.result = result
+
+
+_CANCELLED_ERROR = {"type": "Cancelled", "message": "analysis cancelled", "traceback": ""}
+
+
+@contextlib.contextmanager
+def _output_files() -> Iterator[tuple[Path, Path]]:
+    """Empty files for one request's stdout and stderr, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="fullgraph-run-") as folder:
+        stdout_path, stderr_path = Path(folder) / "stdout", Path(folder) / "stderr"
+        stdout_path.touch()
+        stderr_path.touch()
+        yield stdout_path, stderr_path
 
 
 def _read_output(path: Path, limit: int) -> str:
@@ -168,12 +183,15 @@ class AnalysisService:
     def warm_up(self) -> None:
         """Start a worker now (without waiting) so the next analysis finds it ready."""
         with self._lock:
-            self._ensure_worker_started()
+            if not self._closed:
+                self._ensure_worker_started()
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._stop_worker()
+        """Stop the worker now, even mid-analysis (that analysis ends as cancelled)."""
+        self._closed = True
+        worker = self._worker
+        if worker is not None:
+            worker.kill()  # thread-safe; the analysis thread sees the worker gone
 
     def __enter__(self) -> AnalysisService:
         return self
@@ -222,6 +240,45 @@ class AnalysisService:
             raise RuntimeError("AnalysisService is closed")
         if self._worker is not None and self._sources_changed():
             self._stop_worker()
+        worker_or_failure = self._ready_worker(entry, cancel, started)
+        if isinstance(worker_or_failure, AnalysisResult):
+            return worker_or_failure
+        worker = worker_or_failure
+
+        with _output_files() as (stdout_path, stderr_path):
+            request = {
+                "op": op,
+                "entry": entry,
+                "key": key,
+                "stdout_path": str(stdout_path),
+                "stderr_path": str(stderr_path),
+            }
+            answer, status, error = self._send(worker, request, entry, timeout, cancel)
+            stdout = _read_output(stdout_path, self.max_output_bytes)
+            stderr = _read_output(stderr_path, self.max_output_bytes)
+        if answer is None:
+            # The worker is hung, dead or was interrupted mid-request: replace it,
+            # starting the next one now so that its torch import overlaps idle time.
+            self._stop_worker()
+            if self.restart_eagerly and not self._closed:
+                self._ensure_worker_started()
+            if status == "crashed":
+                error["traceback"] = stderr[-8192:]  # faulthandler's dump, if any
+        return AnalysisResult(
+            entry=entry,
+            status=status if status in STATUSES else "crashed",
+            report=answer.get("report") if answer else None,
+            error=error,
+            stdout=stdout,
+            stderr=stderr,
+            duration_s=time.monotonic() - started,
+            wrapper=answer.get("wrapper") if answer else None,
+        )
+
+    def _ready_worker(
+        self, entry: str, cancel: threading.Event | None, started: float
+    ) -> WorkerProcess | AnalysisResult:
+        """A worker that has finished starting, or the result saying why there is none."""
         try:
             worker = self._ensure_worker_started()
         except OSError as exc:
@@ -236,11 +293,10 @@ class AnalysisService:
         except (WaitTimeout, WorkerGone) as exc:
             log = worker.log_tail()
             self._stop_worker()
-            reason = (
-                exc.description
-                if isinstance(exc, WorkerGone)
-                else (f"the worker did not start within {self.startup_timeout:g} s")
-            )
+            if isinstance(exc, WorkerGone):
+                reason = exc.description
+            else:
+                reason = f"the worker did not start within {self.startup_timeout:g} s"
             return AnalysisResult(
                 entry=entry,
                 status="crashed",
@@ -252,71 +308,39 @@ class AnalysisService:
                 stderr=log,
                 duration_s=time.monotonic() - started,
             )
+        return worker
 
-        out_dir = Path(tempfile.mkdtemp(prefix="fullgraph-run-"))
-        stdout_path, stderr_path = out_dir / "stdout", out_dir / "stderr"
-        stdout_path.touch()
-        stderr_path.touch()
-        request = {
-            "op": op,
-            "entry": entry,
-            "key": key,
-            "stdout_path": str(stdout_path),
-            "stderr_path": str(stderr_path),
-        }
-        request_started = time.monotonic()
-        answer: dict[str, Any] | None = None
-        status, error = "crashed", None
+    def _send(
+        self,
+        worker: WorkerProcess,
+        request: dict[str, Any],
+        entry: str,
+        timeout: float,
+        cancel: threading.Event | None,
+    ) -> tuple[dict[str, Any] | None, str, dict[str, Any]]:
+        """(answer or None, status, error) of one request, whatever happens to the worker."""
         try:
-            answer = worker.request(request, request_started + timeout, cancel)
-            status, error = answer.get("status", "crashed"), answer.get("error")
+            answer = worker.request(request, time.monotonic() + timeout, cancel)
         except WaitTimeout:
-            status = "timeout"
-            error = {
-                "type": "Timeout",
-                "message": f"{entry} did not finish within {timeout:g} s; its worker was "
-                "stopped (raise [tool.fullgraph] timeout if it needs longer)",
-                "traceback": "",
-            }
+            message = (
+                f"{entry} did not finish within {timeout:g} s; its worker was stopped "
+                "(raise [tool.fullgraph] timeout if it needs longer)"
+            )
+            return None, "timeout", {"type": "Timeout", "message": message, "traceback": ""}
         except WaitCancelled:
-            status = "cancelled"
-            error = {"type": "Cancelled", "message": "analysis cancelled", "traceback": ""}
+            return None, "cancelled", dict(_CANCELLED_ERROR)
         except WorkerGone as exc:
-            status = "crashed"
-            error = {
-                "type": "WorkerCrashed",
-                "message": f"{exc.description} while running {entry}",
-                "traceback": "",
-            }
-        stdout = _read_output(stdout_path, self.max_output_bytes)
-        stderr = _read_output(stderr_path, self.max_output_bytes)
-        for path in (stdout_path, stderr_path):
-            path.unlink(missing_ok=True)
-        out_dir.rmdir()
-        if answer is None:
-            # The worker is hung, dead or was interrupted mid-request: replace it,
-            # starting the next one now so that its torch import overlaps idle time.
-            self._stop_worker()
-            if self.restart_eagerly and not self._closed:
-                self._ensure_worker_started()
-            if status == "crashed" and error is not None:
-                error["traceback"] = stderr[-8192:]
-        return AnalysisResult(
-            entry=entry,
-            status=status if status in STATUSES else "crashed",
-            report=answer.get("report") if answer else None,
-            error=error,
-            stdout=stdout,
-            stderr=stderr,
-            duration_s=time.monotonic() - started,
-            wrapper=answer.get("wrapper") if answer else None,
-        )
+            if self._closed:  # close() stopped it from another thread
+                return None, "cancelled", dict(_CANCELLED_ERROR)
+            message = f"{exc.description} while running {entry}"
+            return None, "crashed", {"type": "WorkerCrashed", "message": message, "traceback": ""}
+        return answer, answer.get("status", "crashed"), answer.get("error")
 
     def _cancelled(self, entry: str, started: float) -> AnalysisResult:
         return AnalysisResult(
             entry=entry,
             status="cancelled",
-            error={"type": "Cancelled", "message": "analysis cancelled", "traceback": ""},
+            error=dict(_CANCELLED_ERROR),
             duration_s=time.monotonic() - started,
         )
 

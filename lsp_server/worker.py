@@ -22,6 +22,7 @@ import contextlib
 import faulthandler
 import functools
 import importlib
+import inspect
 import json
 import os
 import sys
@@ -197,7 +198,7 @@ class Worker:
             if op == "analyze":
                 return {**answer, **self._analyze(target)}
             if op == "compile_wrapper":
-                return {**answer, **self._compile_wrapper(target)}
+                return {**answer, **self._compile_wrapper(target, str(entry))}
             return {
                 **answer,
                 "status": "crashed",
@@ -256,12 +257,18 @@ class Worker:
         status = data.get("status", "ok")
         return {"status": status, "report": data, "error": data.get("error")}
 
-    def _compile_wrapper(self, target: Any) -> dict[str, Any]:
+    def _compile_wrapper(self, target: Any, entry: str) -> dict[str, Any]:
         generate_wrapper = self._api("generate_wrapper")
         if generate_wrapper is None:
             return self._missing("generate_wrapper")
+        # The entrypoint lets the generated module rebuild the model in a fresh
+        # process; older runtimes did not take it.
+        extra = {}
+        with contextlib.suppress(TypeError, ValueError):
+            if "entrypoint" in inspect.signature(generate_wrapper).parameters:
+                extra["entrypoint"] = entry
         try:
-            source = generate_wrapper(target.fn, *target.args, **target.kwargs)
+            source = generate_wrapper(target.fn, *target.args, **target.kwargs, **extra)
         except BaseException as exc:  # noqa: BLE001
             return self._tool_failure(exc, "generate_wrapper")
         return {"status": "ok", "wrapper": source}

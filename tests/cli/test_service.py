@@ -57,6 +57,24 @@ def test_cancel_stops_a_running_analysis(service):
     assert service.workers_started == 2
 
 
+def test_close_during_an_analysis_ends_it_as_cancelled(project):
+    service = AnalysisService(project, Config(timeout=120))
+    service.analyze("pkg.entries:raises")  # warm
+    results = []
+    thread = threading.Thread(
+        target=lambda: results.append(service.analyze("pkg.entries:sleeps_forever"))
+    )
+    thread.start()
+    time.sleep(1.0)
+    closed_at = time.monotonic()
+    service.close()
+    thread.join(timeout=30)
+    assert time.monotonic() - closed_at < 5
+    assert [r.status for r in results] == ["cancelled"]
+    with pytest.raises(RuntimeError, match="closed"):
+        service.analyze("pkg.entries:raises")
+
+
 def test_cancel_before_start_returns_at_once(service):
     cancel = threading.Event()
     cancel.set()
