@@ -156,6 +156,8 @@ def lookup(fn: object) -> Annotation | None:
                     return found
     if isinstance(fn, type) and fn.__module__ == "builtins":
         return PURE
+    if isinstance(receiver, type) and receiver.__module__ == "builtins":
+        return PURE  # tuple.__new__, dict.fromkeys, int.from_bytes ...
     module = _module_of(fn)
     qualified = f"{module}.{getattr(fn, '__qualname__', name)}"
     if qualified in FUNCTIONS:

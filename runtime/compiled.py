@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 from typing import Any, Callable
 
 import torch
@@ -71,6 +72,12 @@ class CompiledFunction:
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
         return self._monitor(args, kwargs)
+
+    def __get__(self, instance, owner=None):
+        """Used as a method decorator: bind like a function does."""
+        if instance is None:
+            return self
+        return types.MethodType(self, instance)
 
     def _note_varying_scalars(self, args: tuple, kwargs: dict, root_fn) -> None:
         """Scalars whose value differs from what a record guarded become symbolic (lifted)."""

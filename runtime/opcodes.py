@@ -44,7 +44,9 @@ def load_global(run: "MonitorRun", state: "FrameState", ins) -> After:
     globals_dict = state.frame.f_globals
 
     def after() -> None:
-        if name in globals_dict and (id(globals_dict), name) not in run.written:
+        if (id(globals_dict), name) in run.written:
+            run.loaded_written((id(globals_dict), name), tos(state))
+        elif name in globals_dict:
             source = ItemSource(ConstSource(run.globals_name(globals_dict)), name)
             run.read(source, tos(state))
 

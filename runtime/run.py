@@ -186,6 +186,9 @@ class MonitorRun:
         self._module_index: dict[int, Source] | None = None
         if module is not None:
             self.register(module, RootModuleSource())
+            self.register_module_tree(module, RootModuleSource())
+            if not _has_user_forward(module):  # e.g. an nn.Sequential root
+                self.guard_library_module(module, RootModuleSource())
         self._register_callable(fn, RootFunctionSource())
         for i, value in enumerate(args):
             self.register_root(value, ArgSource(i))
@@ -231,12 +234,18 @@ class MonitorRun:
             self.globals_consts[id(globals_dict)] = entry
         return entry[0]
 
-    def read(self, source: Source, value: Any) -> None:
-        """The program read ``value`` from outside through ``source``."""
+    def read(self, source: Source, value: Any, symbolic: bool = True) -> None:
+        """The program read ``value`` from outside through ``source``.
+
+        ``symbolic=False`` for values consumed where the monitor can't follow
+        them (inside a library layer): those are always guarded by value.
+        """
         self._last_read = (source, value)
         if source in self.reads:
+            if not symbolic:
+                self.symbolic_sources.discard(source)
             return
-        if source in self.varying and is_symbolic_number(value):
+        if symbolic and source in self.varying and is_symbolic_number(value):
             self.symbolic_sources.add(source)
         known = self.sources.get(id(value))
         if known is not None and known != source and not isinstance(value, _SHARED_TYPES):
@@ -245,14 +254,24 @@ class MonitorRun:
         self.reads[source] = value
         self.register(value, source)
 
+    def loaded_written(self, key: tuple, value: Any) -> None:
+        """A load of something the program stored earlier in this run."""
+        stored = self.store_syms.get(key)
+        self._last_read = ("stored", stored[1], stored[0]) if stored is not None else None
+
     def read_attr(self, owner: Any, name: str, value: Any) -> None:
-        if isinstance(owner, torch.Tensor) or (id(owner), name) in self.written:
+        if (id(owner), name) in self.written:
+            self.loaded_written((id(owner), name), value)
+            return
+        if isinstance(owner, torch.Tensor):
             return
         source = self.source_of(owner)
         if source is None or isinstance(owner, types.ModuleType) and name.startswith("__"):
             return
         if isinstance(value, types.MethodType) and value.__self__ is owner:
             return  # a method: decided by the owner's type, which is guarded
+        if _user_property(type(owner), name):
+            return  # its getter is user code: what it reads is guarded as it runs
         self.read(AttrSource(source, name), value)
 
     def read_item(self, container: Any, key: Any, value: Any) -> None:
@@ -265,6 +284,7 @@ class MonitorRun:
             self.read_whole(container)  # slices and other keys: guard the whole container
             return
         if (id(container), key) in self.written:
+            self.loaded_written((id(container), key), value)
             return
         self.read(ItemSource(source, key), value)
 
@@ -336,6 +356,36 @@ class MonitorRun:
                 if isinstance(item, torch.Tensor) and is_key_representable(key):
                     index.setdefault(id(item), ItemSource(source, key))
 
+    def register_module_tree(self, module: torch.nn.Module, source: Source) -> None:
+        """Give every submodule a source, so reads inside their forward are guarded."""
+        for name, child in module._modules.items():
+            if child is not None and id(child) not in self.sources:
+                child_source = AttrSource(source, name)
+                self.register(child, child_source)
+                self.register_module_tree(child, child_source)
+
+    def guard_library_module(self, module: torch.nn.Module, source: Source) -> None:
+        """A torch layer runs unobserved: guard the plain settings its forward reads.
+
+        ``training``, ``negative_slope``, ``p``, ``momentum``, ``dim``... and the
+        same for the layers it calls in turn (an ``nn.Sequential``'s children).
+        """
+        if getattr(module, "_fullgraph_guarded", None) is self:
+            return
+        self.read(AttrSource(source, "training"), module.training, symbolic=False)
+        for name, value in vars(module).items():
+            if not name.startswith("_") and name != "training" and _is_setting(value):
+                self.read(AttrSource(source, name), value, symbolic=False)
+        for name, child in module._modules.items():
+            if child is None:
+                continue
+            child_source = AttrSource(source, name)
+            self.register(child, child_source)
+            if _has_user_forward(child):
+                self.register_module_tree(child, child_source)
+            else:
+                self.guard_library_module(child, child_source)
+
     # -- symbolic scalars ----------------------------------------------------
     def symbolic_candidate(self, value: Any) -> bool:
         return is_symbolic_number(value) or isinstance(value, str)
@@ -343,7 +393,11 @@ class MonitorRun:
     def take_symbolic_read(self, value: Any) -> Leaf | None:
         """A Leaf for the value a load just pushed, when it was read symbolically."""
         last, self._last_read = self._last_read, None
-        if last is not None and last[1] is value and last[0] in self.symbolic_sources:
+        if last is None:
+            return None
+        if last[0] == "stored":  # reloading a symbolic value the program stored
+            return last[1] if last[2] is value else None
+        if last[1] is value and last[0] in self.symbolic_sources:
             return Leaf(value, source=last[0])
         return None
 
@@ -527,6 +581,8 @@ class MonitorRun:
             source = self.source_of(fn)
             if source is not None:
                 self.read(AttrSource(source, "training"), fn.training)
+                if not _has_user_forward(fn):
+                    self.guard_library_module(fn, source)
             return None
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
@@ -564,6 +620,14 @@ class MonitorRun:
             source = self.source_of(args[0])
             if source is not None and not isinstance(args[0], torch.Tensor) and id(args[0]) not in self.written_containers:
                 self.read(LenSource(source), len(args[0]))
+            return None
+        if name == "get" and isinstance(receiver, dict):
+            call_args = args[1:] if args and args[0] is receiver else args
+            if call_args and is_key_representable(call_args[0]):
+                key = call_args[0]  # whether the key is there decides the result
+                self.read_membership(receiver, key, key in receiver)
+                if key in receiver:
+                    self.read_item(receiver, key, receiver[key])
             return None
         if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
             owner, attr = args[0], args[1]
@@ -721,6 +785,29 @@ class _Marker:
 
 
 _NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
+
+
+def _user_property(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        attribute = klass.__dict__.get(name)
+        if attribute is not None:
+            getter = getattr(attribute, "fget", None)
+            return isinstance(attribute, property) and getter is not None and hasattr(
+                getter, "__code__") and is_user_code(getter.__code__)
+    return False
+
+
+def _has_user_forward(module: torch.nn.Module) -> bool:
+    forward = getattr(type(module), "forward", None)
+    code = getattr(forward, "__code__", None)
+    return code is not None and is_user_code(code)
+
+
+def _is_setting(value: Any) -> bool:
+    """A plain configuration value of a layer (guarded by value)."""
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    return type(value) is tuple and all(_is_setting(v) for v in value)
 
 
 def _argument_syms(call_syms: list | None, count: int) -> dict[int, Sym]:
