@@ -84,6 +84,7 @@ class FullgraphServer(LanguageServer):
         self.entry_results: dict[str, Any] = {}
         self.debounce_handles: dict[str, asyncio.TimerHandle] = {}
         self.lints_in_flight: dict[str, asyncio.Future] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None  # set at initialize
         self.analysis_lock = asyncio.Lock()
         self._service: Any = None
         self._service_key: Any = None
@@ -157,9 +158,20 @@ class FullgraphServer(LanguageServer):
 
     # -- messages -----------------------------------------------------------
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
-        """Tell the user (window/showMessage) and keep a copy in the log."""
+        """Tell the user (window/showMessage) and keep a copy in the log.
+
+        Safe from worker threads: the message is handed to the event loop, so
+        two writers never interleave bytes on the protocol stream.
+        """
         log.warning("%s", message)
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        params = types.ShowMessageParams(type=kind, message=message)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self.loop is not None:
+                self.loop.call_soon_threadsafe(self.window_show_message, params)
+            return
+        self.window_show_message(params)
 
     # -- settings -----------------------------------------------------------
     def reload_settings(self, client_settings: Any = None, *, from_client: bool = False) -> None:

@@ -111,7 +111,7 @@ _TYPES = typing.get_type_hints(Settings)
 
 
 def snake_case(key: str) -> str:
-    """``runOnSave`` / ``run-on-save`` -> ``run_on_save``; ``diagnostics.static`` -> ``diagnostics_static``."""
+    """``runOnSave`` -> ``run_on_save``; ``diagnostics.static`` -> ``diagnostics_static``."""
     key = key.replace("-", "_").replace(".", "_")
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
 

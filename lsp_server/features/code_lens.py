@@ -23,7 +23,7 @@ from lsprotocol import types
 
 
 def worth_a_lens(definition: Definition) -> bool:
-    """Skip special methods other than ``__call__``: nobody compiles ``__init__`` or ``__repr__``."""
+    """Skip special methods but ``__call__``: nobody compiles ``__init__`` or ``__repr__``."""
     name = definition.qualname.rsplit(".", 1)[-1]
     special = name.startswith("__") and name.endswith("__")
     return not special or name == "__call__"

@@ -9,6 +9,7 @@ server re-merges them over ``[tool.fullgraph]`` (see :mod:`..settings`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -49,6 +50,7 @@ async def pull_client_settings(server: FullgraphServer) -> None:
 @SERVER.feature(types.INITIALIZE)
 def initialize(server: FullgraphServer, params: types.InitializeParams) -> None:
     """Find the workspace root and read the initial settings."""
+    server.loop = asyncio.get_running_loop()
     server.root = workspace_root(params)
     server.reload_settings(params.initialization_options, from_client=True)
 

@@ -32,41 +32,12 @@ HAVE_RUNTIME = _has("fullgraph.runtime", "explain") and _has(
 )
 
 
-def _wrapper_problem() -> str | None:
-    """Why the runtime cannot generate a compiled wrapper here, or None when it can."""
-    if not HAVE_RUNTIME:
-        return "fullgraph.runtime.explain / the analysis service are not built yet"
-    try:
-        import torch
-
-        from fullgraph.runtime import generate_wrapper
-
-        generate_wrapper(lambda x: x * 2, torch.ones(2))
-    except Exception as error:
-        return f"fullgraph.runtime.generate_wrapper does not work yet: {error!r}"
-    return None
-
-
 needs_refactors = pytest.mark.skipif(
     not HAVE_REFACTORS, reason="fullgraph.refactors.lint_source is not built yet"
 )
 needs_runtime = pytest.mark.skipif(
     not HAVE_RUNTIME, reason="fullgraph.runtime.explain / the analysis service are not built yet"
 )
-
-
-def needs_wrapper(test):
-    """Skip ``test`` (checked when it runs, so collection stays fast) without a wrapper generator."""
-    import functools
-
-    @functools.wraps(test)
-    async def run(*args, **kwargs):
-        problem = _wrapper_problem()
-        if problem:
-            pytest.skip(problem)
-        return await test(*args, **kwargs)
-
-    return run
 
 
 def uri_of(path: Path) -> str:

@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from lsprotocol import types
-
-from fullgraph.lsp_server.features.commands import wrapper_path, with_entrypoint
+from fullgraph.lsp_server.features.commands import with_entrypoint, wrapper_path
 from fullgraph.lsp_server.features.findings import (
     StaticFinding,
     carry_over,
@@ -17,6 +15,7 @@ from fullgraph.lsp_server.features.findings import (
 from fullgraph.lsp_server.features.locations import definitions, entry_definition, module_name
 from fullgraph.lsp_server.features.runtime import entry_result
 from fullgraph.lsp_server.positions import PositionMapper
+from lsprotocol import types
 
 OLD = "a = 1\nb = 2\nc = 3\nd = 4\n"
 

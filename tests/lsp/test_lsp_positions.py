@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from lsprotocol import types
-
 from fullgraph.lsp_server.positions import (
     PositionMapper,
     code_units,
     split_lines,
     utf8_offset_to_column,
 )
+from lsprotocol import types
 
 # Line 2 holds a BMP accent (é: 1 UTF-16 unit, 2 UTF-8 bytes) and an astral
 # letter (𝔵: 2 UTF-16 units, 4 UTF-8 bytes) before `x`.

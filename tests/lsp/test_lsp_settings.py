@@ -1,4 +1,4 @@
-"""Settings: defaults, then [tool.fullgraph], then the client; bad values reported, defaults kept."""
+"""Settings: defaults, [tool.fullgraph], then the client; bad values reported, defaults kept."""
 
 from __future__ import annotations
 

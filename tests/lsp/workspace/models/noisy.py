@@ -11,7 +11,7 @@ def step(x):
 
 
 def build():
-    print("Content-Length: 9999\r\n\r\n{ stdout noise that looks like a protocol header", flush=True)
+    print("Content-Length: 9999\r\n\r\n{ noise that looks like a protocol header", flush=True)
     sys.stdout.write("x" * 100_000 + "\n")
     sys.stderr.write("stderr from the builder\n")
     return step, (torch.ones(3),)
