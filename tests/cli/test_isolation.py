@@ -7,6 +7,7 @@ ends with a complete JSON document (user prints never reach our stdout).
 
 from __future__ import annotations
 
+import json
 import time
 
 from conftest import ISOLATION, json_output, line_of, run_cli
@@ -91,3 +92,22 @@ def test_text_output_names_each_failure():
     assert lines[-1].endswith(".") and "2 failed" in lines[-1]
     # The user's traceback is shown on stderr.
     assert "ValueError: cannot build the sample batch" in completed.stderr
+
+
+def test_sarif_marks_a_failed_entrypoint_as_unsuccessful_execution():
+    completed = run_cli(
+        "check",
+        "--no-static",
+        "--sarif",
+        "--entry",
+        "pkg.entries:raises",
+        cwd=ISOLATION,
+        timeout=120,
+    )
+    assert completed.returncode == 1
+    invocation = json.loads(completed.stdout)["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    (notification,) = invocation["toolExecutionNotifications"]
+    assert notification["level"] == "error"
+    assert notification["properties"] == {"entry": "pkg.entries:raises", "status": "user_exception"}
+    assert "cannot build the sample batch" in notification["message"]["text"]
