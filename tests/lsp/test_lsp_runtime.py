@@ -178,3 +178,20 @@ async def test_runtime_off_runs_no_user_code(push_client: LanguageClient, worksp
     assert result["results"] == []
     assert any("runtime analysis is off" in m.message for m in push_client.messages)
     assert push_client.finished_analyses == []
+
+
+async def test_saving_a_file_analyses_the_configured_entrypoints(
+    push_client: LanguageClient, workspace: Path
+):
+    uri = open_document(push_client, workspace / "models/net.py")
+    push_client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_until(
+        lambda: any(d.code == "FG201" for d in push_client.diagnostics.get(uri, [])),
+        timeout=120,
+        what="runtime diagnostics after a save",
+    )
+    assert [f.entry for f in push_client.finished_analyses] == ["models.net:build"]
+    # Static findings are still there next to the runtime ones.
+    assert any(d.code == "FG102" for d in push_client.diagnostics[uri])
