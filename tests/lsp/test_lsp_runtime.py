@@ -64,6 +64,16 @@ async def test_analyze_command_reports_progress_and_break_diagnostics(
     text = hover.contents.value
     assert "FG201" in text and "1 graph(s)" in text and "def guard(" in text and "`forward`" in text
 
+    # The analysed function and its class now have lenses that run this entrypoint.
+    lenses = await push_client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    analyze = {
+        lens.range.start.line: lens.command for lens in lenses if lens.command.title == "Analyze"
+    }
+    assert list(analyze[6].arguments) == ["models.net:build"]  # class Net
+    assert list(analyze[11].arguments) == ["models.net:build"]  # def forward
+
 
 async def test_entrypoint_printing_to_stdout_does_not_break_the_protocol(
     push_client: LanguageClient, workspace: Path
@@ -195,3 +205,18 @@ async def test_saving_a_file_analyses_the_configured_entrypoints(
     assert [f.entry for f in push_client.finished_analyses] == ["models.net:build"]
     # Static findings are still there next to the runtime ones.
     assert any(d.code == "FG102" for d in push_client.diagnostics[uri])
+
+
+async def test_timeout_becomes_one_error_diagnostic(push_client: LanguageClient, workspace: Path):
+    push_client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"fullgraph": {"timeout": 3}})
+    )
+    uri = open_document(push_client, workspace / "models/slow.py")
+    result = await run_command(push_client, "fullgraph.analyze", "models.slow:build")
+    assert result["results"][0]["status"] == "timeout"
+    items = await wait_until(
+        lambda: push_client.diagnostics.get(uri), what="the timeout diagnostic"
+    )
+    (timed_out,) = items
+    assert timed_out.severity == types.DiagnosticSeverity.Error
+    assert "timed out" in timed_out.message and timed_out.range.start.line == 5  # def build()
