@@ -441,6 +441,24 @@ def test_returns_none(assert_same):
     assert compiled.stats.hits == 2
 
 
+def first_row_and_flat(x):
+    return x[0], x.view(-1), x
+
+
+def test_returned_views_share_memory_with_the_argument():
+    # Eager returns views: writing into the result writes into the argument.
+    compiled = fr.compile(first_row_and_flat, backend="eager")
+    for _ in range(3):
+        x = torch.randn(2, 3)
+        row, flat, same = compiled(x)
+        assert same is x
+        row.add_(1)
+        flat[-1] = 42.0
+        torch.testing.assert_close(x[0], row)
+        assert x[1, 2].item() == 42.0
+    assert compiled.stats.hits == 2
+
+
 def same_tensor_twice(x):
     y = x.exp()
     return y, {"again": y}
