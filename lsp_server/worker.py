@@ -73,6 +73,10 @@ class _Channel:
     """Newline-delimited JSON over two inherited pipe descriptors."""
 
     def __init__(self, request_fd: int, result_fd: int):
+        # Processes user code starts must not hold our pipe ends: the service
+        # learns that this worker died when the answer pipe reaches EOF.
+        for fd in (request_fd, result_fd):
+            os.set_inheritable(fd, False)
         self._requests = os.fdopen(request_fd, "rb", buffering=0)
         self._result_fd = result_fd
 

@@ -127,6 +127,9 @@ class WorkerProcess:
                 [self._answer_read], [], [], min(POLL_INTERVAL_S, remaining)
             )
             if not readable:
+                if self.process.poll() is not None and not self._has_data():
+                    # Dead, yet the pipe is open: a child of the worker holds it.
+                    raise WorkerGone(describe_exit(self.process.returncode))
                 continue
             chunk = os.read(self._answer_read, 1 << 20)
             if not chunk:  # every writer is gone: the worker died
@@ -134,6 +137,10 @@ class WorkerProcess:
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return json.loads(line)
+
+    def _has_data(self) -> bool:
+        readable, _, _ = select.select([self._answer_read], [], [], 0)
+        return bool(readable)
 
     def log_tail(self, limit: int = 8192) -> str:
         try:
