@@ -100,6 +100,14 @@ def test_warm_worker_is_reused_and_restarted_when_code_changes(service, project)
     assert third.error["message"] == "edited message"
 
 
+def test_crash_is_seen_while_a_forked_child_holds_the_pipes(service):
+    started = time.monotonic()
+    result = service.analyze("pkg.entries:forks_then_aborts", timeout=45)
+    assert result.status == "crashed"
+    assert "SIGABRT" in result.error["message"]
+    assert time.monotonic() - started < 40  # not the timeout, nor the child's 60 s
+
+
 def test_timeout_argument_overrides_the_config(service):
     started = time.monotonic()
     result = service.analyze("pkg.entries:sleeps_forever", timeout=2)

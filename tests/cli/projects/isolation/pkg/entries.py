@@ -47,3 +47,11 @@ def returns_bad_args():
 
 
 NOT_A_FUNCTION = 3
+
+
+def forks_then_aborts():
+    """The forked child keeps the worker's pipes open; the abort must still be seen."""
+    if os.fork() == 0:
+        time.sleep(60)
+        os._exit(0)
+    os.abort()
