@@ -95,6 +95,21 @@ def test_program_is_deterministic(name):
         )
 
 
+@pytest.mark.parametrize(
+    "name", [name for name in NAMES if hasattr(loader.load_program(name), "observe_state")]
+)
+def test_observed_state_is_deterministic(name):
+    program = loader.load_program(name)
+    first, second = program.make_model(), program.make_model()
+    for seed in SEEDS:
+        first(*program.make_inputs(seed))
+        second(*program.make_inputs(seed))
+    torch.testing.assert_close(
+        loader.comparable_output(program.observe_state(first)),
+        loader.comparable_output(program.observe_state(second)),
+    )
+
+
 @pytest.mark.parametrize("name", BREAKING)
 def test_break_markers_are_sound(name):
     path = loader.program_path(name)

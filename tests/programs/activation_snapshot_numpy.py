@@ -27,3 +27,8 @@ def make_inputs(seed: int):
 
 
 EXPECTED_GRAPHS = 2
+
+
+def observe_state(model):
+    """The snapshot kept by the last call."""
+    return torch.from_numpy(model.last_activation)

@@ -28,3 +28,8 @@ def make_inputs(seed: int):
 
 
 EXPECTED_GRAPHS = 1
+
+
+def observe_state(model):
+    """BatchNorm's buffers after three training-mode batches."""
+    return dict(model.bn.named_buffers())

@@ -44,3 +44,8 @@ def make_inputs(seed: int):
 
 
 EXPECTED_GRAPHS = 1
+
+
+def observe_state(model):
+    """The activations the hooks stored on the last call."""
+    return dict(model.features)

@@ -1,7 +1,8 @@
 """Find, load and read the expectations of the corpus programs in this folder.
 
 Each program is one module, ``tests/programs/<name>.py``, with ``make_model()``,
-``make_inputs(seed)`` and ``EXPECTED_GRAPHS``; lines where a graph break is
+``make_inputs(seed)`` and ``EXPECTED_GRAPHS`` (optionally ``EXPECTED_MONITOR_RUNS``
+and ``observe_state(model)``); lines where a graph break is
 expected carry a trailing ``# BREAK: FG2xx`` marker (several codes may be
 separated by commas).  The format is described in ``docs/corpus.md``.
 
@@ -100,7 +101,7 @@ def expected_monitor_runs(module: ModuleType) -> int | None:
     A program states ``EXPECTED_MONITOR_RUNS`` when its own state or its
     control flow makes later calls miss (a Python counter, a branch on data);
     ``None`` there means the count depends on runtime policy (data-dependent
-    shapes) and is not asserted.  Otherwise every call after the first should
+    shapes, lifting a counter) and is not asserted exactly.  Otherwise every call after the first should
     hit the first record: 1.
     """
     return getattr(module, "EXPECTED_MONITOR_RUNS", 1)

@@ -46,3 +46,8 @@ def make_inputs(seed: int):
 
 
 EXPECTED_GRAPHS = 1
+
+
+def observe_state(model):
+    """The key encoder after the EMA updates of every call."""
+    return dict(model.encoder_k.state_dict())

@@ -29,5 +29,12 @@ def make_inputs(seed: int):
 
 EXPECTED_GRAPHS = 1
 # The counter is external state read on every call, so each call sees a value
-# its earlier records were not made for: every one of the 3 calls is monitored.
-EXPECTED_MONITOR_RUNS = 3
+# its first record was not made for: without lifting every call is monitored
+# (3); a runtime that lifts the counter into an input once it has changed
+# needs 2.  Policy, so not asserted; the counter's value is (observe_state).
+EXPECTED_MONITOR_RUNS = None
+
+
+def observe_state(model):
+    """External state the calls leave behind, compared with eager's after the calls."""
+    return {"num_calls": model.num_calls, "last_batch_size": model.last_batch_size}

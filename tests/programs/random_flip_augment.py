@@ -34,3 +34,8 @@ def make_inputs(seed: int):
 EXPECTED_GRAPHS = 2
 # random.Random(0) draws 0.84, 0.76, 0.42: no flip, no flip, flip -> two paths.
 EXPECTED_MONITOR_RUNS = 2
+
+
+def observe_state(model):
+    """The generator's state: each call must draw exactly once, as eager does."""
+    return model.rng.getstate()
