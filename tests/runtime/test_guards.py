@@ -148,19 +148,7 @@ def conv_bn_sequential():
     "make_model",
     [
         pytest.param(ConvNet, id="custom-root"),
-        pytest.param(
-            conv_bn_sequential,
-            id="sequential-root",
-            marks=pytest.mark.xfail(
-                reason=(
-                    "runtime bug (reported): with an nn.Sequential root, "
-                    "model.eval() after train-mode calls still hits the "
-                    "train-mode record (no guard on the training flags); "
-                    "eval results use batch statistics"
-                ),
-                strict=False,
-            ),
-        ),
+        pytest.param(conv_bn_sequential, id="sequential-root"),
     ],
 )
 def test_train_eval_switch_of_library_layers_makes_a_new_record(
@@ -248,14 +236,6 @@ def test_different_module_in_an_attribute_makes_a_new_record(check_call):
     )
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): a scalar attribute read inside a torch "
-        "layer's forward (LeakyReLU.negative_slope, Dropout.p, "
-        "BatchNorm.momentum, Softmax.dim) is baked into the graph unguarded"
-    ),
-    strict=False,
-)
 def test_changed_scalar_attribute_of_a_library_layer_makes_a_new_record(check_call):
     model = Swappable()
     model.act = nn.LeakyReLU(0.5)
@@ -376,18 +356,7 @@ def set_option(value):
 @pytest.mark.parametrize(
     "read_scale",
     [
-        pytest.param(
-            scale_from_get,
-            id="dict.get",
-            marks=pytest.mark.xfail(
-                reason=(
-                    "runtime bug (reported): dict.get(key, default) on a missing "
-                    "key is not guarded, so setting the key later replays the "
-                    "default"
-                ),
-                strict=False,
-            ),
-        ),
+        pytest.param(scale_from_get, id="dict.get"),
         pytest.param(scale_from_membership, id="in"),
         pytest.param(scale_from_getattr_default, id="getattr-default"),
     ],

@@ -241,13 +241,6 @@ class Temperature(nn.Module):
         return torch.clamp(scaled, min=self.floor())
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): the guard reads a @property by attribute "
-        "access, so every replay runs the property's code"
-    ),
-    strict=False,
-)
 def test_properties_static_and_class_methods(replay):
     model = Temperature()
     replay(fr.compile(model, backend="eager"), copy.deepcopy(model), randn(4, 5))
@@ -435,13 +428,6 @@ class DecoratedForward(nn.Module):
         return torch.relu(self.lin(x))
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): CompiledFunction has no __get__, so a "
-        "decorated method is called without self"
-    ),
-    strict=False,
-)
 def test_compile_as_a_decorator_on_forward_binds_self(assert_same):
     # What the hybridization fix writes: the decorator on a method must bind
     # `self` like a plain function does, per instance.

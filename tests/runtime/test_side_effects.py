@@ -220,14 +220,6 @@ class StepCounter(nn.Module):
         return x * self.step
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): after the second call the record lifts "
-        "self.step (type-only guard) but bakes the value 2 into the graph, "
-        "so calls 3+ return x * 2"
-    ),
-    strict=False,
-)
 def test_python_counter_on_self_is_read_and_incremented_like_eager(assert_same):
     # The counter changes every call, so records may miss or lift it; either
     # way each result must use this call's value.
@@ -400,14 +392,6 @@ def returns_namedtuple(x):
     return Prediction(logits, logits.softmax(-1))
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): a namedtuple result is not rebuilt by the "
-        "mock; the function falls back to eager ('tuple.__new__ returned a "
-        "Prediction the rest of the run reads')"
-    ),
-    strict=False,
-)
 def test_returns_a_namedtuple(replay):
     outputs = replay(
         fr.compile(returns_namedtuple, backend="eager"), returns_namedtuple, randn(2, 3)
