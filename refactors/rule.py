@@ -48,8 +48,13 @@ class Invalid:
 Replacement = cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
 
 
-class Rule(cst.CSTVisitor):
-    """Base class of every static rule; subclasses fill in the class attributes."""
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every static rule; subclasses fill in the class attributes.
+
+    Rules are batchable visitors: the engine walks the module once for all of
+    them, so a ``visit_*`` method cannot skip a subtree (its return value is
+    ignored); a rule that needs a scoped walk runs its own small visitor.
+    """
 
     CODE: ClassVar[str]
     NAME: ClassVar[str]

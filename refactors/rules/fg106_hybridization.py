@@ -29,8 +29,10 @@ class HybridizationRule(Rule):
         "they can be compiled as a whole: they take tensor parameters, have no Python side "
         "effects (printing, logging, I/O, global or field writes — also in functions of the "
         "same file that they call), are not recursive and have no primitive parameters "
-        "(`int`, `float`, `bool`, `str`, literal defaults). Eligible functions get a fix "
-        "that adds `@fullgraph.runtime.compile`; the others get the named reasons "
+        "(`int`, `float`, `bool`, `str`, literal defaults). Eligible module-level functions "
+        "get a fix that adds `@fullgraph.runtime.compile`; eligible methods (`forward`) are "
+        "reported with the advice to compile the instance, `fullgraph.runtime.compile(model)`; "
+        "the others get the named reasons "
         "HAS_PYTHON_SIDE_EFFECTS, IS_RECURSIVE, HAS_PRIMITIVE_PARAMETERS, "
         "NO_TENSOR_PARAMETERS or UNDETERMINABLE_TENSOR_PARAMETERS. A function already "
         "decorated for compilation that has no tensor parameters is reported too "
@@ -87,6 +89,18 @@ class HybridizationRule(Rule):
                 "    return torch.relu(model(batch)).mean()\n"
             ),
             refusal="assumed from naming conventions",
+        ),
+        Invalid(
+            "from torch import nn\n\n\n"
+            "class Block(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.proj = nn.Linear(4, 4)\n\n"
+            "    def forward(self, x):\n"
+            "        return self.proj(x).relu()\n",
+            refusal="assumed from naming conventions",
+            line=9,
+            column=8,
         ),
         Invalid(
             "import torch\n\n\n"
@@ -169,6 +183,18 @@ class HybridizationRule(Rule):
         message = self.MESSAGE.format(name=name)
         if verdict.assumptions:
             message += " Note: " + "; ".join(verdict.assumptions) + "."
+        if info.class_name is not None:
+            # A decorator on a method would need the compiled callable to bind `self`;
+            # compiling the instance (`fullgraph.runtime.compile(model)`) does not.
+            message += " Compile the instance: `fullgraph.runtime.compile(model)`."
+            self.report(
+                node.name,
+                message,
+                refusal_reason="a method is compiled through its instance "
+                "(`fullgraph.runtime.compile(model)`), not with a decorator",
+                severity=self.SEVERITY,
+            )
+            return
         runtime = self.context.module_reference(RUNTIME)
         decorator = cst.Decorator(cst.parse_expression(f"{runtime}.compile"))
         changed = _with_decorators(node, [*node.decorators, decorator])
