@@ -8,6 +8,11 @@ call the outputs equal eager and the counters are exactly:
     call      A       A       B       B       A
     (monitor_runs, hits, records)
               (1,0,1) (1,1,1) (2,1,2) (2,2,2) (2,3,2)
+
+The same pattern covers values read inside torch's own layers (training
+flags under an ``nn.Sequential`` root, ``LeakyReLU.negative_slope``) and
+optional config keys set after recording.  Aliased arguments and the
+recompile limit are checked for correct results only.
 """
 
 from __future__ import annotations
