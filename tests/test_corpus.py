@@ -16,7 +16,9 @@ Skipped while the runtime does not provide ``compile`` / ``explain`` yet.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from types import ModuleType
 
 import pytest
@@ -121,3 +123,48 @@ def test_explain_reports_expected_graphs_and_breaks(name):
         f"breaks in {path}: reported {sorted(reported)}, marked {sorted(expected)}"
     )
     assert report.graph_count == program.EXPECTED_GRAPHS
+
+
+def _coverage_script():
+    """bench/coverage.py as a module (the bench folder is not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "coverage.py"
+    spec = importlib.util.spec_from_file_location("fullgraph_bench_coverage", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+# One program each system captures whole and one both must split.
+BENCH_PROGRAMS = ["resnet_basic_block", "print_shapes_cnn"]
+
+
+def test_coverage_script_measures_both_systems(tmp_path, capsys):
+    coverage = _coverage_script()
+    out = tmp_path / "coverage.json"
+    assert coverage.main(["--only", *BENCH_PROGRAMS, "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["programs"] == 2
+    assert [row["name"] for row in figures["rows"]] == BENCH_PROGRAMS
+    assert figures["dynamo"]["one_graph_percent"] == 50.0
+    # torch.compile(fullgraph=True) refuses the print: not equal.
+    assert figures["dynamo"]["equal_percent"] == 50.0
+    if hasattr(runtime, "explain") and hasattr(runtime, "compile"):
+        assert figures["fullgraph"]["one_graph_percent"] == 50.0
+        assert figures["fullgraph"]["equal_percent"] == 100.0
+    printed = capsys.readouterr().out
+    assert "captured as one graph:" in printed and "print_shapes_cnn" in printed
+
+
+def test_coverage_script_counts_a_missing_runtime_as_failures(monkeypatch, capsys):
+    coverage = _coverage_script()
+    monkeypatch.setattr(
+        coverage, "_load_runtime", lambda: (None, None, ImportError("no runtime yet"))
+    )
+    rows = coverage.measure(["resnet_basic_block"])
+    assert not rows[0].fullgraph_one_graph.ok and not rows[0].fullgraph_equal.ok
+    assert "ImportError" in coverage.format_table(rows)
+    assert rows[0].dynamo_one_graph.ok  # Dynamo is still measured
