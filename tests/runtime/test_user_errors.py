@@ -144,6 +144,43 @@ def test_error_inside_torch_surfaces_as_in_eager(check_call):
     check_call(compiled, eager, (torch.randn(2, 4),), counts=(2, 1, 1))
 
 
+def scale_by_max(x):
+    top = int(x.max())  # NaN cannot become an int
+    return x * top
+
+
+@pytest.mark.xfail(
+    reason=(
+        "runtime bug (reported): an exception raised by a call the mock "
+        "replays has the right type and message, but its traceback ends in "
+        "the generated mock, not at the user's line"
+    ),
+    strict=False,
+)
+def test_error_raised_while_replaying_a_record_points_into_the_users_code(check_call):
+    # int(x.max()) is replayed eagerly inside the record; on NaN it raises
+    # during a replay, and the user must still see their own line.
+    compiled = fr.compile(scale_by_max, backend="eager")
+    ones = lambda: (torch.ones(3),)
+    check_call(compiled, scale_by_max, ones(), counts=(1, 0, 1))
+    check_call(compiled, scale_by_max, ones(), counts=(1, 1, 1))
+
+    poisoned = torch.tensor([1.0, float("nan"), 1.0])
+    with pytest.raises(ValueError) as eager_info:
+        scale_by_max(poisoned.clone())
+    with pytest.raises(ValueError) as compiled_info:
+        compiled(poisoned)
+
+    assert str(compiled_info.value) == str(eager_info.value)
+    assert (
+        user_frames(compiled_info.value)
+        == user_frames(eager_info.value)
+        == [("scale_by_max", line_of(scale_by_max, "# NaN cannot become an int"))]
+    )
+    assert len(compiled.records) == 1
+    torch.testing.assert_close(compiled(torch.ones(3)), torch.ones(3))
+
+
 def append_then_fail(x, log):
     log.append(x.sum())
     if x.shape[0] > 3:
