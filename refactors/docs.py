@@ -28,16 +28,16 @@ def _code_block(source: str) -> str:
 
 def render_rule(rule: type[Rule]) -> str:
     fixable = rule.has_fix()
+    fix = "available when proven safe" if fixable else "none (report only)"
+    if fixable and not rule.APPLY_BY_DEFAULT:
+        fix += ", applied by `fix` only when its code is selected"
     example = next((c for c in rule.INVALID if c.expected_replacement is not None), None)
     example = example or rule.INVALID[0]
     use_instead = example.expected_replacement or rule.USE_INSTEAD
     sections = [
         GENERATED,
         f"# {rule.CODE}: {rule.NAME}",
-        (
-            f"Fix: {'available when proven safe' if fixable else 'none (report only)'}. "
-            f"Suppress on a line with `# fullgraph: ignore[{rule.CODE}]`."
-        ),
+        f"Fix: {fix}. Suppress on a line with `# fullgraph: ignore[{rule.CODE}]`.",
         "## What it does\n\n" + rule.WHAT_IT_DOES,
         "## Why is this bad?\n\n" + rule.WHY_IS_THIS_BAD,
         "## Example\n\n" + _code_block(example.code),

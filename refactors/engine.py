@@ -59,7 +59,13 @@ def fix_source(
     *,
     entrypoints: Collection[str] = (),
 ) -> str:
-    """``source`` with every safe fix applied (only fixes of ``codes`` when given); idempotent."""
+    """``source`` with every safe fix applied (only fixes of ``codes`` when given); idempotent.
+
+    Without ``codes``, rules whose fix opts code into something rather than removing
+    a break (hybridization, FG106) are left out; select them by code.
+    """
+    if codes is None:
+        codes = {code for code, rule in RULES.items() if rule.APPLY_BY_DEFAULT}
     seen = {source}
     for _ in range(_MAX_FIX_ROUNDS):
         findings = lint_source(source, path, codes=codes, entrypoints=entrypoints)

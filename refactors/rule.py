@@ -66,6 +66,9 @@ class Rule(cst.BatchableCSTVisitor):
     FIX_SAFETY: ClassVar[str]
     # For report-only rules: what to write instead (there is no expected replacement).
     USE_INSTEAD: ClassVar[str | None] = None
+    # Whether ``fix_source`` applies this rule's fixes when no codes are selected.  Off
+    # for fixes that opt code into something (compilation) rather than remove a break.
+    APPLY_BY_DEFAULT: ClassVar[bool] = True
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 

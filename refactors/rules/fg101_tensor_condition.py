@@ -79,7 +79,11 @@ class TensorConditionRule(Rule):
         "(`if self.training and x.sum() > 0`) stays a Python `if`. `torch.where` "
         "broadcasts both results, so the fix assumes both branches give tensors of one "
         "shape, as a program whose result does not depend on the branch taken does. "
-        "`while` loops are reported without a fix."
+        "`while` loops are reported without a fix. A branch that calls code the rule cannot "
+        "prove free of effects and faults is reported without a fix rather than rewritten to "
+        "`torch.cond`: `torch.cond` runs one branch, but it requires both branches to "
+        "produce tensors of identical shape, dtype and strides (a transposed result already "
+        "fails), which the source does not show."
     )
     VALID = (
         Valid(

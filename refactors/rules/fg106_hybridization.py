@@ -24,6 +24,7 @@ class HybridizationRule(Rule):
     )
     REFUSED = "`{name}` is not a candidate for compilation: {reasons}."
     SEVERITY = "information"
+    APPLY_BY_DEFAULT = False
     WHAT_IT_DOES = (
         "Finds functions (and `nn.Module.forward` methods) that use torch and decides whether "
         "they can be compiled as a whole: they take tensor parameters, have no Python side "
@@ -46,6 +47,8 @@ class HybridizationRule(Rule):
         "every value."
     )
     FIX_SAFETY = (
+        "`fix_source` (and `fullgraph fix`) applies this fix only when FG106 is selected "
+        "explicitly, since it opts a function into compilation rather than removing a break. "
         "The fix only adds a decorator; the runtime compiles by running the function under "
         "observation, so results do not change, and it falls back to eager execution when "
         "a function keeps recompiling. When the source does not say that the parameters "

@@ -132,3 +132,11 @@ def test_findings_are_sorted_and_carry_doc_paths() -> None:
     assert positions == sorted(positions)
     assert {f.code for f in findings} >= {"FG102", "FG103", "FG105"}
     assert all(f.doc_path == f"docs/rules/{f.code}.md" for f in findings)
+
+
+def test_hybridization_is_applied_only_when_selected() -> None:
+    source = "import torch\n\n\ndef f(x: torch.Tensor) -> torch.Tensor:\n    return x.relu()\n"
+    (finding,) = [f for f in lint_source(source) if f.code == "FG106"]
+    assert finding.fix is not None  # offered as a quick fix in the editor
+    assert fix_source(source) == source
+    assert "@fullgraph.runtime.compile\ndef f" in fix_source(source, codes={"FG106"})
