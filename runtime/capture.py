@@ -99,6 +99,11 @@ class Segment:
     op_count: int = 0
     op_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     mutates_external: bool = False
+    # Placeholders the graph updates in place.  Each is cloned at the top of the
+    # graph and the clone returned, so the graph itself has no input mutation
+    # (Inductor/AOTAutograd need none); the mock copies the result back.
+    mutated_placeholders: list[torch.fx.Node] = dataclasses.field(default_factory=list)
+    writebacks: list[tuple[Origin, int]] = dataclasses.field(default_factory=list)
 
     def output_index(self, node: torch.fx.Node) -> int:
         if node not in self.outputs:
@@ -235,16 +240,15 @@ class GraphTape:
         self.keepalive.append(tensor)
 
     # -- recording ---------------------------------------------------------
-    def record_op(self, func, args: tuple, kwargs: dict, result: Any) -> None:
+    def record_op(self, func, args: tuple, kwargs: dict, result: Any, mutated: list = ()) -> None:
+        """Record one torch call; ``mutated``: tensor arguments whose version counter moved."""
         segment = self.current
         self._sync_grad_mode(segment)
         flat, spec = tree_flatten((args, kwargs))
         mapped = [self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(x) for x in flat]
         node_args, node_kwargs = tree_unflatten(mapped, spec)
-        for value in flat:
-            if isinstance(value, torch.Tensor) and _is_mutating(func, kwargs):
-                if isinstance(self.producer.get(id(value)), ExternalOrigin) and value is _first_tensor(flat):
-                    segment.mutates_external = True
+        for tensor in mutated:
+            self._note_mutation(segment, tensor)
         node = self._emit(segment.graph, func, node_args, node_kwargs)
         name = _target_name(func)
         segment.op_count += 1
@@ -255,6 +259,19 @@ class GraphTape:
         if result is None:  # an in-place op such as Tensor.__setitem__
             return
         self._bind_structure(segment.graph, node, result, name)
+
+    def _note_mutation(self, segment: Segment, tensor: torch.Tensor) -> None:
+        """An in-place update: of a graph input (directly or through a view), or internal."""
+        for candidate in (tensor, tensor._base):
+            if candidate is None:
+                continue
+            node = segment.env.get(id(candidate))
+            if node is not None and node.op == "placeholder":
+                if node not in segment.mutated_placeholders:
+                    segment.mutated_placeholders.append(node)
+                origin = dict((n, o) for n, o in segment.placeholders).get(node)
+                if isinstance(origin, ExternalOrigin):
+                    segment.mutates_external = True
 
     def _bind_structure(self, graph: torch.fx.Graph, node: torch.fx.Node, value: Any, name: str) -> None:
         """Bind each tensor inside a tuple/list/dict result to a getitem chain on ``node``."""
@@ -334,22 +351,21 @@ class GraphTape:
         for segment in self.segments:
             if segment.grad_mode is not None and segment.grad_mode != self.entry_grad_mode:
                 segment.graph.call_function(set_grad_enabled_op(), (self.entry_grad_mode,))
+            self._clone_mutated_inputs(segment)
             segment.graph.output(tuple(segment.outputs))
+
+    def _clone_mutated_inputs(self, segment: Segment) -> None:
+        origins = dict(segment.placeholders)
+        for node in segment.mutated_placeholders:
+            with segment.graph.inserting_after(node):
+                work = segment.graph.call_method("clone", (node,))
+            node.replace_all_uses_with(work, delete_user_cb=lambda user: user is not work)
+            segment.outputs = [work if out is node else out for out in segment.outputs]
+            segment.writebacks.append((origins[node], segment.output_index(work)))
 
 
 def _holds_tensor(value: Any) -> bool:
     return any(isinstance(leaf, torch.Tensor) for leaf in tree_flatten(value)[0])
-
-
-def _first_tensor(flat: list) -> Any:
-    return next((x for x in flat if isinstance(x, torch.Tensor)), None)
-
-
-def _is_mutating(func, kwargs: dict) -> bool:
-    name = getattr(func, "__name__", "")
-    return (name.endswith("_") and not name.endswith("__")) or name in (
-        "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__"
-    ) or "out" in kwargs
 
 
 class CaptureMode(TorchFunctionMode):

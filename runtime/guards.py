@@ -112,7 +112,8 @@ def _hint(value: Any, source: Source) -> str:
 def generate_guard(reads: dict[Source, Any], aliases: list[tuple[Source, Source]],
                    inputs: list[Source], globals_consts: dict[str, dict], grad_mode: bool,
                    default_dtype: torch.dtype, arg_count: int, kwarg_names: tuple[str, ...],
-                   symbolic_sources: set[Source] = frozenset(), conditions: list = ()) -> GuardCode:
+                   symbolic_sources: set[Source] = frozenset(), conditions: list = (),
+                   distinct: list[tuple[Source, Source]] = ()) -> GuardCode:
     ns = Namespace()
     for name, value in globals_consts.items():
         ns.values[name] = value
@@ -133,6 +134,8 @@ def generate_guard(reads: dict[Source, Any], aliases: list[tuple[Source, Source]
         writer.check(condition.source(literal), "branch on a symbolic value")
     for first, second in aliases:
         writer.check(f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}")
+    for first, second in distinct:  # an input updated in place must not alias another input
+        writer.check(f"{writer.load(first)} is not {writer.load(second)}", f"no aliasing {first} / {second}")
     input_names = [writer.load(source) for source in inputs]
     body = "\n".join("        " + line for line in writer.lines)
     returned = ", ".join(input_names) + ("," if len(input_names) == 1 else "")

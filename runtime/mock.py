@@ -246,6 +246,8 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
             args = ", ".join(writer.origin_expr(origin) for _, origin in segment.placeholders)
             writer.lines.append(f"g{segment.index} = graph{segment.index}({args})  "
                                 f"# {segment.op_count} ops")
+            for origin, index in segment.writebacks:  # in-place updates of inputs
+                writer.lines.append(f"{writer.origin_expr(origin)}.copy_(g{segment.index}[{index}])")
             if segment.mutates_external and segment.index <= _segment_of(tape, last_midguard):
                 effect_before_midguard = True
         callout = next((c for c in tape.callouts if c.segment_before == segment.index), None)

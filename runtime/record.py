@@ -95,7 +95,7 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
         run.reads, run.aliases, input_sources,
         {name: value for name, value in run.globals_consts.values()},
         run.tape.entry_grad_mode, torch.get_default_dtype(), arg_count, kwarg_names,
-        run.symbolic_sources, run.entry_conditions,
+        run.symbolic_sources, run.entry_conditions, _distinct_inputs(run, input_sources),
     )
     graphs = graph_modules(run)
     record_id = next(_record_ids)
@@ -125,6 +125,13 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
         scalar_reads=[(s, v) for s, v in run.reads.items()
                       if type(v) in (int, float) and s not in run.symbolic_sources],
     )
+
+
+def _distinct_inputs(run: MonitorRun, input_sources: list[Source]) -> list[tuple[Source, Source]]:
+    """Pairs (mutated input, other input) that must be distinct objects for the record to hold."""
+    mutated = [origin.source for segment in run.tape.segments for origin, _ in segment.writebacks
+               if isinstance(origin, ExternalOrigin)]
+    return [(m, other) for m in mutated for other in input_sources if other != m]
 
 
 def _external_inputs(run: MonitorRun) -> list[Source]:

@@ -37,6 +37,7 @@ from fullgraph.runtime.capture import (
     GraphTape,
     Unsupported,
 )
+from fullgraph.runtime.torch_internals import tree_flatten
 from fullgraph.runtime.symbolic import Condition, Leaf, Op, Sym, is_symbolic_number
 from fullgraph.runtime.sources import (
     ArgSource,
@@ -731,12 +732,15 @@ class MonitorRun:
             return result
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
             return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
+        tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        versions = [t._version for t in tensors]
         result = func(*args, **kwargs)
         if self.tape.unsupported is not None:
             return result
+        mutated = [t for t, v in zip(tensors, versions) if t._version != v]
         try:
-            if _contains_tensor(result) or (result is None and _mutates(name, kwargs)):
-                self.tape.record_op(func, args, kwargs, result)
+            if _contains_tensor(result) or (result is None and mutated):
+                self.tape.record_op(func, args, kwargs, result, mutated)
             elif name in VALUE_READS:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
         except Unsupported as error:
@@ -846,10 +850,6 @@ def _contains_tensor(value: Any) -> bool:
     if isinstance(value, (tuple, list, dict)):
         return any(_contains_tensor(v) for v in (value.values() if isinstance(value, dict) else value))
     return False
-
-
-def _mutates(name: str, kwargs: dict) -> bool:
-    return name in ("__setitem__",) or (name.endswith("_") and not name.endswith("__")) or "out" in kwargs
 
 
 def _is_method(func) -> bool:

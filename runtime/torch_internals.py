@@ -18,14 +18,14 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
     Returns a function taking the graph inputs as positional arguments.  What
     ``compile_fx`` returns differs by path: the inference path wants one list
     ("boxed" calling convention), the training path ``*args`` — and both carry
-    ``_boxed_call``.  The signature is what tells them apart.
+    ``_boxed_call``.  The outermost signature (not the wrapped one) tells.
     """
     import inspect
 
     from torch._inductor.compile_fx import compile_fx as inductor_compile_fx
 
     compiled = inductor_compile_fx(gm, example_inputs)
-    parameters = inspect.signature(compiled).parameters.values()
+    parameters = inspect.signature(compiled, follow_wrapped=False).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
         return compiled
     return lambda *args: compiled(list(args))
