@@ -193,10 +193,12 @@ def _combine(run, state, syms, values, template: str) -> After:
 
         return after
     if any(isinstance(v, torch.Tensor) for v in values):
-        lifts = {id(v): s for s, v in zip(syms, values) if s is not None and type(v) is float}
+        # A binary operator has one scalar operand, so even a shared small int is
+        # unambiguous here; bools stay guarded by value.
+        lifts = {id(v): s for s, v in zip(syms, values) if s is not None and type(v) in (int, float)}
         for sym, value in zip(syms, values):
             if sym is not None and id(value) not in lifts:
-                run.concretize(sym)  # ints and bools are shared objects: can't be told apart
+                run.concretize(sym)
         run.pending_lifts.update(lifts)
 
         def after() -> None:

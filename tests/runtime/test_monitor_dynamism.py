@@ -1,0 +1,161 @@
+"""Dynamism (issue 3): breaks split records, mid-guards make one record per path,
+varying scalars are lifted, counters are replayed, and a keep-missing function
+falls back to eager with the reason in its stats."""
+
+from __future__ import annotations
+
+import io
+import contextlib
+
+import fullgraph.runtime as fr
+import pytest
+import torch
+from torch import nn
+
+
+class ItemGate(nn.Module):
+    """A model that branches on a Python float read from tensor data."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.threshold = 0.0
+
+    def forward(self, x):
+        h = self.fc(x)
+        if h.mean().item() > self.threshold:
+            return h * 2
+        return h - 1
+
+
+def test_alternating_branches_are_each_monitored_once():
+    model = ItemGate()
+    compiled = fr.compile(model, backend="eager")
+    for i in range(8):
+        x = torch.randn(3, 4) + (3.0 if i % 2 else -3.0)  # the branch alternates
+        torch.testing.assert_close(compiled(x), model(x))
+    # Two paths, each monitored once; every other call replays a record whose
+    # mid-guard checks the branch outcome, not the float's exact value.
+    assert (compiled.stats.monitor_runs, compiled.stats.hits) == (2, 6)
+    mocks = "\n".join(r.mock_source for r in compiled.records)
+    assert "return MISS" in mocks and "> 0.0" in mocks
+
+
+def scaled(x, scale):
+    return x * scale + 1
+
+
+def test_a_varying_float_argument_is_lifted_after_it_changes():
+    compiled = fr.compile(scaled, backend="eager")
+    for scale in (0.5, 1.5, 2.5, 3.5, 4.5):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x, scale), scaled(x, scale))
+    # The first record guarded 0.5; the miss on 1.5 made the argument symbolic.
+    assert compiled.stats.monitor_runs == 2
+    assert compiled.stats.hits == 3
+    assert "torch.tensor(A[1])" in compiled.records[0].mock_source
+    assert "type(v_A_1) is float" in compiled.records[0].guard_source
+
+
+class CallCounter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x * self.calls
+
+
+def test_a_python_counter_is_replayed_as_an_expression():
+    model, eager = CallCounter(), CallCounter()
+    compiled = fr.compile(model, backend="eager")
+    for call in range(1, 6):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), eager(x))
+        assert model.calls == eager.calls == call
+    assert compiled.stats.monitor_runs == 2
+
+
+def prints_shape(x):
+    y = x.relu()
+    print("shape", tuple(y.shape))
+    return y * 2
+
+
+def test_a_print_splits_the_graph_and_is_replayed_once_per_call():
+    compiled = fr.compile(prints_shape, backend="eager")
+    for _ in range(3):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            compiled(torch.randn(2, 3))
+        assert out.getvalue() == "shape (2, 3)\n"
+    assert compiled.stats.hits == 2
+    report = fr.explain(prints_shape, torch.randn(2, 3))
+    assert report.graph_count == 2
+    (only,) = report.breaks
+    assert (only.category.code, only.function, only.line) == (
+        "FG201", "builtins.print", prints_shape.__code__.co_firstlineno + 2)
+
+
+def logs_loss(x):
+    loss = (x * x).mean()
+    print(f"loss={loss.item():.4f}")
+    return loss
+
+
+def test_a_tensor_value_in_a_printed_message_is_recomputed_each_call():
+    compiled = fr.compile(logs_loss, backend="eager")
+    for _ in range(3):
+        x = torch.randn(5)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            loss = compiled(x)
+        assert out.getvalue() == f"loss={(x * x).mean().item():.4f}\n"
+        torch.testing.assert_close(loss, (x * x).mean())
+    assert compiled.stats.monitor_runs == 1
+
+
+def masked_sum(x):
+    return x[x > 0].sum() * 2
+
+
+def test_a_data_dependent_shape_is_a_break_and_results_stay_right():
+    compiled = fr.compile(masked_sum, backend="eager")
+    for _ in range(4):
+        x = torch.randn(16)
+        torch.testing.assert_close(compiled(x), masked_sum(x))
+    report = fr.explain(masked_sum, torch.randn(16))
+    assert [b.category.code for b in report.breaks] == ["FG203"]
+
+
+NAME = {"value": "relu"}
+
+
+def named(x):
+    return getattr(torch, NAME["value"])(x)
+
+
+def test_a_function_that_keeps_missing_falls_back_to_eager_with_a_reason():
+    compiled = fr.compile(named, backend="eager", recompile_limit=2)
+    for name in ("relu", "tanh", "sigmoid", "relu"):
+        NAME["value"] = name
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), getattr(torch, name)(x))
+    assert "recompile limit" in compiled.stats.fallback_reason
+    assert compiled.stats.fallbacks >= 1
+
+
+def test_a_user_exception_in_the_monitored_run_is_reported_not_raised_by_explain():
+    def broken(x):
+        raise ValueError("bad input")
+
+    report = fr.explain(broken, torch.randn(2))
+    assert report.status == "user_exception"
+    assert report.error["type"] == "ValueError" and "bad input" in report.error["message"]
+
+
+@pytest.mark.parametrize("version", [(3, 10), (3, 12), (3, 13)])
+def test_other_python_versions_are_refused_clearly(version):
+    with pytest.raises(fr.UnsupportedPythonError, match="supports Python 3.11"):
+        fr.check_supported(version)
