@@ -92,3 +92,40 @@ def server_env() -> dict[str, str]:
         "TORCHINDUCTOR_CACHE_DIR", str(Path(__file__).parents[2] / ".cache" / "inductor")
     )
     return env
+
+
+def pulls(client: LanguageClient) -> bool:
+    return client.capabilities.text_document.diagnostic is not None
+
+
+def encoding(client: LanguageClient) -> str:
+    general = client.capabilities.general
+    return (general.position_encodings or ["utf-16"])[0] if general else "utf-16"
+
+
+async def diagnostics(
+    client: LanguageClient, uri: str, until=lambda items: True
+) -> list[types.Diagnostic]:
+    """The server's diagnostics for ``uri`` once ``until`` holds, pushed or pulled."""
+    if pulls(client):
+
+        async def pulled():
+            report = await client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+            )
+            return report.items
+
+        items = await pulled()
+        for _ in range(100):
+            if until(items):
+                return items
+            items = await pulled()
+        raise AssertionError(f"pulled diagnostics never matched: {items}")
+    await wait_until(
+        lambda: uri in client.diagnostics and until(client.diagnostics[uri]), what="diagnostics"
+    )
+    return list(client.diagnostics[uri])
+
+
+def with_code(items, code):
+    return [item for item in items if item.code == code]

@@ -13,7 +13,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from lsp_helpers import needs_runtime, open_document, uri_of, wait_until
+from lsp_helpers import diagnostics, needs_runtime, open_document, uri_of, wait_until, with_code
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -220,3 +220,13 @@ async def test_timeout_becomes_one_error_diagnostic(push_client: LanguageClient,
     (timed_out,) = items
     assert timed_out.severity == types.DiagnosticSeverity.Error
     assert "timed out" in timed_out.message and timed_out.range.start.line == 5  # def build()
+
+
+async def test_runtime_breaks_reach_pushing_and_pulling_clients(
+    client: LanguageClient, workspace: Path
+):
+    uri = open_document(client, workspace / "models/net.py")
+    result = await run_command(client, "fullgraph.analyze")  # every configured entrypoint
+    assert [r["entry"] for r in result["results"]] == ["models.net:build"]
+    items = await diagnostics(client, uri, lambda items: with_code(items, "FG201"))
+    assert with_code(items, "FG102"), "static and runtime findings side by side"

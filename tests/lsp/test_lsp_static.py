@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lsp_helpers import needs_refactors, open_document, wait_until
+from lsp_helpers import diagnostics, encoding, needs_refactors, open_document, wait_until, with_code
 from lsprotocol import types
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
@@ -14,43 +14,6 @@ from pytest_lsp import LanguageClient
 pytestmark = [pytest.mark.asyncio, needs_refactors]
 
 PRINT_LINE = 12  # 0-based line of the print() in models/net.py
-
-
-def pulls(client: LanguageClient) -> bool:
-    return client.capabilities.text_document.diagnostic is not None
-
-
-def encoding(client: LanguageClient) -> str:
-    general = client.capabilities.general
-    return (general.position_encodings or ["utf-16"])[0] if general else "utf-16"
-
-
-async def diagnostics(
-    client: LanguageClient, uri: str, until=lambda items: True
-) -> list[types.Diagnostic]:
-    """The server's diagnostics for ``uri`` once ``until`` holds, pushed or pulled."""
-    if pulls(client):
-
-        async def pulled():
-            report = await client.text_document_diagnostic_async(
-                types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
-            )
-            return report.items
-
-        items = await pulled()
-        for _ in range(100):
-            if until(items):
-                return items
-            items = await pulled()
-        raise AssertionError(f"pulled diagnostics never matched: {items}")
-    await wait_until(
-        lambda: uri in client.diagnostics and until(client.diagnostics[uri]), what="diagnostics"
-    )
-    return list(client.diagnostics[uri])
-
-
-def with_code(items, code):
-    return [item for item in items if item.code == code]
 
 
 def apply_edits(text: str, edits: list[types.TextEdit], encoding_name: str) -> str:
