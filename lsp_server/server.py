@@ -214,7 +214,7 @@ class FullgraphServer(LanguageServer):
     def service(self) -> Any:
         """An AnalysisService for the current settings, or None (told once).
 
-        Recreated when the root or the settings that reach the worker change.
+        Recreated when the root or the settings the worker starts with change.
         """
         module = self._backend(
             "fullgraph.lsp_server.service", ("AnalysisService",), "runtime analysis"
@@ -224,13 +224,9 @@ class FullgraphServer(LanguageServer):
         )
         if module is None or config_module is None:
             return None
-        key = (
-            self.root,
-            tuple(self.settings.entrypoints),
-            self.settings.timeout,
-            self.settings.memory_mb,
-            self.settings.backend,
-        )
+        # Entrypoints and the timeout travel with each call; only what the worker
+        # is started with forces a new one (and a new, slow torch import).
+        key = (self.root, self.settings.memory_mb, self.settings.backend)
         with self._service_lock:
             if self._service is not None and self._service_key == key:
                 return self._service
