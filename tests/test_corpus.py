@@ -9,7 +9,8 @@ For every program in ``tests/programs`` (see ``docs/corpus.md``):
 - the number of monitoring runs is the program's expectation (1 unless the
   program says otherwise: later calls hit the first record);
 - ``fullgraph.runtime.explain`` on seed 0 reports ``EXPECTED_GRAPHS`` graphs
-  and exactly the breaks marked ``# BREAK: FG2xx`` in the program's source.
+  and exactly the breaks marked ``# BREAK: FG2xx`` in the program's source,
+  each placed in the program (user code, not torch) at the end of its stack.
 
 Skipped while the runtime does not provide ``compile`` / ``explain`` yet.
 """
@@ -113,11 +114,16 @@ def test_explain_reports_expected_graphs_and_breaks(name):
     )
     report = runtime.explain(program.make_model(), *program.make_inputs(0))
     path = str(loader.program_path(name))
-    reported = {
-        (brk["line"], brk["code"])
-        for brk in report.to_json()["breaks"]
-        if _same_file(brk["file"], path)
-    }
+    source_lines = loader.program_path(name).read_text().splitlines()
+    breaks = report.to_json()["breaks"]
+    for brk in breaks:
+        # The program is the only user code on the path: a break must point
+        # into it (not into torch or the standard library) ...
+        assert _same_file(brk["file"], path), f"break placed outside user code: {brk}"
+        # ... at a range of real code that ends the user call stack.
+        assert 0 <= brk["column"] < len(source_lines[brk["line"] - 1]), brk
+        assert brk["stack"] and brk["stack"][-1]["line"] == brk["line"], brk
+    reported = {(brk["line"], brk["code"]) for brk in breaks}
     expected = {(brk.line, brk.code) for brk in loader.expected_breaks(name)}
     assert reported == expected, (
         f"breaks in {path}: reported {sorted(reported)}, marked {sorted(expected)}"
