@@ -128,7 +128,7 @@ def to_diagnostic(
             types.DiagnosticRelatedInformation(
                 location=types.Location(
                     uri=from_fs_path(str(frame.path)),
-                    range=_frame_range(frame, mapper if frame.path == finding.path else None),
+                    range=_frame_range(frame, finding.path, mapper),
                 ),
                 message=f"{index}. called from {frame.function}",
             )
@@ -150,13 +150,16 @@ def to_diagnostic(
     )
 
 
-def _frame_range(frame: StackFrame, mapper: PositionMapper | None) -> types.Range:
-    if mapper is not None:
-        return mapper.range(frame.line, frame.column, frame.line, frame.column)
-    # Another file: its text is not at hand, and columns past ASCII are rare in
-    # call sites; a zero-width range at the column is what editors jump to.
-    position = types.Position(line=max(frame.line - 1, 0), character=max(frame.column, 0))
-    return types.Range(start=position, end=position)
+def _frame_range(frame: StackFrame, finding_path: Path, mapper: PositionMapper) -> types.Range:
+    """A zero-width range at a stack frame's call, what editors jump to."""
+    if frame.path != finding_path:
+        # Another file: convert with its own text as saved (the one that ran).
+        try:
+            mapper = PositionMapper(frame.path.read_text(encoding="utf-8"), mapper.encoding)
+        except (OSError, UnicodeDecodeError):
+            position = types.Position(line=max(frame.line - 1, 0), character=max(frame.column, 0))
+            return types.Range(start=position, end=position)
+    return mapper.range(frame.line, frame.column, frame.line, frame.column)
 
 
 def syntax_diagnostic(error: Any, mapper: PositionMapper) -> types.Diagnostic:

@@ -194,3 +194,21 @@ def test_wrapper_goes_to_one_file_per_entrypoint(tmp_path):
     assert wrapper_path(tmp_path, ".fullgraph/compiled", "pkg.mod:build") == (
         tmp_path / ".fullgraph/compiled/pkg_mod_build_compiled.py"
     )
+
+
+def test_stack_frames_in_other_files_are_converted_with_that_files_text(tmp_path):
+    path = write_project(tmp_path)
+    caller = tmp_path / "pkg" / "caller.py"
+    caller.write_text("𝔵 = step(x)\n")  # the call starts at code point 4, UTF-16 unit 5
+    report = report_for(path)
+    report["breaks"][0]["stack"].append(
+        {"file": str(caller), "line": 1, "column": 4, "function": "<module>"}
+    )
+    result = SimpleNamespace(entry="pkg.mod:build", status="ok", report=report, error=None)
+    (brk,) = entry_result(result, tmp_path, "warning").findings
+    diagnostic = to_diagnostic(
+        brk, PositionMapper(path.read_text()), root=tmp_path, docs_base_url="x"
+    )
+    outer = diagnostic.related_information[1]
+    assert outer.location.uri == caller.as_uri()
+    assert outer.location.range.start == types.Position(line=0, character=5)
