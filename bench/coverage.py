@@ -232,13 +232,18 @@ def format_headline(figures: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", type=Path, help="write the figures and the per-program rows here")
+    parser.add_argument(
+        "--json", type=Path, metavar="PATH", help="write the figures and the per-program rows here"
+    )
     parser.add_argument("--only", nargs="+", metavar="NAME", help="measure only these programs")
     args = parser.parse_args(argv)
 
     # Dynamo logs every graph break as a warning; the table says it already.
     logging.getLogger("torch._dynamo").setLevel(logging.ERROR)
     names = args.only or loader.program_names()
+    unknown = sorted(set(names) - set(loader.program_names()))
+    if unknown:
+        parser.error(f"no such program: {', '.join(unknown)} (see tests/programs/)")
     started = time.perf_counter()
     rows = measure(names)
     figures = headline(rows)
