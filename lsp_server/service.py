@@ -216,6 +216,9 @@ class AnalysisService:
             return AnalysisResult(entry=str(entry), status="config_error", error=exc.to_json())
         if not self._acquire(cancel):
             return self._cancelled(entry, started)
+        if cancel is not None and cancel.is_set():  # cancelled while queued: start nothing
+            self._lock.release()
+            return self._cancelled(entry, started)
         try:
             return self._run_locked(op, entry, key, timeout or self.config.timeout, cancel, started)
         finally:
