@@ -65,7 +65,7 @@ class Config:
     timeout: float = 60.0
     # Address-space cap for the worker process in MiB; 0 disables the cap.
     memory_mb: int = 4096
-    # Graph compiler used by `fullgraph compile` and the demo.
+    # Graph compiler for timing runs (the demo); reports need none.
     backend: str = "inductor"
     # Interpreter that runs user code; None means the one running fullgraph.
     python: str | None = None

@@ -194,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fullgraph.lsp_server.demo")
     parser.add_argument("--entry", action="append", help="only these entrypoints")
     parser.add_argument("--iterations", type=int, default=50)
-    parser.add_argument("--backend", default="inductor", choices=("inductor", "eager"))
+    parser.add_argument(
+        "--backend", choices=("inductor", "eager"), help="default: [tool.fullgraph] backend"
+    )
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--no-timing", action="store_true", help="analysis only")
@@ -211,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     from examples import ENTRYPOINTS
 
     entries = options.entry or ENTRYPOINTS
+    if options.backend is None:
+        from fullgraph.lsp_server.config import load_config
+
+        options.backend = load_config(root).backend
     started = time.monotonic()
     graphs = analyze(root, entries, options.timeout)
     if not options.no_timing:
