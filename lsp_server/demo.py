@@ -122,9 +122,8 @@ def benchmark(
 ) -> list[tuple[str, list[Timing]]]:
     import logging
 
-    import torch
-
     import fullgraph.runtime as fr
+    import torch
 
     # Small models time more steadily on a fixed thread count (and on a shared
     # machine, spinning OpenMP threads make multi-threaded medians meaningless).
