@@ -63,7 +63,7 @@ class Config:
     entrypoints: list[str] = dataclasses.field(default_factory=list)
     # Seconds one entrypoint may run (worker start-up is not counted).
     timeout: float = 60.0
-    # Address-space cap for the worker process in MiB; 0 disables the cap.
+    # Memory cap (RLIMIT_DATA) of the worker process in MiB; 0 disables the cap.
     memory_mb: int = 4096
     # Graph compiler for timing runs (the demo); reports need none.
     backend: str = "inductor"

@@ -2,7 +2,7 @@
 
 Started by :mod:`fullgraph.lsp_server.service` as
 ``python -m fullgraph.lsp_server.worker --request-fd R --result-fd W --root DIR``
-under the user's interpreter.  It caps its own address space, imports torch and
+under the user's interpreter.  It caps its own memory, imports torch and
 the runtime once (the slow part, so the process is kept warm between
 analyses), then serves requests: one JSON object per line on fd ``R``, one JSON
 answer per line on fd ``W``.
@@ -45,10 +45,13 @@ def _cap_memory(memory_mb: int) -> None:
     except ImportError:  # not POSIX: no cap rather than no analysis
         return
     limit = memory_mb * 1024 * 1024
-    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    # RLIMIT_DATA (heap and private writable mappings), not RLIMIT_AS: the
+    # CUDA driver reserves tens of GiB of address space it never touches, so
+    # an address-space cap would make every GPU model fail to initialize.
+    _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
 
 
 def _exit_with_parent() -> None:
