@@ -198,3 +198,28 @@ async def test_client_settings_change_is_applied(client: LanguageClient, workspa
         types.DidChangeConfigurationParams(settings={"fullgraph": {"ignore": ["FG102"]}})
     )
     await diagnostics(client, uri, lambda items: items and not with_code(items, "FG102"))
+
+
+async def test_incremental_edits_move_the_findings(client: LanguageClient, workspace: Path):
+    uri = open_document(client, workspace / "models/net.py")
+    await diagnostics(client, uri, lambda items: with_code(items, "FG102"))
+    start = types.Position(line=0, character=0)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=start, end=start), text="# é𝔵 two new lines\n\n"
+                )
+            ],
+        )
+    )
+    items = await diagnostics(
+        client,
+        uri,
+        lambda items: [
+            d for d in with_code(items, "FG102") if d.range.start.line == PRINT_LINE + 2
+        ],
+    )
+    (moved,) = with_code(items, "FG102")
+    assert moved.range.start.character == 8
