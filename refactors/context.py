@@ -77,6 +77,7 @@ class RuleContext:
         self.suppressions = find_suppressions(source)
         self.findings: list[Finding] = []
         self._types: dict[tuple[cst.FunctionDef, bool], TensorTypes] = {}
+        self._metadata: dict[type, _Metadata] = {}
         self._parents = self._resolve(meta.ParentNodeProvider)
         self._positions = self._resolve(meta.PositionProvider)
         self._qualified = self._resolve(meta.QualifiedNameProvider)
@@ -84,7 +85,10 @@ class RuleContext:
     # -- queries used by rules ----------------------------------------------
 
     def _resolve(self, provider) -> _Metadata:
-        return _Metadata(self.wrapper.resolve(provider))
+        # ``wrapper.resolve`` copies its whole mapping on every call; resolve each provider once.
+        if provider not in self._metadata:
+            self._metadata[provider] = _Metadata(self.wrapper.resolve(provider))
+        return self._metadata[provider]
 
     def get_metadata(self, provider, node, default=None):
         return self._resolve(provider).get(node, default)

@@ -44,7 +44,11 @@ def lint_source(
     ``entrypoints`` are qualified names of functions in this file that the
     user compiles; their call trees count as compiled regions.
     """
-    wrapper = meta.MetadataWrapper(_parse(source, path))
+    module = _parse(source, path)
+    if "torch" not in source:
+        # Every rule is about torch code; skip the costly name resolution elsewhere.
+        return []
+    wrapper = meta.MetadataWrapper(module)
     context = RuleContext(source, path, wrapper, entrypoints)
     rules = [rule(context) for code, rule in RULES.items() if codes is None or code in codes]
     # One walk of the tree for every rule (they are batchable visitors).
