@@ -6,7 +6,6 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-
 from fullgraph.refactors import fix_source
 
 pytestmark = pytest.mark.skipif(
