@@ -84,6 +84,7 @@ class FullgraphServer(LanguageServer):
         self.entry_results: dict[str, Any] = {}
         self.debounce_handles: dict[str, asyncio.TimerHandle] = {}
         self.lints_in_flight: dict[str, asyncio.Future] = {}
+        self.lint_failures_reported: set[str] = set()
         self.loop: asyncio.AbstractEventLoop | None = None  # set at initialize
         self.analysis_lock = asyncio.Lock()
         self._service: Any = None

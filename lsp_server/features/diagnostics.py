@@ -98,7 +98,17 @@ def compute_static(server: FullgraphServer, uri: str, text: str) -> DocumentStat
     if refactors is None:
         return DocumentState(text)
     path = path_of(uri)
-    findings, error = lint(refactors, text, str(path) if path else uri, server.settings.ignore)
+    try:
+        findings, error = lint(refactors, text, str(path) if path else uri, server.settings.ignore)
+    except Exception as crash:  # a rule bug: keep what we had, say so once per document
+        log.exception("static rules failed on %s", uri)
+        if uri not in server.lint_failures_reported:
+            server.lint_failures_reported.add(uri)
+            server.show(
+                f"fullgraph: the static rules failed on {path or uri} ({crash!r}); see the log"
+            )
+        carried = carry_over(state.good_findings, state.good_text, text) if state.good_text else []
+        return DocumentState(text, carried, None, state.good_text, state.good_findings)
     return advance(state, text, findings, error)
 
 

@@ -212,3 +212,44 @@ def test_stack_frames_in_other_files_are_converted_with_that_files_text(tmp_path
     outer = diagnostic.related_information[1]
     assert outer.location.uri == caller.as_uri()
     assert outer.location.range.start == types.Position(line=0, character=5)
+
+
+def test_a_crashing_rule_keeps_the_last_good_findings(tmp_path, monkeypatch):
+    from fullgraph.lsp_server.features import diagnostics as diag
+    from fullgraph.lsp_server.server import FullgraphServer
+
+    class Rules:
+        class SourceSyntaxError(Exception):
+            pass
+
+        RULES: dict = {}
+        calls = 0
+
+        @classmethod
+        def lint_source(cls, text, path):
+            cls.calls += 1
+            if cls.calls > 1:
+                raise RecursionError("rule bug")
+            return [
+                SimpleNamespace(
+                    code="FG101",
+                    message="m",
+                    line=2,
+                    column=0,
+                    end_line=2,
+                    end_column=1,
+                    severity="warning",
+                    fix=None,
+                    refusal_reason=None,
+                )
+            ]
+
+    server = FullgraphServer()
+    monkeypatch.setattr(server, "refactors", lambda: Rules)
+    shown = []
+    monkeypatch.setattr(server, "show", lambda message, *args: shown.append(message))
+    uri = (tmp_path / "m.py").as_uri()
+    server.documents[uri] = diag.compute_static(server, uri, "a = 1\nb = 2\n")
+    state = diag.compute_static(server, uri, "# new\na = 1\nb = 2\n")
+    assert [(f.code, f.line) for f in state.findings] == [("FG101", 3)]
+    assert len(shown) == 1 and "static rules failed" in shown[0]
