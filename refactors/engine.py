@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 
 import libcst as cst
@@ -11,6 +12,8 @@ from .context import RuleContext
 from .findings import Finding, SourceSyntaxError
 from .rules import RULES
 from .text_edits import apply_edits
+
+logger = logging.getLogger(__name__)
 
 # A fix that does not remove its own finding must not loop forever.
 _MAX_FIX_ROUNDS = 200
@@ -50,9 +53,18 @@ def lint_source(
         return []
     wrapper = meta.MetadataWrapper(module)
     context = RuleContext(source, path, wrapper, entrypoints)
-    rules = [rule(context) for code, rule in RULES.items() if codes is None or code in codes]
-    # One walk of the tree for every rule (they are batchable visitors).
-    wrapper.visit_batched(rules)
+    selected = [rule for code, rule in RULES.items() if codes is None or code in codes]
+    try:
+        # One walk of the tree for every rule (they are batchable visitors).
+        wrapper.visit_batched([rule(context) for rule in selected])
+    except Exception:
+        logger.exception("a rule failed on %s; running the rules one by one", path)
+        context.findings.clear()
+        for rule in selected:
+            try:
+                wrapper.visit_batched([rule(context)])
+            except Exception:
+                logger.exception("rule %s failed on %s and was skipped", rule.CODE, path)
     return sorted(context.findings, key=lambda f: (f.line, f.column, f.code))
 
 

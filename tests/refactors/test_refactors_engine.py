@@ -140,3 +140,15 @@ def test_hybridization_is_applied_only_when_selected() -> None:
     assert finding.fix is not None  # offered as a quick fix in the editor
     assert fix_source(source) == source
     assert "@fullgraph.runtime.compile\ndef f" in fix_source(source, codes={"FG106"})
+
+
+def test_a_failing_rule_costs_only_its_own_findings(monkeypatch, caplog) -> None:
+    from fullgraph.refactors.rules import RULES
+
+    def visit_Call(self, node):  # libcst finds visitor methods by their __name__
+        raise RuntimeError("rule bug")
+
+    monkeypatch.setattr(RULES["FG105"], "visit_Call", visit_Call)
+    source = BRANCHY.format(comment="")
+    assert [f.code for f in lint_source(source) if f.code == "FG101"] == ["FG101"]
+    assert "rule FG105 failed" in caplog.text
