@@ -18,7 +18,7 @@ import torch
 
 from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.backends import resolve
-from fullgraph.runtime.mock import MISS
+from fullgraph.runtime.mock import Missed
 from fullgraph.runtime.monitor import Monitor
 from fullgraph.runtime.record import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, dedupe_breaks, describe_function, user_error
@@ -56,16 +56,35 @@ class CompiledFunction:
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
         root_fn = self._root_function()
+        made: dict = {}  # callout results of a replay that missed after making them
+        made_by = None
         for position, record in enumerate(self.records):
-            result = record.replay(args, kwargs, self.module, root_fn)
-            if result is not MISS:
-                self.stats.hits += 1
-                record.hits += 1
-                if position:  # most recently used first
-                    self.records.insert(0, self.records.pop(position))
-                return result
+            if made and not record.shares_callouts(made_by, max(made) + 1):
+                continue  # its replay would repeat those effects
+            try:
+                result = record.replay(args, kwargs, self.module, root_fn, made)
+            except Exception:
+                if not record.rerun_safe:
+                    raise
+                # A replayed call (e.g. int(t) on NaN) raised before anything outside
+                # changed: run the program itself, so the user sees their own line.
+                self.stats.fallbacks += 1
+                return self.fn(*args, **kwargs)
+            if isinstance(result, Missed):
+                if result.results and record.resume_on_miss and not made:
+                    # Effects already happened in this replay: other records and the
+                    # monitoring run get their results instead of running them again.
+                    made, made_by = dict(result.results), record
+                continue
+            self.stats.hits += 1
+            record.hits += 1
+            if position:  # most recently used first
+                self.records.insert(0, self.records.pop(position))
+            return result
         self.stats.misses += 1
         self._note_varying_scalars(args, kwargs, root_fn)
+        if made:
+            return self._monitor(args, kwargs, injected=made)
         if len(self.records) >= self.recompile_limit:
             self.stats.fallback_reason = (f"recompile limit reached: {len(self.records)} records, "
                                     "none of which matched the call")
@@ -96,8 +115,9 @@ class CompiledFunction:
             return type(self.module).forward
         return self.fn
 
-    def _monitor(self, args: tuple, kwargs: dict):
-        run = MonitorRun(self._root_function(), args, kwargs, self.module, frozenset(self.varying))
+    def _monitor(self, args: tuple, kwargs: dict, injected: dict | None = None):
+        run = MonitorRun(self._root_function(), args, kwargs, self.module, frozenset(self.varying),
+                         injected)
         monitor = Monitor(run)
         self.stats.monitor_runs += 1
         result = monitor.execute(lambda: self.fn(*args, **kwargs))  # user exceptions propagate

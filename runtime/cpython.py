@@ -92,6 +92,25 @@ def stack_item(frame: types.FrameType, depth_from_top: int):
     return ctypes.cast(pointer, ctypes.py_object).value
 
 
+def replace_stack_item(frame: types.FrameType, depth_from_top: int, value) -> None:
+    """Put ``value`` in a value-stack slot (used to hand a call an already-known result).
+
+    The slot owns a reference: ``value`` is increfed, the old object decrefed
+    (the caller keeps the old object alive anyway).
+    """
+    iframe = _interp_frame(frame)
+    top = ctypes.c_int.from_address(iframe + _STACKTOP_OFFSET).value
+    index = top - 1 - depth_from_top
+    if index < stack_base(frame.f_code):
+        raise IndexError("stack underflow")
+    slot = ctypes.c_void_p.from_address(iframe + _LOCALSPLUS_OFFSET + index * _PTR)
+    old = slot.value
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(value))
+    slot.value = id(value)
+    if old:
+        ctypes.pythonapi.Py_DecRef(ctypes.cast(old, ctypes.py_object))
+
+
 def frame_function(frame: types.FrameType):
     """The function object executing in ``frame`` (None for module/class bodies)."""
     pointer = ctypes.c_void_p.from_address(_interp_frame(frame) + _F_FUNC_OFFSET).value

@@ -34,7 +34,23 @@ from fullgraph.runtime.guards import GUARD_PARAMS, tensor_check
 from fullgraph.runtime.run import Mutation
 from fullgraph.runtime.sources import Source
 
-MISS = type("MidGuardMiss", (), {"__repr__": lambda self: "MISS"})()
+class Missed:
+    """A replay that did not apply: the guard failed, or a mid-guard did.
+
+    ``results`` holds the callouts the replay already made (by index), so a
+    monitoring run that follows can reuse them instead of repeating effects.
+    """
+
+    __slots__ = ("results",)
+
+    def __init__(self, results: dict | None = None):
+        self.results = results or {}
+
+    def __repr__(self) -> str:
+        return f"Missed({self.results!r})"
+
+
+MISS = Missed()
 
 
 def make_dataclass_instance(cls, init: dict, others: dict):
@@ -73,6 +89,8 @@ class MockCode:
     namespace: dict[str, Any]
     reusable: bool
     not_reusable_reason: str | None
+    rerun_safe: bool = True  # nothing outside is changed before the last callout
+    resume_on_miss: bool = False  # a mid-guard miss must go straight to monitoring, reusing results
 
 
 class MockWriter:
@@ -88,7 +106,7 @@ class MockWriter:
         self.memo: dict[int, str] = {}
         self.temps = 0
         self.callout_results: dict[int, str] = {}
-        ns.values.update(MISS=MISS, make_dataclass_instance=make_dataclass_instance,
+        ns.values.update(MISS=MISS, Missed=Missed, make_dataclass_instance=make_dataclass_instance,
                          make_plain_object=make_plain_object, leaves=leaves)
 
     # -- values ----------------------------------------------------------------
@@ -138,7 +156,11 @@ class MockWriter:
         return name
 
     def _item(self, container: Any, index: Any, item: Any) -> str:
+        """An element of a rebuilt container: its expression when a symbolic value was put there."""
         sym = self.symbols.containers.get(id(container), {}).get(index)
+        stored = self.symbols.stores.get((id(container), index))
+        if stored is not None and stored[0] is item:
+            sym = stored[1]
         return sym.expr() if sym is not None else self.value(item)
 
     def _rebuild(self, value: Any) -> str:
@@ -149,7 +171,7 @@ class MockWriter:
             items = ", ".join(self._item(value, i, v) for i, v in enumerate(value))
             return self._temp(f"({items}{',' if len(value) == 1 else ''})", value)
         if kind is dict:
-            items = ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in value.items())
+            items = ", ".join(f"{self.value(k)}: {self._item(value, k, v)}" for k, v in value.items())
             return self._temp("{" + items + "}", value)
         if kind is set:
             return self._temp("{" + ", ".join(self.value(v) for v in value) + "}" if value else "set()", value)
@@ -241,6 +263,10 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
     reusable, reason = True, None
     held_back: list[str] = []
     effect_before_midguard = False
+    effect_before_last_callout = False
+    last_callout = len(tape.callouts) - 1
+    made: list[int] = []  # callouts executed so far in the replay
+    effect_callout_before_midguard = False
     for segment in tape.segments:
         if segment.op_count or segment.outputs:
             args = ", ".join(writer.origin_expr(origin) for _, origin in segment.placeholders)
@@ -250,6 +276,8 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
                 writer.lines.append(f"{writer.origin_expr(origin)}.copy_(g{segment.index}[{index}])")
             if segment.mutates_external and segment.index <= _segment_of(tape, last_midguard):
                 effect_before_midguard = True
+            if segment.mutates_external and segment.index <= _segment_of(tape, last_callout):
+                effect_before_last_callout = True
         callout = next((c for c in tape.callouts if c.segment_before == segment.index), None)
         if callout is None:
             continue
@@ -265,32 +293,43 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
             comment += f" at {where.file.rsplit('/', 1)[-1]}:{where.line}"
         call = f"{fn}({', '.join(call_args)})"
         deferrable = callout.effectful and callout.result is None
+        if callout.effectful and not (deferrable and callout.index < last_midguard) and callout.index < last_callout:
+            effect_before_last_callout = True
         if deferrable and callout.index < last_midguard:
             held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
             continue
-        if callout.effectful and callout.index < last_midguard:
-            effect_before_midguard = True
+        if callout.effectful and callout.index <= last_midguard:
+            # A miss at a later mid-guard must not repeat this effect: the
+            # monitoring run that follows is handed its result (see Missed).
+            effect_callout_before_midguard = True
+        if callout.index <= last_midguard:  # a missed replay of another record may have made it
+            call = f"R[{callout.index}] if {callout.index} in R else {call}"
         writer.lines.append(f"c{callout.index} = {call}  {comment}")
+        made.append(callout.index)
+        missed = "Missed({" + ", ".join(f"{i}: c{i}" for i in made) + "})"
         if callout.guard_result:
             writer.lines.append(f"if not ({_midguard(callout, writer.ns)}):  # mid-guard")
-            writer.lines.append("    return MISS")
+            writer.lines.append(f"    return {missed}")
         for condition in callout.conditions:
             writer.lines.append(f"if not ({condition.source(literal)}):  # mid-guard (symbolic)")
-            writer.lines.append("    return MISS")
+            writer.lines.append(f"    return {missed}")
         if callout.index == last_midguard:
             writer.lines.extend(held_back)
             held_back = []
     if effect_before_midguard:
         reusable = False
-        reason = ("an effect (in-place update of an external tensor, or a call with side "
-                  "effects) happens before a value the rest of the run depends on")
+        reason = ("an external tensor is updated in place before a value the rest of the "
+                  "run depends on; a replay that misses there would update it twice")
     body = writer.lines + tail.lines + tail.effects + [f"return {returned}"]
     source = (
-        f"def mock(I, {GUARD_PARAMS}):\n"
-        f'    """Generated by fullgraph: replay the record (graphs, callouts, effects, result)."""\n'
+        f"def mock(I, {GUARD_PARAMS}, R=()):\n"
+        f'    """Generated by fullgraph: replay the record (graphs, callouts, effects, result).\n\n'
+        f"    R: results of callouts a replay that missed has already made, by index.\n"
+        f'    """\n'
         + "".join(f"    {line}\n" for line in body)
     )
-    return MockCode(source, ns.values, reusable, reason)
+    return MockCode(source, ns.values, reusable, reason, rerun_safe=not effect_before_last_callout,
+                    resume_on_miss=effect_callout_before_midguard)
 
 
 def _is_literal_text(expr: str) -> bool:

@@ -207,14 +207,14 @@ def call(run, state, ins) -> After:
     state.kwnames = None
     bound = tos(state, argc + 1)
     if bound is cpython.NULL:
-        fn = tos(state, argc)
+        fn, fn_depth = tos(state, argc), argc
         values = [tos(state, argc - 1 - i) for i in range(argc)]
     else:
-        fn = bound
+        fn, fn_depth = bound, argc + 1
         values = [tos(state, argc - i) for i in range(argc + 1)]
     split = len(values) - len(kwnames)
     args, kwargs = tuple(values[:split]), dict(zip(kwnames, values[split:]))
-    return run.call(state, fn, args, kwargs, lambda: tos(state))
+    return run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)
 
 
 @handles("CALL_FUNCTION_EX")
@@ -223,7 +223,7 @@ def call_function_ex(run, state, ins) -> After:
     fn = tos(state, 1 + has_kwargs)
     args = tuple(tos(state, has_kwargs))
     kwargs = dict(tos(state)) if has_kwargs else {}
-    return run.call(state, fn, args, kwargs, lambda: tos(state))
+    return run.call(state, fn, args, kwargs, lambda: tos(state), 1 + has_kwargs)
 
 
 @handles("RETURN_VALUE")

@@ -42,6 +42,9 @@ class Record:
     mock_namespace: dict[str, Any] = dataclasses.field(default_factory=dict)
     provenance: dict[str, str] = dataclasses.field(default_factory=dict)
     scalar_reads: list = dataclasses.field(default_factory=list)  # (Source, value) guarded by value
+    rerun_safe: bool = True  # a callout raising in the mock can be re-run eagerly
+    resume_on_miss: bool = False  # on a mid-guard miss, monitor next with the callouts' results
+    callout_names: list = dataclasses.field(default_factory=list)
     hits: int = 0
 
     @property
@@ -50,11 +53,15 @@ class Record:
             f"# graph{i}\n{gm.code.strip()}" for i, gm in enumerate(self.graphs)
         )
 
-    def replay(self, args: tuple, kwargs: dict, module, fn) -> Any:
+    def replay(self, args: tuple, kwargs: dict, module, fn, made: dict | None = None) -> Any:
         inputs = self.guard(args, kwargs, module, fn)
         if inputs is None:
             return MISS
-        return self.mock(inputs, args, kwargs, module, fn)
+        return self.mock(inputs, args, kwargs, module, fn, made or ())
+
+    def shares_callouts(self, other: "Record", count: int) -> bool:
+        """Whether the first ``count`` callouts are the same calls (so their results carry over)."""
+        return self.callout_names[:count] == other.callout_names[:count]
 
 
 class RecordError(Exception):
@@ -122,6 +129,9 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
         guard_namespace=guard.namespace,
         mock_namespace=dict(ns.values),
         provenance={**ns.provenance, **guard.provenance},
+        rerun_safe=mock.rerun_safe,
+        resume_on_miss=mock.resume_on_miss,
+        callout_names=[(c.function_name, c.location.line if c.location else 0) for c in run.tape.callouts],
         scalar_reads=[(s, v) for s, v in run.reads.items()
                       if type(v) in (int, float) and s not in run.symbolic_sources],
     )

@@ -37,6 +37,7 @@ from fullgraph.runtime.capture import (
     GraphTape,
     Unsupported,
 )
+from fullgraph.runtime.codegen import is_literal
 from fullgraph.runtime.torch_internals import tree_flatten
 from fullgraph.runtime.symbolic import Condition, Leaf, Op, Sym, is_symbolic_number
 from fullgraph.runtime.sources import (
@@ -152,8 +153,10 @@ class MonitorRun:
     """Runs a function once under observation and collects what a record needs."""
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, module: torch.nn.Module | None,
-                 varying: set[Source] | frozenset = frozenset()):
+                 varying: set[Source] | frozenset = frozenset(), injected: dict | None = None):
         self.fn = fn
+        # Results of callouts a missed replay already made (by callout index).
+        self.injected: dict[int, Any] = dict(injected or {})
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         self.root_code = getattr(target, "__code__", None)
         self.args, self.kwargs = args, kwargs
@@ -389,7 +392,11 @@ class MonitorRun:
 
     # -- symbolic scalars ----------------------------------------------------
     def symbolic_candidate(self, value: Any) -> bool:
-        return is_symbolic_number(value) or isinstance(value, str)
+        """A callout result the monitor follows instead of guarding its value right away."""
+        if is_symbolic_number(value) or isinstance(value, str):
+            return True
+        # An ndarray or list from .numpy()/.tolist(): followed by identity.
+        return value is not None and not isinstance(value, (bool, torch.Tensor)) and not isinstance(value, tuple)
 
     def take_symbolic_read(self, value: Any) -> Leaf | None:
         """A Leaf for the value a load just pushed, when it was read symbolically."""
@@ -422,6 +429,10 @@ class MonitorRun:
         if isinstance(sym, Leaf) and sym.source is not None:
             self.symbolic_sources.discard(sym.source)  # back to a guard on its value
             return
+        if not is_literal(sym.value):
+            self._unsupported(f"a {type(sym.value).__name__} computed from tensor data is used "
+                              "in a way the monitor cannot replay")
+            return
         self._add_condition(Condition(sym, "equal", sym.value))
 
     def branch_on(self, sym: Sym, outcome: bool) -> None:
@@ -450,7 +461,12 @@ class MonitorRun:
     def store_attr(self, owner: Any, name: str, delete: bool = False) -> None:
         self.written.add((id(owner), name))
         source = self.source_of(owner)
-        if source is not None and not isinstance(owner, torch.Tensor):
+        if isinstance(owner, torch.Tensor):
+            if source is None and name in _TENSOR_STATE:
+                source = self.resolve_external(owner)
+            if source is None or name not in _TENSOR_STATE:
+                return  # attributes of intermediate tensors die with them
+        if source is not None:
             self._mutate(Mutation("delattr" if delete else "setattr", source, owner, name))
 
     def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
@@ -577,7 +593,8 @@ class MonitorRun:
                 self.read(ItemSource(source, i), item)
 
     # -- calls ---------------------------------------------------------------
-    def call(self, state: FrameState, fn: Any, args: tuple, kwargs: dict, result: Callable) -> Callable | None:
+    def call(self, state: FrameState, fn: Any, args: tuple, kwargs: dict, result: Callable,
+             fn_depth: int = 0) -> Callable | None:
         if isinstance(fn, torch.nn.Module):
             source = self.source_of(fn)
             if source is not None:
@@ -610,6 +627,13 @@ class MonitorRun:
         name = getattr(fn, "__name__", "")
         if annotation.pure:
             return self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
+        index = len(self.tape.callouts)
+        if index in self.injected:
+            # This call already ran in the replay that missed: hand the interpreter
+            # its result instead of running the effect a second time.
+            replacement = _Injected(self.injected.pop(index))
+            self.keepalive.extend((fn, replacement))
+            cpython.replace_stack_item(state.frame, fn_depth, replacement)
         return self._callout(state, fn, args, kwargs, annotation, result)
 
     def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
@@ -732,6 +756,10 @@ class MonitorRun:
             return result
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
             return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
+        if name in VALUE_READS and len(self.tape.callouts) in self.injected:
+            result = self.injected.pop(len(self.tape.callouts))  # read in the replay that missed
+            self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
+            return result
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         versions = [t._version for t in tensors]
         result = func(*args, **kwargs)
@@ -788,7 +816,19 @@ class _Marker:
     pass
 
 
+class _Injected:
+    """Stands in for a callable whose result is already known."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __call__(self, *args, **kwargs):
+        return self.value
+
+
 _NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
+# Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
+_TENSOR_STATE = ("data", "grad", "requires_grad")
 
 
 def _user_property(cls: type, name: str) -> bool:

@@ -310,6 +310,45 @@ def _build_sequence(run, state, ins, shadow) -> After:
     return after
 
 
+@_handles("BUILD_CONST_KEY_MAP")
+def _build_const_key_map(run, state, ins, shadow) -> After:
+    count = ins.arg
+    syms = shadow[len(shadow) - count - 1:-1] if count else []
+    if not any(syms):
+        return None
+    keys = cpython.stack_item(state.frame, 0)
+    items = {key: s for key, s in zip(keys, syms) if s is not None}
+
+    def after() -> None:
+        run.container_syms[id(cpython.stack_item(state.frame, 0))] = items
+        run.keepalive.append(cpython.stack_item(state.frame, 0))
+        _set_top(state, None)
+
+    return after
+
+
+@_handles("BUILD_MAP")
+def _build_map(run, state, ins, shadow) -> After:
+    count = ins.arg
+    slots = shadow[len(shadow) - 2 * count:] if count else []
+    if not any(slots):
+        return None
+    items = {}
+    for i in range(count):
+        key_sym, value_sym = slots[2 * i], slots[2 * i + 1]
+        if key_sym is not None:
+            run.concretize(key_sym)
+        if value_sym is not None:
+            items[cpython.stack_item(state.frame, 2 * (count - i) - 1)] = value_sym
+
+    def after() -> None:
+        run.container_syms[id(cpython.stack_item(state.frame, 0))] = items
+        run.keepalive.append(cpython.stack_item(state.frame, 0))
+        _set_top(state, None)
+
+    return after
+
+
 @_handles("CALL", "CALL_FUNCTION_EX")
 def _call(run, state, ins, shadow) -> After:
     pops = _pops(ins)

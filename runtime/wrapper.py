@@ -22,7 +22,7 @@ import torch
 from fullgraph.runtime.compiled import CompiledFunction
 from fullgraph.runtime.record import Record
 
-_HELPERS = ("MISS", "make_dataclass_instance", "make_plain_object", "leaves")
+_HELPERS = ("MISS", "Missed", "make_dataclass_instance", "make_plain_object", "leaves")
 
 
 class WrapperError(RuntimeError):
@@ -123,6 +123,7 @@ import importlib
 import torch
 from fullgraph.runtime.mock import (
     MISS,
+    Missed,
     leaves,
     make_dataclass_instance,
     make_plain_object,
@@ -138,7 +139,7 @@ TARGET = None
 {declared}
 {graphs_declared}
 _READY = False
-_HELPERS = (MISS, leaves, make_dataclass_instance, make_plain_object)  # used by mocks
+_HELPERS = (MISS, Missed, leaves, make_dataclass_instance, make_plain_object)  # used by mocks
 
 
 {chr(10).join(classes)}
@@ -177,7 +178,7 @@ def compiled(*args, **kwargs):
     if inputs is None:
         return TARGET(*args, **kwargs)
     result = mock(inputs, args, kwargs, M, F)
-    if result is MISS:
+    if isinstance(result, Missed):
         return TARGET(*args, **kwargs)
     return result
 '''

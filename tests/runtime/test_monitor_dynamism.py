@@ -4,8 +4,9 @@ falls back to eager with the reason in its stats."""
 
 from __future__ import annotations
 
-import io
 import contextlib
+import io
+import random
 
 import fullgraph.runtime as fr
 import pytest
@@ -38,7 +39,7 @@ def test_alternating_branches_are_each_monitored_once():
     # mid-guard checks the branch outcome, not the float's exact value.
     assert (compiled.stats.monitor_runs, compiled.stats.hits) == (2, 6)
     mocks = "\n".join(r.mock_source for r in compiled.records)
-    assert "return MISS" in mocks and "> 0.0" in mocks
+    assert "return Missed(" in mocks and "> 0.0" in mocks
 
 
 def scaled(x, scale):
@@ -159,3 +160,26 @@ def test_a_user_exception_in_the_monitored_run_is_reported_not_raised_by_explain
 def test_other_python_versions_are_refused_clearly(version):
     with pytest.raises(fr.UnsupportedPythonError, match="supports Python 3.11"):
         fr.check_supported(version)
+
+
+RNG = random.Random(0)
+
+
+def maybe_flip(x):
+    if RNG.random() < 0.5:
+        return x.flip(-1) * 2
+    return x * 2
+
+
+def test_a_draw_before_a_mid_guard_happens_exactly_once_per_call():
+    # The draw decides the branch; a replay whose mid-guard misses hands the
+    # value it drew to the monitoring run instead of drawing a second time.
+    RNG.seed(0)
+    reference = random.Random(0)
+    compiled = fr.compile(maybe_flip, backend="eager")
+    for call in range(1, 9):
+        x = torch.randn(4)
+        expected = x.flip(-1) * 2 if reference.random() < 0.5 else x * 2
+        torch.testing.assert_close(compiled(x), expected)
+        assert RNG.getstate() == reference.getstate(), f"call {call}: one draw per call"
+    assert compiled.stats.monitor_runs == 2  # one per branch
