@@ -458,13 +458,6 @@ def test_a_tensor_returned_twice_is_one_object():
     assert compiled.stats.hits == 2
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): with inductor, a record that updates an "
-        "argument in place raises in AOTAutograd on replay"
-    ),
-    strict=False,
-)
 @pytest.mark.inductor
 def test_in_place_argument_update_and_nested_result_with_inductor(assert_same, inductor_tolerance):
     def step(x, outputs):
