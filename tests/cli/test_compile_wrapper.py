@@ -13,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import REPO, needs_wrapper, run_cli
+from cli_helpers import REPO, needs_wrapper, run_cli
 
 FRESH_PROCESS_CHECK = textwrap.dedent(
     """

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ISOLATION, json_output, run_cli
+from cli_helpers import ISOLATION, json_output, run_cli
 from fullgraph.lsp_server.config import Config, ConfigError, load_config
 
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import fullgraph.runtime
-from conftest import REPO, needs_explain
+from cli_helpers import REPO, needs_explain
 
 
 @needs_explain

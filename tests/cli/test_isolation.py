@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import ISOLATION, json_output, line_of, run_cli
+from cli_helpers import ISOLATION, json_output, line_of, run_cli
 
 ENTRIES = [
     "pkg.entries:sleeps_forever",

@@ -12,7 +12,7 @@ import json
 
 import jsonschema
 import pytest
-from conftest import REPO, SCHEMA_PATH, json_output, line_of, needs_explain, run_cli
+from cli_helpers import REPO, SCHEMA_PATH, json_output, line_of, needs_explain, run_cli
 
 EXAMPLES = REPO / "examples"
 # entrypoint -> (file, text at the break, code, category)

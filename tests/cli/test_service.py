@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ISOLATION
+from cli_helpers import ISOLATION
 from fullgraph.lsp_server.config import Config
 from fullgraph.lsp_server.service import AnalysisFailed, AnalysisService
 

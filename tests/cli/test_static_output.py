@@ -10,7 +10,7 @@ import json
 import shutil
 
 import jsonschema
-from conftest import PROJECTS, json_output, line_of, needs_fix, needs_lint, run_cli
+from cli_helpers import PROJECTS, json_output, line_of, needs_fix, needs_lint, run_cli
 
 STATIC = PROJECTS / "static"
 MODEL = STATIC / "model.py"

@@ -1,5 +1,8 @@
 """Helpers for the end-to-end CLI tests: run ``fullgraph`` in a subprocess.
 
+(A plain module, not conftest.py: several test folders have a conftest, and
+``from conftest import`` would pick whichever was imported last.)
+
 The CLI is started as ``python -m fullgraph.lsp_server.cli`` with this
 interpreter (the ``fullgraph`` console script runs the same ``main``).  Tests of
 runtime analysis skip while the runtime's pieces are missing; the isolation
