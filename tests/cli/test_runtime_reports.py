@@ -114,3 +114,12 @@ def test_explain_json_is_one_schema_valid_report():
     report = json_output(completed)
     jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
     assert report["function"]["qualname"].endswith("forward")
+
+
+def test_paths_select_the_configured_entrypoints_under_them():
+    completed = run_cli(
+        "check", "examples/tensor_if.py", "--no-static", "--json", cwd=REPO, timeout=300
+    )
+    document = json_output(completed)
+    assert [r["entry"] for r in document["entrypoints"]] == ["examples.tensor_if:entry"]
+    assert completed.returncode == 1  # its break
