@@ -106,7 +106,8 @@ class FullgraphServer(LanguageServer):
         """The position helper for ``text`` in the negotiated encoding."""
         return PositionMapper(text, self.position_encoding)
 
-    def _capability(self, *path: str) -> Any:
+    def capability(self, *path: str) -> Any:
+        """A client capability by attribute path ("window", "work_done_progress"), or None."""
         node: Any = self.client_capabilities
         for name in path:
             node = getattr(node, name, None)
@@ -116,30 +117,30 @@ class FullgraphServer(LanguageServer):
 
     @property
     def supports_pull_diagnostics(self) -> bool:
-        return self._capability("text_document", "diagnostic") is not None
+        return self.capability("text_document", "diagnostic") is not None
 
     @property
     def supports_diagnostic_refresh(self) -> bool:
-        return bool(self._capability("workspace", "diagnostics", "refresh_support"))
+        return bool(self.capability("workspace", "diagnostics", "refresh_support"))
 
     @property
     def supports_work_done_progress(self) -> bool:
-        return bool(self._capability("window", "work_done_progress"))
+        return bool(self.capability("window", "work_done_progress"))
 
     @property
     def supports_document_changes(self) -> bool:
-        return bool(self._capability("workspace", "workspace_edit", "document_changes"))
+        return bool(self.capability("workspace", "workspace_edit", "document_changes"))
 
     @property
     def supports_create_file(self) -> bool:
         # Resource operations travel only inside documentChanges, so a client that
         # declares "create" accepts them even if it omits documentChanges (Neovim).
-        operations = self._capability("workspace", "workspace_edit", "resource_operations") or []
+        operations = self.capability("workspace", "workspace_edit", "resource_operations") or []
         return any(getattr(op, "value", op) == "create" for op in operations)
 
     @property
     def supports_apply_edit(self) -> bool:
-        return bool(self._capability("workspace", "apply_edit"))
+        return bool(self.capability("workspace", "apply_edit"))
 
     # -- documents ----------------------------------------------------------
     def document_text(self, uri: str) -> str | None:

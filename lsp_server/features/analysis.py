@@ -110,6 +110,9 @@ def store(server: FullgraphServer, result: EntryResult) -> None:
         paths |= {finding.path for finding in previous.findings}
     server.entry_results[result.entry] = result
     publish_runtime(server, paths)
+    # Lenses follow analyses ("Analyze" on a forward reached from an entrypoint).
+    if server.capability("workspace", "code_lens", "refresh_support"):
+        server.workspace_code_lens_refresh(None)
     report = result.report or {}
     server.protocol.notify(
         ANALYSIS_FINISHED,

@@ -34,7 +34,7 @@ def workspace_root(params: types.InitializeParams) -> Path:
 
 async def pull_client_settings(server: FullgraphServer) -> None:
     """Ask the client for its ``fullgraph`` section (workspace/configuration)."""
-    if not server._capability("workspace", "configuration"):
+    if not server.capability("workspace", "configuration"):
         return
     try:
         answer = await server.workspace_configuration_async(
