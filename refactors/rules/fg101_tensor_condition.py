@@ -48,6 +48,31 @@ def _comments(node: cst.CSTNode) -> list[cst.EmptyLine]:
     return found
 
 
+def _mutated_in_place(function: cst.FunctionDef) -> set[str]:
+    """Names whose tensor the function updates in place (``x += 1``, ``x.add_(1)``, ``x[i] = v``)."""
+    names: set[str] = set()
+
+    class _InPlace(cst.CSTVisitor):
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(names_in(node.target))
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, (cst.Subscript, cst.Attribute)):
+                names.update(names_in(node.target.value))
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value.endswith("_")
+                and not func.attr.value.endswith("__")
+            ):
+                names.update(names_in(func.value))
+
+    function.body.visit(_InPlace())
+    return names
+
+
 class TensorConditionRule(Rule):
     CODE = "FG101"
     NAME = "tensor-condition"
@@ -75,7 +100,9 @@ class TensorConditionRule(Rule):
         "effect-free (no calls other than known torch operations and tensor methods, no "
         "in-place updates, no random numbers) and cannot fault when their branch is not "
         "taken (no computed indices, no `inverse`/`gather`/…); no `return`, `raise`, "
-        "`break` or `continue` in hoisted code. A static first conjunct "
+        "`break` or `continue` in hoisted code; no selected name is updated in place later "
+        "(the selected value is a new tensor, not the object a branch chose). A static first "
+        "conjunct "
         "(`if self.training and x.sum() > 0`) stays a Python `if`. `torch.where` "
         "broadcasts both results, so the fix assumes both branches give tensors of one "
         "shape, as a program whose result does not depend on the branch taken does. "
@@ -257,6 +284,16 @@ class TensorConditionRule(Rule):
             defined_before=self._assigned_outside(function, node) | parameters,
             taken_names=self._all_names(function),
         )
+        # torch.where returns a new tensor where the original kept the very same object
+        # (``if c: y = x``, or the old value of a one-armed ``if``); a later in-place
+        # update would then no longer reach the tensor the caller holds.
+        mutated = _mutated_in_place(function) & {target for target, _, _ in layout.selects}
+        if mutated:
+            names = ", ".join(f"`{name}`" for name in sorted(mutated))
+            raise Refusal(
+                f"{names} is updated in place later in the function; after the rewrite it "
+                "would be a new tensor instead of the one the branch chose"
+            )
         statements = self._statements(layout)
         comments = [*node.leading_lines, *_comments(node.with_changes(leading_lines=()))]
         if static:

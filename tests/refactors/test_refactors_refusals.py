@@ -73,6 +73,7 @@ REFUSALS = [
         "if x.sum() > 0:\n    y.data = x\nreturn y\n",
         "stores to something other than a plain name",
     ),
+    ("FG101", "if x.sum() > 0:\n    y = x\ny.mul_(2)\nreturn y\n", "is updated in place later"),
     ("FG101", "while x.norm() > 1:\n    x = x / 2\nreturn x\n", "data-dependent number of times"),
     ("FG101", "return x if x.sum() > 0 else torch.rand_like(x)\n", "random numbers"),
     ("FG101", "return x if x.sum() > 0 else helper(x)\n", "not known to be a tensor"),
