@@ -12,7 +12,6 @@ from pathlib import Path
 
 import jsonschema
 from cli_helpers import SCHEMA_PATH
-
 from fullgraph.lsp_server.check_run import CheckRun
 from fullgraph.lsp_server.sarif import to_sarif
 from fullgraph.lsp_server.service import AnalysisResult
