@@ -23,6 +23,11 @@ class HybridizationRule(Rule):
         "effects, is not recursive and has no primitive parameters."
     )
     REFUSED = "`{name}` is not a candidate for compilation: {reasons}."
+    # Reverse refactoring: compiled, but nothing to gain.
+    NOTHING_TO_COMPILE = (
+        "`{name}` is decorated for compilation, but {reason}; compiling it gains nothing "
+        "(remove the decorator)."
+    )
     SEVERITY = "information"
     APPLY_BY_DEFAULT = False
     WHAT_IT_DOES = (
@@ -141,6 +146,15 @@ class HybridizationRule(Rule):
             refusal="because the body uses them as tensors",
         ),
         Invalid(
+            "import fullgraph.runtime\nimport torch\n\n\n"
+            "@fullgraph.runtime.compile\n"
+            "def make(n: int, fill: float) -> torch.Tensor:\n"
+            "    return torch.full((n,), fill)\n",
+            refusal="NO_TENSOR_PARAMETERS",
+            line=6,
+            column=4,
+        ),
+        Invalid(
             "import torch\n\n\ndef combine(a, b):\n    return [torch.zeros(3), a, b]\n",
             refusal="UNDETERMINABLE_TENSOR_PARAMETERS",
         ),
@@ -169,7 +183,7 @@ class HybridizationRule(Rule):
             if no_tensors:
                 self.report(
                     node.name,
-                    self.REFUSED.format(name=name, reasons=no_tensors[0]),
+                    self.NOTHING_TO_COMPILE.format(name=name, reason=no_tensors[0]),
                     refusal_reason=no_tensors[0],
                     severity="hint",
                 )
