@@ -40,7 +40,8 @@ async def test_analyze_command_reports_progress_and_break_diagnostics(
     assert summary["status"] == "ok" and summary["break_count"] >= 1
     assert ["begin", "report", "report", "end"] in progress_kinds(push_client)
     (finished,) = push_client.finished_analyses
-    assert (finished.entry, finished.graphs, finished.status) == ("models.net:build", 1, "ok")
+    assert (finished.entry, finished.status) == ("models.net:build", "ok")
+    assert finished.graphs == summary["graph_count"] >= 1
     assert finished.breaks == summary["break_count"]
 
     def runtime_breaks():
@@ -62,7 +63,8 @@ async def test_analyze_command_reports_progress_and_break_diagnostics(
         )
     )
     text = hover.contents.value
-    assert "FG201" in text and "1 graph(s)" in text and "def guard(" in text and "`forward`" in text
+    assert "FG201" in text and f"{summary['graph_count']} graph(s)" in text
+    assert "def guard(" in text and "`forward`" in text
 
     # The analysed function and its class now have lenses that run this entrypoint.
     lenses = await push_client.text_document_code_lens_async(
