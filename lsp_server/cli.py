@@ -27,6 +27,7 @@ from fullgraph.lsp_server.check_run import (
 )
 from fullgraph.lsp_server.config import Config, ConfigError, load_config
 from fullgraph.lsp_server.entrypoints import Entrypoint, parse_entrypoint
+from fullgraph.lsp_server.service import AnalysisFailed, AnalysisService
 from fullgraph.lsp_server.sources import iter_python_files
 
 
@@ -61,9 +62,7 @@ def _project(args: argparse.Namespace) -> tuple[Path, Config]:
     return root, config
 
 
-def _service(root: Path, config: Config):
-    from fullgraph.lsp_server.service import AnalysisService
-
+def _service(root: Path, config: Config) -> AnalysisService:
     # A one-shot run: starting a spare worker after a crash would only cost time.
     return AnalysisService(root, config, restart_eagerly=False)
 
@@ -191,8 +190,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from fullgraph.lsp_server.service import AnalysisFailed
-
     parse_entrypoint(args.entry)
     root, config = _project(args)
     with _service(root, config) as service:
