@@ -8,6 +8,7 @@ a failure rather than as a silent disagreement.
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -41,3 +42,14 @@ def test_every_schema_field_is_documented():
         if f"`{name}`" not in doc and f'"{name}"' not in doc
     )
     assert not missing, f"fields in report_schema.json but not in docs/report-schema.md: {missing}"
+
+
+@pytest.mark.skipif(not DOC.exists(), reason="docs/report-schema.md (runtime) not written yet")
+def test_every_documented_field_is_in_the_schema():
+    example = DOC.read_text().split("```")[1]  # the document's first code block
+    # op_counts maps operator names to counts: its keys are data, not fields.
+    example = re.sub(r'"op_counts": \{[^}]*\}', '"op_counts": {}', example)
+    documented = set(re.findall(r'"(\w+)":', example))
+    known = field_names(json.loads(SCHEMA_PATH.read_text()))
+    assert documented, "no example report found in docs/report-schema.md"
+    assert documented <= known, f"documented but not in the schema: {sorted(documented - known)}"
