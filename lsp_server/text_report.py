@@ -138,6 +138,10 @@ def format_report(report: dict[str, Any], cwd: Path | None = None) -> str:
     for mock in report.get("mocks", []):
         lines += _section(f"Mock of record {mock['record']}")
         lines += _block(mock.get("source", ""))
+    notes = report.get("notes", [])
+    if notes:
+        lines += _section("Notes")
+        lines += [f"- {note}" for note in notes]
     effects = report.get("side_effects", [])
     if effects:
         lines += _section(f"Side effects ({len(effects)})")

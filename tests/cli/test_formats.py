@@ -74,6 +74,7 @@ def report(root: Path) -> dict:
         "guards": [{"record": 0, "source": "def guard(A):\n    return True", "check_count": 1}],
         "mocks": [{"record": 0, "source": "def mock(I):\n    return I[0]"}],
         "side_effects": [],
+        "notes": ["not compiled: example note"],
     }
 
 
@@ -133,3 +134,4 @@ def test_explain_text_has_every_section(tmp_path):
         assert heading in text
     assert "lib/helpers.py:4:12: FG202 [tensor-value-read]" in text
     assert "        model.py:12 in forward" in text
+    assert "Notes\n-----\n- not compiled: example note" in text
