@@ -72,7 +72,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "none with --tiny)",
     )
     parser.add_argument(
-        "--from-json", type=Path, default=None, help="re-render a run saved as JSON, no measuring"
+        "--from-json",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="re-render runs saved as JSON (several: their models in order), no measuring",
     )
     parser.add_argument(
         "--repetitions", type=int, default=None, help="timed calls per size (default 30)"
@@ -200,6 +204,17 @@ def load_results(payload: dict[str, Any]) -> list[ModelResult]:
     return results
 
 
+def merge_runs(payloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run out of several made on one machine (say, the corpus measured separately)."""
+    first = payloads[0]
+    settings = {
+        **first["settings"],
+        "duration_s": sum(p["settings"].get("duration_s", 0.0) for p in payloads),
+    }
+    models = [model for payload in payloads for model in payload["models"]]
+    return {**first, "settings": settings, "models": models}
+
+
 def publish(payload: dict[str, Any], out_dir: Path, json_path: Path | None) -> None:
     """Write benchmarks.md, benchmarks.png and (optionally) the JSON of a run."""
     results = load_results(payload)
@@ -228,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.from_json:
         # Re-render a measured run (after editing bench/NOTES.md, say) without re-measuring.
-        publish(json.loads(args.from_json.read_text()), args.out_dir, args.json)
+        publish(
+            merge_runs([json.loads(p.read_text()) for p in args.from_json]), args.out_dir, args.json
+        )
         return 0
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("--device cuda: no CUDA device is available", file=sys.stderr)

@@ -218,3 +218,21 @@ def test_corpus_programs_and_examples_load_as_fixed_input_cases():
     case = cases[0]
     model, inputs = case.build(), case.make_inputs(1)
     assert tensors_of(model(*inputs.args, **inputs.kwargs))
+
+
+def test_runs_measured_separately_merge_into_one_report():
+    from bench.run import merge_runs
+
+    first = {
+        "environment": {"device": "cpu"},
+        "settings": {"duration_s": 60.0},
+        "models": [{"name": "bert"}],
+    }
+    second = {
+        "environment": {"device": "cpu"},
+        "settings": {"duration_s": 30.0},
+        "models": [{"name": "mlp"}],
+    }
+    merged = merge_runs([first, second])
+    assert [m["name"] for m in merged["models"]] == ["bert", "mlp"]
+    assert merged["settings"]["duration_s"] == 90.0
