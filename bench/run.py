@@ -211,8 +211,13 @@ def merge_runs(payloads: list[dict[str, Any]]) -> dict[str, Any]:
         **first["settings"],
         "duration_s": sum(p["settings"].get("duration_s", 0.0) for p in payloads),
     }
-    models = [model for payload in payloads for model in payload["models"]]
-    return {**first, "settings": settings, "models": models}
+    # A model measured again (say, one the first run skipped) takes its earlier place.
+    models: dict[str, dict[str, Any]] = {}
+    for payload in payloads:
+        for model in payload["models"]:
+            if model["status"] != SKIPPED or model["name"] not in models:
+                models[model["name"]] = model
+    return {**first, "settings": settings, "models": list(models.values())}
 
 
 def publish(payload: dict[str, Any], out_dir: Path, json_path: Path | None) -> None:

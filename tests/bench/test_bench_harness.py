@@ -223,16 +223,11 @@ def test_corpus_programs_and_examples_load_as_fixed_input_cases():
 def test_runs_measured_separately_merge_into_one_report():
     from bench.run import merge_runs
 
-    first = {
-        "environment": {"device": "cpu"},
-        "settings": {"duration_s": 60.0},
-        "models": [{"name": "bert"}],
-    }
-    second = {
-        "environment": {"device": "cpu"},
-        "settings": {"duration_s": 30.0},
-        "models": [{"name": "mlp"}],
-    }
-    merged = merge_runs([first, second])
-    assert [m["name"] for m in merged["models"]] == ["bert", "mlp"]
+    def run(seconds, *models):
+        return {"environment": {}, "settings": {"duration_s": seconds}, "models": list(models)}
+
+    bert, skipped_mlp = {"name": "bert", "status": "ok"}, {"name": "mlp", "status": "skipped"}
+    measured_mlp, cnn = {"name": "mlp", "status": "ok"}, {"name": "cnn", "status": "ok"}
+    merged = merge_runs([run(60.0, bert, skipped_mlp), run(30.0, measured_mlp, cnn)])
+    assert merged["models"] == [bert, measured_mlp, cnn]
     assert merged["settings"]["duration_s"] == 90.0
