@@ -96,7 +96,7 @@ MODULES: dict[str, Annotation] = {
     **{m: PURE for m in (
         "math cmath operator functools itertools collections copy dataclasses typing enum abc "
         "numbers string re fractions decimal contextlib types inspect heapq bisect statistics "
-        "keyword textwrap"
+        "keyword textwrap contextvars weakref"
     ).split()},
     **{m: EFFECT for m in (
         "time random logging warnings os sys io socket subprocess datetime uuid secrets "
@@ -110,6 +110,15 @@ MODULES: dict[str, Annotation] = {
     # capture sees); numpy on plain Python values is deterministic.
     "numpy": PURE,
     "numpy.random": EFFECT,
+}
+
+# Methods of ``object`` itself, reached through ``super().__getattribute__(name)``
+# and friends: attribute access, handled like getattr/setattr by the monitor.
+OBJECT_METHODS: dict[str, Annotation] = {
+    "__getattribute__": PURE, "__getattr__": PURE, "__setattr__": _mutating(0),
+    "__delattr__": _mutating(0), "__init__": PURE, "__new__": PURE, "__init_subclass__": PURE,
+    "__eq__": PURE, "__ne__": PURE, "__hash__": PURE, "__repr__": PURE, "__str__": PURE,
+    "__format__": PURE, "__dir__": PURE, "__reduce_ex__": PURE, "__sizeof__": PURE,
 }
 
 # Specific functions that differ from their module's entry.
@@ -154,6 +163,10 @@ def lookup(fn: object) -> Annotation | None:
                 found = CONTAINER_METHODS.get((container_type, name))
                 if found is not None:
                     return found
+    if owner_type is object or (receiver is not None and getattr(fn, "__objclass__", None) is object):
+        found = OBJECT_METHODS.get(name)
+        if found is not None:
+            return found
     if isinstance(fn, type) and fn.__module__ == "builtins":
         return PURE
     if isinstance(receiver, type) and receiver.__module__ == "builtins":

@@ -64,8 +64,28 @@ def make_dataclass_instance(cls, init: dict, others: dict):
 def make_plain_object(cls, state: dict):
     """Rebuild a plain Python object created by the program, without calling __init__."""
     obj = cls.__new__(cls)
-    obj.__dict__.update(state)
+    for name, value in state.items():
+        object.__setattr__(obj, name, value)
     return obj
+
+
+def _slot_names(cls: type) -> list[str]:
+    names = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names.extend([slots] if isinstance(slots, str) else slots)
+    return [n for n in names if n not in ("__dict__", "__weakref__")]
+
+
+def _object_state(value: Any) -> dict | None:
+    """Attributes of a plain object (``__dict__`` and slots), or None if it has neither."""
+    state = dict(getattr(value, "__dict__", {}) or {})
+    for name in _slot_names(type(value)):
+        if hasattr(value, name):
+            state[name] = getattr(value, name)
+    if not state and not hasattr(value, "__dict__"):
+        return None
+    return state
 
 
 def leaves(value):
@@ -187,8 +207,8 @@ class MockWriter:
             )
         if isinstance(value, (list, dict)):  # subclasses such as OrderedDict
             return self._temp(f"{self.ns.name_for(kind)}({self._rebuild(kind.__mro__[-2](value))})", value)
-        state = getattr(value, "__dict__", None)
-        if state is not None and not hasattr(kind, "__slots__") and not isinstance(value, torch.nn.Module):
+        state = _object_state(value)
+        if state is not None and not isinstance(value, torch.nn.Module) and kind.__new__ is object.__new__:
             items = ", ".join(f"{k!r}: {self.value(v)}" for k, v in state.items())
             return self._temp(f"make_plain_object({self.ns.name_for(kind)}, {{{items}}})", value)
         raise Unsupported(breaks.UNSUPPORTED_CONSTRUCT,

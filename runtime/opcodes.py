@@ -187,9 +187,11 @@ def unpack_sequence(run, state, ins) -> After:
 @handles("CONTAINS_OP")
 def contains_op(run, state, ins) -> After:
     container, item = tos(state), tos(state, 1)
+    negated = ins.arg == 1  # `not in`
 
     def after() -> None:
-        run.read_membership(container, item, tos(state))
+        result = tos(state)
+        run.read_membership(container, item, (not result) if negated else result)
 
     return after
 

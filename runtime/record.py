@@ -59,6 +59,24 @@ class Record:
             return MISS
         return self.mock(inputs, args, kwargs, module, fn, made or ())
 
+    def failed_check(self, args: tuple, kwargs: dict, module, fn) -> str | None:
+        """The first guard check this call fails, as its comment (for reports and debugging)."""
+        lines = self.guard_source.splitlines()
+        explaining = []
+        for i, line in enumerate(lines):
+            if line.strip() == "return None" and i and "#" in lines[i - 1]:
+                why = lines[i - 1].split("#", 1)[1].strip()
+                line = line.replace("return None", f"return ('FAILED', {why!r})")
+            explaining.append(line)
+        source = "\n".join(explaining).replace("def guard(", "def guard_why(", 1)
+        guard_why = compile_source(source, self.guard_namespace, "guard_why", "<fullgraph guard why>")
+        outcome = guard_why(args, kwargs, module, fn)
+        if outcome is None:
+            return "a path the guard reads no longer exists"
+        if isinstance(outcome, tuple) and outcome[:1] == ("FAILED",):
+            return outcome[1]
+        return None
+
     def shares_callouts(self, other: "Record", count: int) -> bool:
         """Whether the first ``count`` callouts are the same calls (so their results carry over)."""
         return self.callout_names[:count] == other.callout_names[:count]

@@ -654,6 +654,14 @@ class MonitorRun:
                 if key in receiver:
                     self.read_item(receiver, key, receiver[key])
             return None
+        if name in ("__getattribute__", "__getattr__") and getattr(fn, "__objclass__", None) is object \
+                and len(args) >= 2 and isinstance(args[1], str):
+            owner, attr = args[0], args[1]
+            return lambda: self._getattr_read(getattr, owner, attr, result())
+        if name in ("__setattr__", "__delattr__") and getattr(fn, "__objclass__", None) is object \
+                and len(args) >= 2 and isinstance(args[1], str):
+            self.store_attr(args[0], args[1], delete=name == "__delattr__")
+            return None
         if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
             owner, attr = args[0], args[1]
             return lambda: self._getattr_read(fn, owner, attr, result())
@@ -726,10 +734,15 @@ class MonitorRun:
             self.mode.paused = False
             value = result()
             effectful = annotation.category is breaks.PYTHON_SIDE_EFFECT
-            callout = self.tape.record_callout(
-                fn, name, tuple(args), dict(kwargs), value, annotation.category,
-                effectful=effectful, guard_result=value is not None,
-            )
+            try:
+                callout = self.tape.record_callout(
+                    fn, name, tuple(args), dict(kwargs), value, annotation.category,
+                    effectful=effectful, guard_result=value is not None,
+                )
+            except Unsupported as error:
+                self.tape.unsupported = error
+                self.unsupported.append(self.locate(name, error.category, error.detail))
+                return
             callout.arg_syms = arg_syms
 
         return after

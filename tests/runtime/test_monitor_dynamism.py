@@ -96,7 +96,10 @@ def test_a_print_splits_the_graph_and_is_replayed_once_per_call():
     assert report.graph_count == 2
     (only,) = report.breaks
     assert (only.category.code, only.function, only.line) == (
-        "FG201", "builtins.print", prints_shape.__code__.co_firstlineno + 2)
+        "FG201",
+        "builtins.print",
+        prints_shape.__code__.co_firstlineno + 2,
+    )
 
 
 def logs_loss(x):
@@ -183,3 +186,26 @@ def test_a_draw_before_a_mid_guard_happens_exactly_once_per_call():
         torch.testing.assert_close(compiled(x), expected)
         assert RNG.getstate() == reference.getstate(), f"call {call}: one draw per call"
     assert compiled.stats.monitor_runs == 2  # one per branch
+
+
+REGISTRY = {"sdpa": 1}
+
+
+def not_in_registry(x):
+    if "eager" not in REGISTRY:
+        return x + 1
+    return x - 1
+
+
+def test_a_not_in_test_on_an_external_dict_is_guarded_the_right_way_round():
+    compiled = fr.compile(not_in_registry, backend="eager")
+    for _ in range(3):
+        x = torch.randn(2)
+        torch.testing.assert_close(compiled(x), x + 1)
+    assert compiled.stats.hits == 2
+    REGISTRY["eager"] = 2
+    try:
+        x = torch.randn(2)
+        torch.testing.assert_close(compiled(x), x - 1)
+    finally:
+        del REGISTRY["eager"]
