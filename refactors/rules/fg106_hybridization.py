@@ -209,7 +209,8 @@ class HybridizationRule(Rule):
                 message,
                 refusal_reason="a method is compiled through its instance "
                 "(`fullgraph.runtime.compile(model)`), not with a decorator",
-                severity=self.SEVERITY,
+                # Every model's forward qualifies: advice, not something to act on per file.
+                severity="hint",
             )
             return
         runtime = self.context.module_reference(RUNTIME)
