@@ -86,8 +86,10 @@ class CompiledFunction:
         if made:
             return self._monitor(args, kwargs, injected=made)
         if len(self.records) >= self.recompile_limit:
+            why = self.records[0].failed_check(args, kwargs, self.module, root_fn)
             self.stats.fallback_reason = (f"recompile limit reached: {len(self.records)} records, "
-                                    "none of which matched the call")
+                                          "none of which matched the call"
+                                          + (f"; the latest failed on: {why}" if why else ""))
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
         return self._monitor(args, kwargs)
