@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..predication import (
     RETURN,
+    Branch,
     Refusal,
     branch_from_block,
     is_single_value,
@@ -266,10 +267,10 @@ class TensorConditionRule(Rule):
         then_block = node.body
         else_block = node.orelse.body if isinstance(node.orelse, cst.Else) else None
         if isinstance(condition, cst.UnaryOperation) and isinstance(condition.operator, cst.Not):
-            if else_block is None:
-                raise Refusal("a one-armed `if not …` would need a negated selection")
+            # `if not c: A else: B` selects like `if c: B else: A` (a missing arm keeps values).
             condition, then_block, else_block = condition.expression, else_block, then_block
-        then = branch_from_block(then_block, "true")
+            condition = condition.with_changes(lpar=(), rpar=())
+        then = branch_from_block(then_block, "true") if then_block is not None else Branch([])
         otherwise = branch_from_block(else_block, "false") if else_block is not None else None
         outside = self._names_outside(function, node)
         parameters = set(types.parameters)

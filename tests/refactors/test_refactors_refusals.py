@@ -67,7 +67,6 @@ REFUSALS = [
         "for _ in range(3):\n    if x.sum() > 0:\n        break\nreturn y\n",
         "`break`/`continue`",
     ),
-    ("FG101", "if not x.sum() > 0:\n    y = x\nreturn y\n", "negated selection"),
     (
         "FG101",
         "if x.sum() > 0:\n    y.data = x\nreturn y\n",
