@@ -149,14 +149,6 @@ def scale_by_max(x):
     return x * top
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): an exception raised by a call the mock "
-        "replays has the right type and message, but its traceback ends in "
-        "the generated mock, not at the user's line"
-    ),
-    strict=False,
-)
 def test_error_raised_while_replaying_a_record_points_into_the_users_code(check_call):
     # int(x.max()) is replayed eagerly inside the record; on NaN it raises
     # during a replay, and the user must still see their own line.
@@ -200,6 +192,61 @@ def test_side_effects_before_the_exception_happen_as_in_eager(assert_same):
         append_then_fail(x.clone(), eager_log)
     assert_same(log, eager_log, where="log")
     assert compiled.records == []
+
+
+def log_then_scale_by_max(x, log):
+    log.append(x.sum())
+    top = int(x.max())  # NaN cannot become an int
+    return x * top
+
+
+def log_print_then_scale_by_max(x, log):
+    log.append(x.sum())
+    print("step")  # a replayed call with an effect of its own
+    top = int(x.max())
+    return x * top
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        pytest.param(log_then_scale_by_max, id="append"),
+        pytest.param(
+            log_print_then_scale_by_max,
+            id="append-and-print",
+            marks=pytest.mark.xfail(
+                reason=(
+                    "runtime bug (reported): when a print is replayed before the "
+                    "failing call, the failed replay drops the list append that "
+                    "eager made before raising"
+                ),
+                strict=False,
+            ),
+        ),
+    ],
+)
+def test_effects_before_an_exception_in_a_replayed_call_happen_as_in_eager(
+    assert_same, capsys, program
+):
+    # The failing call hits the record (same shapes), and a replayed call
+    # raises partway through: what eager did before raising (append, print)
+    # must have happened exactly once.
+    compiled = fr.compile(program, backend="eager")
+    log, eager_log = [], []
+    for _ in range(2):
+        x = torch.ones(3)
+        assert_same(compiled(x, log), program(x.clone(), eager_log))
+    poisoned = torch.tensor([1.0, float("nan"), 1.0])
+    capsys.readouterr()
+    with pytest.raises(ValueError) as eager_info:
+        program(poisoned.clone(), eager_log)
+    eager_printed = capsys.readouterr().out
+    with pytest.raises(ValueError) as compiled_info:
+        compiled(poisoned, log)
+    assert capsys.readouterr().out == eager_printed
+    assert str(compiled_info.value) == str(eager_info.value)
+    assert_same(log, eager_log, where="log after the failing call", equal_nan=True)
+    assert len(compiled.records) == 1
 
 
 def fail_under_no_grad(x):
