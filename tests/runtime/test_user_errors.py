@@ -5,7 +5,10 @@ same object, type, message and attributes, with a traceback that ends at the
 ``raise`` in the user's code (or, for an error inside torch, runs through the
 same user frames as in eager).  The failing call leaves no record behind,
 the interpreter's state (tracer, torch function modes, grad mode) is as it
-was, and the next good call works and replays.
+was, and the next good call works and replays.  The same holds when the
+exception comes from a call replayed inside a record (``int(t)`` on a NaN):
+the traceback reaches the user's line and what eager did before raising
+happens exactly once.
 """
 
 from __future__ import annotations
