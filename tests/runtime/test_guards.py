@@ -103,6 +103,32 @@ def test_changed_global_scalar_makes_a_new_record(check_call):
         set_scale(2.0)()
 
 
+def make_scaler():
+    scale = 2.0
+
+    def scaler(x):
+        return x * scale
+
+    def set_scale(value):
+        nonlocal scale
+        scale = value
+
+    return scaler, set_scale
+
+
+def test_changed_closure_cell_makes_a_new_record(check_call):
+    scaler, set_closure_scale = make_scaler()
+    run_aabba(
+        check_call,
+        fr.compile(scaler, backend="eager"),
+        scaler,
+        lambda: (torch.randn(3),),
+        lambda: (torch.randn(3),),
+        before_a=lambda: set_closure_scale(2.0),
+        before_b=lambda: set_closure_scale(-4.0),
+    )
+
+
 class ModeDependent(nn.Module):
     def __init__(self):
         super().__init__()
