@@ -17,7 +17,8 @@ import re
 import libcst as cst
 
 from .regions import FunctionInfo
-from .tensor_types import PRIMITIVE_ANNOTATIONS, Kind, TensorTypes
+from .tensor_types import Kind, TensorTypes
+from .torch_facts import PRIMITIVE_ANNOTATIONS
 
 HAS_PYTHON_SIDE_EFFECTS = "HAS_PYTHON_SIDE_EFFECTS"
 IS_RECURSIVE = "IS_RECURSIVE"

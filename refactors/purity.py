@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .tensor_types import PURE_TENSOR_MODULES, VALUE_READ_METHODS, TensorTypes
+from .tensor_types import TensorTypes
+from .torch_facts import PURE_TENSOR_MODULES, VALUE_READ_METHODS
 
 # torch functions that can raise on valid-looking data (singular matrices,
 # out-of-range indices, invalid probabilities) or whose shape depends on data.

@@ -12,7 +12,14 @@ code that is a guess, so the answer has three values and rules only act on
 - ``torch.*`` calls return tensors except for a known list that returns Python
   values (``torch.equal``, ``torch.is_tensor`` …);
 - methods and operators on tensors return tensors, except metadata
-  (``.shape``, ``.size()``, ``.dim()`` …) and value reads (``.item()`` …).
+  (``.shape``, ``.size()``, ``.dim()`` …) and value reads (``.item()`` …);
+- ``self.<layer>(…)`` returns a tensor when the class builds ``<layer>`` from
+  a known ``torch.nn`` layer.
+
+The names behind these facts live in :mod:`fullgraph.refactors.torch_facts`.
+A *likely* instance (``likely=True``) also takes submodule results and
+``.item()`` receivers for tensors: rules report with it and fix with the
+strict one.
 """
 
 from __future__ import annotations
@@ -32,241 +39,21 @@ class Kind(enum.Enum):
     PENDING = "pending"
 
 
-METADATA_ATTRIBUTES = frozenset(
-    {
-        "shape",
-        "dtype",
-        "device",
-        "ndim",
-        "is_cuda",
-        "requires_grad",
-        "layout",
-        "is_leaf",
-        "is_sparse",
-        "is_quantized",
-        "grad_fn",
-        "names",
-        "is_meta",
-    }
-)
-TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
-METADATA_METHODS = frozenset(
-    {
-        "size",
-        "dim",
-        "numel",
-        "ndimension",
-        "nelement",
-        "stride",
-        "is_contiguous",
-        "data_ptr",
-        "element_size",
-        "is_floating_point",
-        "is_complex",
-        "get_device",
-        "storage_offset",
-        "type",
-        "__len__",
-    }
-)
-# Methods that move tensor data into Python: a graph break wherever they appear.
-VALUE_READ_METHODS = frozenset({"item", "tolist", "numpy"})
-VALUE_READ_BUILTINS = frozenset({"int", "float", "bool", "complex"})
-# Methods that return tuples (or tensors) depending on their arguments.
-TUPLE_METHODS = frozenset(
-    {
-        "max",
-        "min",
-        "sort",
-        "topk",
-        "chunk",
-        "split",
-        "unbind",
-        "kthvalue",
-        "median",
-        "mode",
-        "tensor_split",
-        "aminmax",
-    }
-)
-# Methods that mark an unannotated parameter as a tensor.
-TENSOR_HINT_METHODS = frozenset(
-    {
-        "sum",
-        "mean",
-        "any",
-        "all",
-        "abs",
-        "relu",
-        "sigmoid",
-        "tanh",
-        "softmax",
-        "clone",
-        "detach",
-        "float",
-        "half",
-        "matmul",
-        "view",
-        "reshape",
-        "unsqueeze",
-        "squeeze",
-        "permute",
-        "transpose",
-        "contiguous",
-        "norm",
-        "exp",
-        "log",
-        "pow",
-        "clamp",
-        "masked_fill",
-        "to",
-        "cpu",
-        "cuda",
-        "nonzero",
-        "item",
-        "tolist",
-        "numpy",
-        "isnan",
-        "isfinite",
-        "std",
-        "var",
-        "amax",
-        "amin",
-        "argmax",
-        "argmin",
-        "gt",
-        "lt",
-        "ge",
-        "le",
-        "eq",
-        "ne",
-    }
-)
-# torch functions whose result is not a tensor.
-NON_TENSOR_TORCH = frozenset(
-    {
-        "torch.is_tensor",
-        "torch.numel",
-        "torch.is_floating_point",
-        "torch.is_complex",
-        "torch.get_default_dtype",
-        "torch.device",
-        "torch.Size",
-        "torch.dtype",
-        "torch.equal",
-        "torch.allclose",
-        "torch.is_nonzero",
-        "torch.is_grad_enabled",
-        "torch.no_grad",
-        "torch.enable_grad",
-        "torch.manual_seed",
-        "torch.set_grad_enabled",
-        "torch.compile",
-        "torch.cond",
-        "torch._assert_async",
-        "torch.is_storage",
-        "torch.typename",
-    }
-)
-# torch.nn layers whose call returns one tensor, computed without effects or data-dependent
-# faults (so it may also run when its branch is not taken).
-PURE_TENSOR_MODULES = frozenset(
-    f"torch.nn.{name}"
-    for name in (
-        "Linear",
-        "Bilinear",
-        "Conv1d",
-        "Conv2d",
-        "Conv3d",
-        "ConvTranspose1d",
-        "ConvTranspose2d",
-        "ConvTranspose3d",
-        "LayerNorm",
-        "GroupNorm",
-        "RMSNorm",
-        "Identity",
-        "ReLU",
-        "GELU",
-        "SiLU",
-        "Tanh",
-        "Sigmoid",
-        "Softmax",
-        "LogSoftmax",
-        "LeakyReLU",
-        "ELU",
-        "Softplus",
-        "Mish",
-        "Hardswish",
-        "Flatten",
-        "Unflatten",
-        "AvgPool1d",
-        "AvgPool2d",
-        "MaxPool1d",
-        "MaxPool2d",
-        "AdaptiveAvgPool1d",
-        "AdaptiveAvgPool2d",
-    )
-)
-# Layers that return one tensor but have effects in training (random numbers, running stats).
-EFFECTFUL_TENSOR_MODULES = frozenset(
-    f"torch.nn.{name}"
-    for name in (
-        "Dropout",
-        "Dropout1d",
-        "Dropout2d",
-        "BatchNorm1d",
-        "BatchNorm2d",
-        "BatchNorm3d",
-        "Embedding",
-    )
-)
-# torch functions whose positional arguments are sizes or Python numbers.
-SIZE_TAKING_TORCH = frozenset(
-    {
-        "torch.zeros",
-        "torch.ones",
-        "torch.empty",
-        "torch.full",
-        "torch.rand",
-        "torch.randn",
-        "torch.randint",
-        "torch.arange",
-        "torch.linspace",
-        "torch.logspace",
-        "torch.eye",
-        "torch.tensor",
-        "torch.as_tensor",
-        "torch.manual_seed",
-        "torch.Generator",
-        "torch.device",
-        "torch.Size",
-        "torch.randperm",
-    }
-)
-# torch functions that return a Python bool computed from tensor data.
-DATA_DEPENDENT_BOOL_TORCH = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
-TENSOR_ANNOTATIONS = frozenset(
-    {
-        "torch.Tensor",
-        "torch.FloatTensor",
-        "torch.LongTensor",
-        "torch.nn.Parameter",
-        "torch.BoolTensor",
-    }
-)
-PRIMITIVE_ANNOTATIONS = frozenset(
-    {
-        "int",
-        "float",
-        "bool",
-        "str",
-        "bytes",
-        "complex",
-        "builtins.int",
-        "builtins.float",
-        "builtins.bool",
-        "builtins.str",
-    }
+from .torch_facts import (
+    DATA_DEPENDENT_BOOL_TORCH,
+    EFFECTFUL_TENSOR_MODULES,
+    METADATA_ATTRIBUTES,
+    METADATA_METHODS,
+    NON_TENSOR_TORCH,
+    PRIMITIVE_ANNOTATIONS,
+    PURE_TENSOR_MODULES,
+    SIZE_TAKING_TORCH,
+    TENSOR_ANNOTATIONS,
+    TENSOR_ATTRIBUTES,
+    TENSOR_HINT_METHODS,
+    TUPLE_METHODS,
+    VALUE_READ_BUILTINS,
+    VALUE_READ_METHODS,
 )
 
 
@@ -314,14 +101,10 @@ class _Assignments(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         self._add(node.target, None)
-        if isinstance(node.target, cst.Name):
-            self.values[node.target.value].append(None)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._add(node.asname.name, None)
-            if isinstance(node.asname.name, cst.Name):
-                self.values[node.asname.name.value].append(None)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._add(node.target, node.value)
