@@ -436,3 +436,28 @@ def test_compile_as_a_decorator_on_forward_binds_self(assert_same):
         x = torch.randn(2, 4)
         for model in (first, second):
             assert_same(model(x), torch.relu(model.lin(x)), where=f"call {call}")
+
+
+def scale_by_config(config, x):
+    return x * config.scale
+
+
+@pytest.mark.xfail(
+    reason=(
+        "runtime bug (reported): the guard names a class by its __name__ in a "
+        "scope where the generated parameters A, K, M, F and locals like "
+        "v_A_0 shadow it, so `type(A[0]) is M` is never true and every call "
+        "misses"
+    ),
+    strict=False,
+)
+@pytest.mark.parametrize("class_name", ["M", "A", "K", "F", "v_A_0"])
+def test_user_classes_named_like_generated_code_still_replay(replay, class_name):
+    # Short class names are common in scripts (`class M(nn.Module)`); the
+    # generated guard must not confuse them with its own names.
+    config = type(class_name, (), {"scale": 2.0})()
+    replay(
+        fr.compile(scale_by_config, backend="eager"),
+        scale_by_config,
+        lambda: (config, torch.randn(3)),
+    )
