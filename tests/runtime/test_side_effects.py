@@ -399,6 +399,24 @@ def test_returns_a_namedtuple(replay):
     assert outputs[-1].probabilities.shape == (2, 3)
 
 
+@pytest.mark.xfail(
+    reason=(
+        "runtime bug (reported): the mock names the result class by its "
+        "__name__ where its own names (I, R, A, g0, r0) shadow it, so the "
+        "replay fails and every later call falls back to eager"
+    ),
+    strict=False,
+)
+@pytest.mark.parametrize("class_name", ["I", "R", "A", "g0", "r0"])
+def test_result_classes_named_like_generated_code_still_replay(replay, class_name):
+    result_class = dataclasses.make_dataclass(class_name, [("logits", torch.Tensor)])
+
+    def wrap(x):
+        return result_class(x * 2)
+
+    replay(fr.compile(wrap, backend="eager"), wrap, randn(3))
+
+
 def returns_ints_and_none(x):
     y = x.cumsum(0)
     return y, x.shape[0], len(x.shape), None
