@@ -150,6 +150,34 @@ def test_global_config_dict(replay):
     replay(fr.compile(configured, backend="eager"), configured, randn(3, 5))
 
 
+GATE = torch.ones(4)
+ENCODER = nn.Linear(4, 4)
+
+
+def gated_encoder(x):
+    return ENCODER(x * GATE)
+
+
+def test_global_tensor_and_module_are_read_at_call_time(assert_same):
+    # Scripts keep weights and layers in module globals and swap them.
+    global GATE
+    original = GATE
+    compiled = fr.compile(gated_encoder, backend="eager")
+    try:
+        for call in range(1, 5):
+            x = torch.randn(2, 4)
+            assert_same(compiled(x), gated_encoder(x.clone()), where=f"call {call}")
+            if call == 2:
+                GATE = torch.full((4,), 3.0)  # rebound to a new tensor
+            if call == 3:
+                GATE.mul_(-1)  # updated in place
+    finally:
+        GATE = original
+    # Call 2 sees the very same objects as call 1; rebinding may or may not
+    # cost a new record, but never a stale result.
+    assert compiled.stats.hits >= 1
+
+
 @dataclasses.dataclass
 class BlockConfig:
     width: int = 6
