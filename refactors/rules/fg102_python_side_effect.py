@@ -67,8 +67,8 @@ class PythonSideEffectRule(Rule):
     )
     FIX_SAFETY = (
         "The fix defers the call: `deferred(print, ...)` records it with its arguments "
-        "evaluated now (tensors cloned, so later in-place updates do not change what is "
-        "printed) and `@defer_side_effects` on the function where compilation starts emits "
+        "evaluated now (tensors copied with `detach().clone()`, so later in-place updates do "
+        "not change what is printed, and a printed tensor shows no `grad_fn`) and `@defer_side_effects` on the function where compilation starts emits "
         "the recorded calls when it returns or raises. Output order relative to other "
         "output of the same call changes (it comes at the end), warnings point at the "
         "support module instead of the original line, and mutable non-tensor arguments "
