@@ -43,17 +43,8 @@ needs_explain = pytest.mark.skipif(
 COMPILE_GAPS: dict[str, str] = {
     "moco_momentum_update": "wrong results from call 2: a hit does not re-apply the "
     "`param_k.data = ...` EMA assignment, so the key encoder keeps stale weights",
-    "random_flip_augment": "a side effect runs twice: over 3 calls random.Random drew 4 times "
-    "(eager: 3); a miss after the replayed rng.random() callout monitors and draws again",
-    "metrics_dict_item": "a .item() value that only flows into the returned dict is guarded "
-    "by value: every call is monitored (3 runs, expected 1)",
     "inference_mode_predict": "a function under @torch.inference_mode() cannot be compiled: "
     "RuntimeError 'Inference tensors do not track version counter.'",
-    "progress_dots_stdout": "FG207: after sys.stdout.write the record is judged not reusable "
-    "(the dots themselves are right); calls 2 and 3 fall back to eager",
-    "activation_snapshot_numpy": "an ndarray from .numpy() stored on the module makes the "
-    "record uncompilable ('not compiled: Tensor.numpy returned a ndarray the rest of the run "
-    "reads'); calls 2 and 3 fall back to eager",
 }
 EXPLAIN_GAPS: dict[str, str] = {
     "inference_mode_predict": "the classifier call under @torch.inference_mode() is reported "
