@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from fullgraph.runtime import cpython, taint
+from fullgraph.runtime import cpython, taint, torch_internals
 from fullgraph.runtime.opcodes import HANDLERS
 from fullgraph.runtime.run import FrameState, MonitorRun, is_user_code
 
@@ -32,7 +32,7 @@ class Monitor:
         previous = sys.gettrace()
         sys.settrace(self._on_call)
         try:
-            with self.run.mode:
+            with self.run.mode, torch_internals.compiling():
                 return call()
         finally:
             sys.settrace(previous)

@@ -22,6 +22,7 @@ import dis
 import functools
 import linecache
 import os
+import re
 import sys
 import sysconfig
 import types
@@ -229,7 +230,7 @@ class MonitorRun:
     def globals_name(self, globals_dict: dict) -> str:
         entry = self.globals_consts.get(id(globals_dict))
         if entry is None:
-            module = str(globals_dict.get("__name__", "module")).replace(".", "_")
+            module = re.sub(r"\W", "_", str(globals_dict.get("__name__", "module")))
             name = f"g_{module}"
             taken = {n for n, _ in self.globals_consts.values()}
             while name in taken:

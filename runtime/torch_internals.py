@@ -7,6 +7,8 @@ move is fixed once.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch.overrides import TorchFunctionMode  # noqa: F401  (public since 2.0)
 from torch.utils._pytree import tree_flatten, tree_unflatten  # noqa: F401
@@ -42,3 +44,23 @@ def getset_descriptor_name(func) -> str | None:
         owner = getattr(func, "__self__", None)
         return getattr(owner, "__name__", None)
     return None
+
+
+@contextlib.contextmanager
+def compiling():
+    """Tell library code a graph is being captured (``torch.compiler.is_compiling()``).
+
+    Libraries such as transformers skip data-dependent fast paths (``if
+    mask.all(): ...``) when they are compiled, exactly as under torch.compile;
+    the monitoring run is a compilation, so it takes the same path.
+    """
+    compiler = torch.compiler
+    if not hasattr(compiler, "_is_compiling_flag"):
+        yield
+        return
+    previous = compiler._is_compiling_flag
+    compiler._is_compiling_flag = True
+    try:
+        yield
+    finally:
+        compiler._is_compiling_flag = previous
