@@ -12,7 +12,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fullgraph.runtime.breaks import CATEGORIES, GraphBreak
 from fullgraph.runtime.compiled import CompiledFunction, Stats
@@ -21,13 +22,22 @@ from fullgraph.runtime.report import Report
 
 __version__ = "0.1.0"
 __all__ = [
-    "compile", "explain", "generate_wrapper", "CompiledFunction", "Stats", "Report",
-    "GraphBreak", "CATEGORIES", "UnsupportedPythonError", "check_supported",
+    "CATEGORIES",
+    "CompiledFunction",
+    "GraphBreak",
+    "Report",
+    "Stats",
+    "UnsupportedPythonError",
+    "check_supported",
+    "compile",
+    "explain",
+    "generate_wrapper",
 ]
 
 
-def compile(fn_or_module: Callable | None = None, *, backend: Any = "inductor",
-            recompile_limit: int = 8):
+def compile(
+    fn_or_module: Callable | None = None, *, backend: Any = "inductor", recompile_limit: int = 8
+):
     """Compile a function or ``nn.Module`` with the monitoring JIT.
 
     Works as ``compile(model)``, ``compile(fn, backend="eager")`` and as a

@@ -50,12 +50,56 @@ def _iterating(kind: str) -> Annotation:
 BUILTIN_FUNCTIONS: dict[str, Annotation] = {
     **{
         name: PURE
-        for name in (
-            "abs all any ascii bin bool callable chr complex dict dir divmod float "
-            "format frozenset getattr hasattr hash hex id int isinstance issubclass "
-            "len list max min oct ord pow range repr round set slice sorted str sum "
-            "tuple type vars object super property staticmethod classmethod map filter"
-        ).split()
+        for name in [
+            "abs",
+            "all",
+            "any",
+            "ascii",
+            "bin",
+            "bool",
+            "callable",
+            "chr",
+            "complex",
+            "dict",
+            "dir",
+            "divmod",
+            "float",
+            "format",
+            "frozenset",
+            "getattr",
+            "hasattr",
+            "hash",
+            "hex",
+            "id",
+            "int",
+            "isinstance",
+            "issubclass",
+            "len",
+            "list",
+            "max",
+            "min",
+            "oct",
+            "ord",
+            "pow",
+            "range",
+            "repr",
+            "round",
+            "set",
+            "slice",
+            "sorted",
+            "str",
+            "sum",
+            "tuple",
+            "type",
+            "vars",
+            "object",
+            "super",
+            "property",
+            "staticmethod",
+            "classmethod",
+            "map",
+            "filter",
+        ]
     },
     "enumerate": _iterating("enumerate"),
     "zip": _iterating("zip"),
@@ -74,35 +118,164 @@ BUILTIN_FUNCTIONS: dict[str, Annotation] = {
 
 # Methods of builtin containers, by (type, method name).
 CONTAINER_METHODS: dict[tuple[type, str], Annotation] = {
-    **{(list, m): _mutating(0) for m in "append extend insert pop remove clear sort reverse __setitem__ __delitem__ __iadd__".split()},
-    **{(list, m): PURE for m in "index count copy __getitem__ __len__ __contains__".split()},
-    **{(dict, m): _mutating(0) for m in "update setdefault pop popitem clear __setitem__ __delitem__".split()},
-    **{(dict, m): PURE for m in "get copy __getitem__ __contains__ __len__".split()},
+    **{
+        (list, m): _mutating(0)
+        for m in [
+            "append",
+            "extend",
+            "insert",
+            "pop",
+            "remove",
+            "clear",
+            "sort",
+            "reverse",
+            "__setitem__",
+            "__delitem__",
+            "__iadd__",
+        ]
+    },
+    **{
+        (list, m): PURE
+        for m in ["index", "count", "copy", "__getitem__", "__len__", "__contains__"]
+    },
+    **{
+        (dict, m): _mutating(0)
+        for m in ["update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"]
+    },
+    **{(dict, m): PURE for m in ["get", "copy", "__getitem__", "__contains__", "__len__"]},
     (dict, "items"): _iterating("items"),
     (dict, "values"): _iterating("values"),
     (dict, "keys"): _iterating("keys"),
-    **{(set, m): _mutating(0) for m in "add discard remove pop clear update difference_update intersection_update".split()},
-    **{(set, m): PURE for m in "union intersection difference issubset issuperset copy __contains__".split()},
-    **{(tuple, m): PURE for m in "index count".split()},
-    **{(str, m): PURE for m in (
-        "format join split rsplit strip lstrip rstrip replace startswith endswith lower upper "
-        "title capitalize find rfind index partition rpartition zfill center ljust rjust "
-        "isdigit isalpha isidentifier splitlines encode casefold count"
-    ).split()},
+    **{
+        (set, m): _mutating(0)
+        for m in [
+            "add",
+            "discard",
+            "remove",
+            "pop",
+            "clear",
+            "update",
+            "difference_update",
+            "intersection_update",
+        ]
+    },
+    **{
+        (set, m): PURE
+        for m in [
+            "union",
+            "intersection",
+            "difference",
+            "issubset",
+            "issuperset",
+            "copy",
+            "__contains__",
+        ]
+    },
+    **{(tuple, m): PURE for m in ["index", "count"]},
+    **{
+        (str, m): PURE
+        for m in [
+            "format",
+            "join",
+            "split",
+            "rsplit",
+            "strip",
+            "lstrip",
+            "rstrip",
+            "replace",
+            "startswith",
+            "endswith",
+            "lower",
+            "upper",
+            "title",
+            "capitalize",
+            "find",
+            "rfind",
+            "index",
+            "partition",
+            "rpartition",
+            "zfill",
+            "center",
+            "ljust",
+            "rjust",
+            "isdigit",
+            "isalpha",
+            "isidentifier",
+            "splitlines",
+            "encode",
+            "casefold",
+            "count",
+        ]
+    },
 }
 
 # Whole modules of the standard library, by the callee's ``__module__`` prefix.
 MODULES: dict[str, Annotation] = {
-    **{m: PURE for m in (
-        "math cmath operator functools itertools collections copy dataclasses typing enum abc "
-        "numbers string re fractions decimal contextlib types inspect heapq bisect statistics "
-        "keyword textwrap contextvars weakref"
-    ).split()},
-    **{m: EFFECT for m in (
-        "time random logging warnings os sys io socket subprocess datetime uuid secrets "
-        "pathlib shutil tempfile pickle json csv sqlite3 urllib http threading multiprocessing "
-        "asyncio signal traceback pdb gc builtins.print"
-    ).split()},
+    **{
+        m: PURE
+        for m in [
+            "math",
+            "cmath",
+            "operator",
+            "functools",
+            "itertools",
+            "collections",
+            "copy",
+            "dataclasses",
+            "typing",
+            "enum",
+            "abc",
+            "numbers",
+            "string",
+            "re",
+            "fractions",
+            "decimal",
+            "contextlib",
+            "types",
+            "inspect",
+            "heapq",
+            "bisect",
+            "statistics",
+            "keyword",
+            "textwrap",
+            "contextvars",
+            "weakref",
+        ]
+    },
+    **{
+        m: EFFECT
+        for m in [
+            "time",
+            "random",
+            "logging",
+            "warnings",
+            "os",
+            "sys",
+            "io",
+            "socket",
+            "subprocess",
+            "datetime",
+            "uuid",
+            "secrets",
+            "pathlib",
+            "shutil",
+            "tempfile",
+            "pickle",
+            "json",
+            "csv",
+            "sqlite3",
+            "urllib",
+            "http",
+            "threading",
+            "multiprocessing",
+            "asyncio",
+            "signal",
+            "traceback",
+            "pdb",
+            "gc",
+            "builtins.print",
+        ]
+    },
     # torch's Python code is opaque to the monitor: its tensor operations are
     # captured by the torch-function mode, everything else is pure metadata.
     "torch": PURE,
@@ -115,10 +288,22 @@ MODULES: dict[str, Annotation] = {
 # Methods of ``object`` itself, reached through ``super().__getattribute__(name)``
 # and friends: attribute access, handled like getattr/setattr by the monitor.
 OBJECT_METHODS: dict[str, Annotation] = {
-    "__getattribute__": PURE, "__getattr__": PURE, "__setattr__": _mutating(0),
-    "__delattr__": _mutating(0), "__init__": PURE, "__new__": PURE, "__init_subclass__": PURE,
-    "__eq__": PURE, "__ne__": PURE, "__hash__": PURE, "__repr__": PURE, "__str__": PURE,
-    "__format__": PURE, "__dir__": PURE, "__reduce_ex__": PURE, "__sizeof__": PURE,
+    "__getattribute__": PURE,
+    "__getattr__": PURE,
+    "__setattr__": _mutating(0),
+    "__delattr__": _mutating(0),
+    "__init__": PURE,
+    "__new__": PURE,
+    "__init_subclass__": PURE,
+    "__eq__": PURE,
+    "__ne__": PURE,
+    "__hash__": PURE,
+    "__repr__": PURE,
+    "__str__": PURE,
+    "__format__": PURE,
+    "__dir__": PURE,
+    "__reduce_ex__": PURE,
+    "__sizeof__": PURE,
 }
 
 # Specific functions that differ from their module's entry.
@@ -163,7 +348,9 @@ def lookup(fn: object) -> Annotation | None:
                 found = CONTAINER_METHODS.get((container_type, name))
                 if found is not None:
                     return found
-    if owner_type is object or (receiver is not None and getattr(fn, "__objclass__", None) is object):
+    if owner_type is object or (
+        receiver is not None and getattr(fn, "__objclass__", None) is object
+    ):
         found = OBJECT_METHODS.get(name)
         if found is not None:
             return found

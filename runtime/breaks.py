@@ -24,8 +24,15 @@ class BreakCategory:
     use_instead: str = ""
 
 
-def _category(code: str, name: str, title: str, explanation: str, hint: str,
-              example: str = "", use_instead: str = "") -> BreakCategory:
+def _category(
+    code: str,
+    name: str,
+    title: str,
+    explanation: str,
+    hint: str,
+    example: str = "",
+    use_instead: str = "",
+) -> BreakCategory:
     return BreakCategory(code, name, title, explanation, hint, example, use_instead)
 
 
@@ -38,8 +45,8 @@ PYTHON_SIDE_EFFECT = _category(
     "the call is replayed eagerly on every run.",
     "Move the call out of the compiled function, or defer it until after the "
     "forward pass (fullgraph's FG102 fix records it and emits it afterwards).",
-    example='def forward(self, x):\n    x = self.conv(x)\n    print(x.shape)  # FG201\n    return self.head(x)',
-    use_instead='def forward(self, x):\n    x = self.conv(x)\n    return self.head(x)  # log shapes outside the model, or once at startup',
+    example="def forward(self, x):\n    x = self.conv(x)\n    print(x.shape)  # FG201\n    return self.head(x)",
+    use_instead="def forward(self, x):\n    x = self.conv(x)\n    return self.head(x)  # log shapes outside the model, or once at startup",
 )
 TENSOR_VALUE_READ = _category(
     "FG202",
@@ -50,8 +57,8 @@ TENSOR_VALUE_READ = _category(
     "graph: the graph is split here and the value is guarded on.",
     "Keep the value a tensor: replace `if t.item() > 0:` with `torch.where`, "
     "and Python arithmetic on `.item()` with tensor arithmetic.",
-    example='def forward(self, x):\n    h = self.fc(x)\n    if h.mean().item() > 0:  # FG202\n        h = h * 2\n    return h',
-    use_instead='def forward(self, x):\n    h = self.fc(x)\n    return torch.where(h.mean() > 0, h * 2, h)',
+    example="def forward(self, x):\n    h = self.fc(x)\n    if h.mean().item() > 0:  # FG202\n        h = h * 2\n    return h",
+    use_instead="def forward(self, x):\n    h = self.fc(x)\n    return torch.where(h.mean() > 0, h * 2, h)",
 )
 DATA_DEPENDENT_SHAPE = _category(
     "FG203",
@@ -61,8 +68,8 @@ DATA_DEPENDENT_SHAPE = _category(
     "is known only after the data is read, so the graph ends before them.",
     "Use a fixed-shape formulation: `torch.where(mask, x, 0)` instead of "
     "`x[mask]`, or `masked_fill` and a reduction.",
-    example='def forward(self, x, mask):\n    return x[mask].sum()  # FG203',
-    use_instead='def forward(self, x, mask):\n    return torch.where(mask, x, 0).sum()',
+    example="def forward(self, x, mask):\n    return x[mask].sum()  # FG203",
+    use_instead="def forward(self, x, mask):\n    return torch.where(mask, x, 0).sum()",
 )
 UNKNOWN_NATIVE_CALL = _category(
     "FG204",
@@ -72,8 +79,8 @@ UNKNOWN_NATIVE_CALL = _category(
     "must assume the call is dynamic and run it eagerly.",
     "If the function is pure, add an annotation for it (one line in "
     "`fullgraph.runtime.annotation_table`); otherwise move it out of the hot path.",
-    example='def forward(self, x):\n    scale = some_c_extension.compute_scale()  # FG204\n    return x * scale',
-    use_instead='SCALE = some_c_extension.compute_scale()  # once, outside the compiled function\n\ndef forward(self, x):\n    return x * SCALE',
+    example="def forward(self, x):\n    scale = some_c_extension.compute_scale()  # FG204\n    return x * scale",
+    use_instead="SCALE = some_c_extension.compute_scale()  # once, outside the compiled function\n\ndef forward(self, x):\n    return x * SCALE",
 )
 UNSUPPORTED_CONSTRUCT = _category(
     "FG205",
@@ -82,7 +89,7 @@ UNSUPPORTED_CONSTRUCT = _category(
     "The monitor saw bytecode or an object whose effect it cannot reproduce "
     "without the interpreter (for example a generator that escapes the call).",
     "Restructure the code so that the construct stays outside the compiled function.",
-    example='def forward(self, x):\n    return MyHandle(x)  # FG205 when MyHandle uses __slots__ and cannot be rebuilt',
+    example="def forward(self, x):\n    return MyHandle(x)  # FG205 when MyHandle uses __slots__ and cannot be rebuilt",
     use_instead='def forward(self, x):\n    return {"x": x}  # tuples, lists, dicts, dataclasses and plain objects are rebuilt',
 )
 EAGER_FALLBACK = _category(
@@ -93,8 +100,8 @@ EAGER_FALLBACK = _category(
     "run) until the recompile limit was reached; it now runs eagerly.",
     "Look at the guard failures in the report: a value that changes on every "
     "call (a counter, a timestamp, a new object) should be made an argument or removed.",
-    example='def forward(self, x):\n    return x * time.time()  # a different value on every call: FG206 after 8 records',
-    use_instead='def forward(self, x, t: float):\n    return x * t  # a float argument is lifted into the graph',
+    example="def forward(self, x):\n    return x * time.time()  # a different value on every call: FG206 after 8 records",
+    use_instead="def forward(self, x, t: float):\n    return x * t  # a float argument is lifted into the graph",
 )
 NOT_REUSABLE = _category(
     "FG207",
@@ -104,8 +111,8 @@ NOT_REUSABLE = _category(
     "effect that happens before a value the rest of the run depends on), so the "
     "function is monitored again on every call.",
     "Move the side effect after the data-dependent decision, or out of the function.",
-    example='def forward(self, x):\n    self.bn(x)  # updates running stats in place ...\n    if x.sum().item() > 0:  # ... before a data-dependent decision: FG207\n        ...',
-    use_instead='def forward(self, x):\n    if x.sum().item() > 0:  # decide first\n        ...\n    self.bn(x)',
+    example="def forward(self, x):\n    self.bn(x)  # updates running stats in place ...\n    if x.sum().item() > 0:  # ... before a data-dependent decision: FG207\n        ...",
+    use_instead="def forward(self, x):\n    if x.sum().item() > 0:  # decide first\n        ...\n    self.bn(x)",
 )
 
 CATEGORIES: dict[str, BreakCategory] = {

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.fx
@@ -33,26 +34,68 @@ from fullgraph.runtime.torch_internals import (
 
 # Tensor methods whose result moves tensor data into Python.
 VALUE_READS = frozenset(
-    "item tolist numpy __bool__ __int__ __float__ __index__ __complex__ __format__ "
-    "__repr__ __str__ __array__ equal allclose is_nonzero __reduce_ex__ __hash__".split()
+    [
+        "item",
+        "tolist",
+        "numpy",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "__complex__",
+        "__format__",
+        "__repr__",
+        "__str__",
+        "__array__",
+        "equal",
+        "allclose",
+        "is_nonzero",
+        "__reduce_ex__",
+        "__hash__",
+    ]
 )
 # Operations whose output shape depends on tensor data.
 DATA_DEPENDENT = frozenset(
-    "nonzero masked_select unique unique_consecutive argwhere bincount nonzero_static".split()
+    [
+        "nonzero",
+        "masked_select",
+        "unique",
+        "unique_consecutive",
+        "argwhere",
+        "bincount",
+        "nonzero_static",
+    ]
 )
 # Python operators on tensors, recorded as operator.* nodes for readable graphs.
 _BINARY_DUNDERS = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
-    "matmul": operator.matmul, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
-    "lshift": operator.lshift, "rshift": operator.rshift,
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
+    "pow": operator.pow,
+    "matmul": operator.matmul,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+    "lshift": operator.lshift,
+    "rshift": operator.rshift,
 }
 _COMPARE_DUNDERS = {
-    "__eq__": operator.eq, "__ne__": operator.ne, "__lt__": operator.lt,
-    "__le__": operator.le, "__gt__": operator.gt, "__ge__": operator.ge,
+    "__eq__": operator.eq,
+    "__ne__": operator.ne,
+    "__lt__": operator.lt,
+    "__le__": operator.le,
+    "__gt__": operator.gt,
+    "__ge__": operator.ge,
 }
-_UNARY_DUNDERS = {"__neg__": operator.neg, "__pos__": operator.pos, "__invert__": operator.invert,
-                  "__abs__": operator.abs}
+_UNARY_DUNDERS = {
+    "__neg__": operator.neg,
+    "__pos__": operator.pos,
+    "__invert__": operator.invert,
+    "__abs__": operator.abs,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,8 +207,12 @@ def _is_tensor_method(func) -> bool:
 class GraphTape:
     """Builds the segment graphs and callout list of one monitoring run."""
 
-    def __init__(self, resolve_external: Callable[[torch.Tensor], Source | None], locate: Callable,
-                 lift: Callable[[Any], Any] = lambda value: None):
+    def __init__(
+        self,
+        resolve_external: Callable[[torch.Tensor], Source | None],
+        locate: Callable,
+        lift: Callable[[Any], Any] = lambda value: None,
+    ):
         self.resolve_external = resolve_external  # tensor -> source (or None)
         self.lift = lift  # non-tensor argument -> Sym when it is a symbolic scalar to lift
         self.locate = locate  # () -> breaks.GraphBreak location of the current user call
@@ -245,7 +292,9 @@ class GraphTape:
         segment = self.current
         self._sync_grad_mode(segment)
         flat, spec = tree_flatten((args, kwargs))
-        mapped = [self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(x) for x in flat]
+        mapped = [
+            self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(x) for x in flat
+        ]
         node_args, node_kwargs = tree_unflatten(mapped, spec)
         for tensor in mutated:
             self._note_mutation(segment, tensor)
@@ -269,11 +318,13 @@ class GraphTape:
             if node is not None and node.op == "placeholder":
                 if node not in segment.mutated_placeholders:
                     segment.mutated_placeholders.append(node)
-                origin = dict((n, o) for n, o in segment.placeholders).get(node)
+                origin = dict(segment.placeholders).get(node)
                 if isinstance(origin, ExternalOrigin):
                     segment.mutates_external = True
 
-    def _bind_structure(self, graph: torch.fx.Graph, node: torch.fx.Node, value: Any, name: str) -> None:
+    def _bind_structure(
+        self, graph: torch.fx.Graph, node: torch.fx.Node, value: Any, name: str
+    ) -> None:
         """Bind each tensor inside a tuple/list/dict result to a getitem chain on ``node``."""
         if isinstance(value, (tuple, list)):
             items = enumerate(value)
@@ -281,13 +332,16 @@ class GraphTape:
             items = value.items()
         else:
             raise Unsupported(
-                breaks.UNSUPPORTED_CONSTRUCT, f"{name} returned a {type(value).__name__} holding tensors"
+                breaks.UNSUPPORTED_CONSTRUCT,
+                f"{name} returned a {type(value).__name__} holding tensors",
             )
         for key, item in items:
             if isinstance(item, torch.Tensor):
                 self.bind(item, graph.call_function(operator.getitem, (node, key)))
             elif _holds_tensor(item):
-                self._bind_structure(graph, graph.call_function(operator.getitem, (node, key)), item, name)
+                self._bind_structure(
+                    graph, graph.call_function(operator.getitem, (node, key)), item, name
+                )
 
     def _emit(self, graph: torch.fx.Graph, func, args, kwargs) -> torch.fx.Node:
         prop = getset_descriptor_name(func)
@@ -315,8 +369,17 @@ class GraphTape:
             segment.graph.call_function(set_grad_enabled_op(), (mode,))
         segment.grad_mode = mode
 
-    def record_callout(self, function, name: str, args: tuple, kwargs: dict, result: Any,
-                       category: breaks.BreakCategory, effectful: bool, guard_result: bool) -> Callout:
+    def record_callout(
+        self,
+        function,
+        name: str,
+        args: tuple,
+        kwargs: dict,
+        result: Any,
+        category: breaks.BreakCategory,
+        effectful: bool,
+        guard_result: bool,
+    ) -> Callout:
         """End the current segment at an eager call; later tensors start a new one."""
         flat, _ = tree_flatten((args, kwargs))
         for value in flat:  # tensors the callout reads must be outputs of earlier graphs
@@ -325,9 +388,16 @@ class GraphTape:
                 if isinstance(origin, NodeOrigin):
                     self.segments[origin.segment].output_index(origin.node)
         callout = Callout(
-            index=len(self.callouts), function=function, function_name=name, args=args,
-            kwargs=kwargs, result=result, category=category, segment_before=self.current.index,
-            effectful=effectful, location=self.locate(function_name=name, category=category),
+            index=len(self.callouts),
+            function=function,
+            function_name=name,
+            args=args,
+            kwargs=kwargs,
+            result=result,
+            category=category,
+            segment_before=self.current.index,
+            effectful=effectful,
+            location=self.locate(function_name=name, category=category),
             guard_result=guard_result,
         )
         self.callouts.append(callout)
@@ -359,7 +429,9 @@ class GraphTape:
         for node in segment.mutated_placeholders:
             with segment.graph.inserting_after(node):
                 work = segment.graph.call_method("clone", (node,))
-            node.replace_all_uses_with(work, delete_user_cb=lambda user: user is not work)
+            node.replace_all_uses_with(
+                work, delete_user_cb=lambda user, work=work: user is not work
+            )
             segment.outputs = [work if out is node else out for out in segment.outputs]
             segment.writebacks.append((origins[node], segment.output_index(work)))
 

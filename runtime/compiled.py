@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import types
-from typing import Any, Callable
+from collections.abc import Callable
 
 import torch
 
@@ -48,8 +48,9 @@ class CompiledFunction:
         self.varying: set = set()  # sources of scalars seen to change: lifted, not guarded
         self.stats = Stats()
         self.last_report: Report | None = None
-        functools.update_wrapper(self, target.forward if self.module is not None else target,
-                                 updated=())
+        functools.update_wrapper(
+            self, target.forward if self.module is not None else target, updated=()
+        )
 
     def __call__(self, *args, **kwargs):
         if self.stats.fallback_reason is not None:
@@ -87,9 +88,10 @@ class CompiledFunction:
             return self._monitor(args, kwargs, injected=made)
         if len(self.records) >= self.recompile_limit:
             why = self.records[0].failed_check(args, kwargs, self.module, root_fn)
-            self.stats.fallback_reason = (f"recompile limit reached: {len(self.records)} records, "
-                                          "none of which matched the call"
-                                          + (f"; the latest failed on: {why}" if why else ""))
+            self.stats.fallback_reason = (
+                f"recompile limit reached: {len(self.records)} records, "
+                "none of which matched the call" + (f"; the latest failed on: {why}" if why else "")
+            )
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
         return self._monitor(args, kwargs)
@@ -103,11 +105,17 @@ class CompiledFunction:
     def _note_varying_scalars(self, args: tuple, kwargs: dict, root_fn) -> None:
         """Scalars whose value differs from what a record guarded become symbolic (lifted)."""
         for record in self.records[:1]:
-            scope = {**record.guard_namespace, "A": args, "K": kwargs, "M": self.module, "F": root_fn}
+            scope = {
+                **record.guard_namespace,
+                "A": args,
+                "K": kwargs,
+                "M": self.module,
+                "F": root_fn,
+            }
             for source, value in record.scalar_reads:
                 try:
-                    now = eval(source.expr(), scope)  # noqa: S307 - our own generated paths
-                except Exception:  # noqa: BLE001 - the path is gone: not a scalar change
+                    now = eval(source.expr(), scope)
+                except Exception:  # noqa: BLE001, S112 - the path is gone: not a scalar change
                     continue
                 if type(now) is type(value) and now != value:
                     self.varying.add(source)
@@ -118,15 +126,18 @@ class CompiledFunction:
         return self.fn
 
     def _monitor(self, args: tuple, kwargs: dict, injected: dict | None = None):
-        run = MonitorRun(self._root_function(), args, kwargs, self.module, frozenset(self.varying),
-                         injected)
+        run = MonitorRun(
+            self._root_function(), args, kwargs, self.module, frozenset(self.varying), injected
+        )
         monitor = Monitor(run)
         self.stats.monitor_runs += 1
         result = monitor.execute(lambda: self.fn(*args, **kwargs))  # user exceptions propagate
         report = make_report(self.fn, run, None)
         self.last_report = report
         if monitor.tool_error is not None:
-            self.stats.fallback_reason = f"internal error in fullgraph's monitor: {monitor.tool_error!r}"
+            self.stats.fallback_reason = (
+                f"internal error in fullgraph's monitor: {monitor.tool_error!r}"
+            )
             return result
         try:
             record = build_record(run, result, self.backend, len(args), tuple(kwargs))
@@ -135,7 +146,9 @@ class CompiledFunction:
             report.notes.append(self.stats.fallback_reason)
             return result
         if not record.reusable:
-            self.stats.fallback_reason = f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}"
+            self.stats.fallback_reason = (
+                f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}"
+            )
             report.notes.append(self.stats.fallback_reason)
             return result
         self.records.insert(0, record)
@@ -155,7 +168,9 @@ def make_report(fn, run: MonitorRun, error: BaseException | None) -> Report:
     if error is not None:
         report.status = "user_exception"
         report.error = user_error(error)
-    report.breaks = dedupe_breaks([c.location for c in run.tape.callouts if c.location] + run.unsupported)
+    report.breaks = dedupe_breaks(
+        [c.location for c in run.tape.callouts if c.location] + run.unsupported
+    )
     return report
 
 
@@ -164,18 +179,35 @@ def fill_report(report: Report, records: list[Record]) -> None:
     for index, record in enumerate(records):
         for gm in record.graphs:
             placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-            ops = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+            ops = [
+                n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")
+            ]
             if not ops and not placeholders:
                 continue
             counts: dict[str, int] = {}
             for node in ops:
-                name = node.target if isinstance(node.target, str) else getattr(
-                    node.target, "__name__", str(node.target))
+                name = (
+                    node.target
+                    if isinstance(node.target, str)
+                    else getattr(node.target, "__name__", str(node.target))
+                )
                 counts[name] = counts.get(name, 0) + 1
             outputs = [str(a) for a in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
-            report.graphs.append({"index": len(report.graphs), "op_count": len(ops), "op_counts": counts,
-                                  "inputs": placeholders, "outputs": outputs, "code": gm.code.strip()})
-        report.guards.append({"record": index, "source": record.guard_source, "check_count": record.check_count})
+            report.graphs.append(
+                {
+                    "index": len(report.graphs),
+                    "op_count": len(ops),
+                    "op_counts": counts,
+                    "inputs": placeholders,
+                    "outputs": outputs,
+                    "code": gm.code.strip(),
+                }
+            )
+        report.guards.append(
+            {"record": index, "source": record.guard_source, "check_count": record.check_count}
+        )
         report.mocks.append({"record": index, "source": record.mock_source})
-        report.side_effects = [{"kind": "store", "target": s, "description": s} for s in record.side_effects]
+        report.side_effects = [
+            {"kind": "store", "target": s, "description": s} for s in record.side_effects
+        ]
         break  # the report describes the most recent record

@@ -62,7 +62,7 @@ class _Null:
 NULL = _Null()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def stack_base(code: types.CodeType) -> int:
     """Number of localsplus slots (locals, cells, free vars) before the stack."""
     cells = [c for c in code.co_cellvars if c not in code.co_varnames]
@@ -120,7 +120,7 @@ def frame_function(frame: types.FrameType):
     return fn if isinstance(fn, types.FunctionType) else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def instructions(code: types.CodeType) -> dict[int, dis.Instruction]:
     """Instructions of ``code`` by byte offset (what ``frame.f_lasti`` gives)."""
     return {ins.offset: ins for ins in dis.get_instructions(code)}

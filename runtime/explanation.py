@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
 
 import torch
 
@@ -22,7 +22,7 @@ def explain_call(fn: Callable, args: tuple, kwargs: dict) -> Report:
     monitor = Monitor(run)
     try:
         result = monitor.execute(lambda: fn(*args, **kwargs))
-    except Exception as error:  # the user's program raised: that is a result, not a crash
+    except Exception as error:  # noqa: BLE001 - the user's program raised: that is a result, not a crash
         return make_report(fn, run, error)
     report = make_report(fn, run, None)
     if monitor.tool_error is not None:
@@ -44,6 +44,13 @@ def _add_segment_graphs(report: Report, run: MonitorRun) -> None:
     from fullgraph.runtime.record import graph_modules
 
     for index, gm in enumerate(graph_modules(run)):
-        report.graphs.append({"index": index, "op_count": run.tape.segments[index].op_count,
-                              "op_counts": run.tape.segments[index].op_counts, "inputs": [],
-                              "outputs": [], "code": ""})
+        report.graphs.append(
+            {
+                "index": index,
+                "op_count": run.tape.segments[index].op_count,
+                "op_counts": run.tape.segments[index].op_counts,
+                "inputs": [],
+                "outputs": [],
+                "code": "",
+            }
+        )

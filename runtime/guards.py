@@ -13,6 +13,7 @@ doesn't fetch them again; on failure it returns ``None``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 from typing import Any
 
@@ -91,9 +92,15 @@ def value_check(name: str, value: Any, source: Source, ns: Namespace) -> tuple[s
         return f"{name} is {literal(value)}", "dtype"
     if isinstance(value, (torch.device,)):
         return f"{name} == {ns.expr(value)}", "device"
-    if is_literal(value) and not isinstance(value, (list, dict, set)):  # mutable: items are guarded when read
-        type_name = type(value).__name__ if type(value).__module__ == "builtins" else ns.name_for(type(value))
-        if isinstance(value, float) and value != value:
+    if is_literal(value) and not isinstance(
+        value, (list, dict, set)
+    ):  # mutable: items are guarded when read
+        type_name = (
+            type(value).__name__
+            if type(value).__module__ == "builtins"
+            else ns.name_for(type(value))
+        )
+        if isinstance(value, float) and math.isnan(value):
             return f"type({name}) is float and {name} != {name}", "value (nan)"
         return f"type({name}) is {type_name} and {name} == {literal(value)}", "value"
     if isinstance(source, (ArgSource, KwargSource)) or isinstance(value, (list, dict, tuple, set)):
@@ -109,11 +116,19 @@ def _hint(value: Any, source: Source) -> str:
     return "obj_" + source.local_name().removeprefix("v_")
 
 
-def generate_guard(reads: dict[Source, Any], aliases: list[tuple[Source, Source]],
-                   inputs: list[Source], globals_consts: dict[str, dict], grad_mode: bool,
-                   default_dtype: torch.dtype, arg_count: int, kwarg_names: tuple[str, ...],
-                   symbolic_sources: set[Source] = frozenset(), conditions: list = (),
-                   distinct: list[tuple[Source, Source]] = ()) -> GuardCode:
+def generate_guard(
+    reads: dict[Source, Any],
+    aliases: list[tuple[Source, Source]],
+    inputs: list[Source],
+    globals_consts: dict[str, dict],
+    grad_mode: bool,
+    default_dtype: torch.dtype,
+    arg_count: int,
+    kwarg_names: tuple[str, ...],
+    symbolic_sources: set[Source] = frozenset(),
+    conditions: list = (),
+    distinct: list[tuple[Source, Source]] = (),
+) -> GuardCode:
     ns = Namespace()
     for name, value in globals_consts.items():
         ns.values[name] = value
@@ -126,16 +141,22 @@ def generate_guard(reads: dict[Source, Any], aliases: list[tuple[Source, Source]
     for source, value in reads.items():
         name = writer.load(source)
         if source in symbolic_sources:  # a scalar that varies: lifted, so only its type matters
-            writer.check(f"type({name}) is {type(value).__name__}", f"type of symbolic {source.expr()}")
+            writer.check(
+                f"type({name}) is {type(value).__name__}", f"type of symbolic {source.expr()}"
+            )
             continue
         condition, why = value_check(name, value, source, ns)
         writer.check(condition, f"{why} of {source.expr()}")
     for condition in conditions:  # branches taken on symbolic arguments
         writer.check(condition.source(literal), "branch on a symbolic value")
     for first, second in aliases:
-        writer.check(f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}")
+        writer.check(
+            f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}"
+        )
     for first, second in distinct:  # an input updated in place must not alias another input
-        writer.check(f"{writer.load(first)} is not {writer.load(second)}", f"no aliasing {first} / {second}")
+        writer.check(
+            f"{writer.load(first)} is not {writer.load(second)}", f"no aliasing {first} / {second}"
+        )
     input_names = [writer.load(source) for source in inputs]
     body = "\n".join("        " + line for line in writer.lines)
     returned = ", ".join(input_names) + ("," if len(input_names) == 1 else "")

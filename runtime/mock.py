@@ -34,6 +34,7 @@ from fullgraph.runtime.guards import GUARD_PARAMS, tensor_check
 from fullgraph.runtime.run import Mutation
 from fullgraph.runtime.sources import Source
 
+
 class Missed:
     """A replay that did not apply: the guard failed, or a mid-guard did.
 
@@ -114,8 +115,14 @@ class MockCode:
 
 
 class MockWriter:
-    def __init__(self, tape: GraphTape, sources: dict[int, Source], ns: Namespace,
-                 input_index: dict[Source, int], symbols: "Symbols | None" = None):
+    def __init__(
+        self,
+        tape: GraphTape,
+        sources: dict[int, Source],
+        ns: Namespace,
+        input_index: dict[Source, int],
+        symbols: Symbols | None = None,
+    ):
         self.symbols = symbols or Symbols()
         self.tape = tape
         self.sources = sources
@@ -126,8 +133,13 @@ class MockWriter:
         self.memo: dict[int, str] = {}
         self.temps = 0
         self.callout_results: dict[int, str] = {}
-        ns.values.update(MISS=MISS, Missed=Missed, make_dataclass_instance=make_dataclass_instance,
-                         make_plain_object=make_plain_object, leaves=leaves)
+        ns.values.update(
+            MISS=MISS,
+            Missed=Missed,
+            make_dataclass_instance=make_dataclass_instance,
+            make_plain_object=make_plain_object,
+            leaves=leaves,
+        )
 
     # -- values ----------------------------------------------------------------
     def tensor(self, tensor: torch.Tensor) -> str:
@@ -162,7 +174,9 @@ class MockWriter:
             return source.expr()
         if is_literal(value) and not isinstance(value, (list, dict, set)):
             return literal(value)
-        if isinstance(value, (torch.dtype, torch.device, torch.Size, type, slice, range)) or callable(value):
+        if isinstance(
+            value, (torch.dtype, torch.device, torch.Size, type, slice, range)
+        ) or callable(value):
             return self.ns.expr(value) if not isinstance(value, torch.Size) else literal(value)
         if value is Ellipsis:
             return "..."
@@ -186,33 +200,51 @@ class MockWriter:
     def _rebuild(self, value: Any) -> str:
         kind = type(value)
         if kind is list:
-            return self._temp("[" + ", ".join(self._item(value, i, v) for i, v in enumerate(value)) + "]", value)
+            return self._temp(
+                "[" + ", ".join(self._item(value, i, v) for i, v in enumerate(value)) + "]", value
+            )
         if kind is tuple:
             items = ", ".join(self._item(value, i, v) for i, v in enumerate(value))
             return self._temp(f"({items}{',' if len(value) == 1 else ''})", value)
         if kind is dict:
-            items = ", ".join(f"{self.value(k)}: {self._item(value, k, v)}" for k, v in value.items())
+            items = ", ".join(
+                f"{self.value(k)}: {self._item(value, k, v)}" for k, v in value.items()
+            )
             return self._temp("{" + items + "}", value)
         if kind is set:
-            return self._temp("{" + ", ".join(self.value(v) for v in value) + "}" if value else "set()", value)
+            return self._temp(
+                "{" + ", ".join(self.value(v) for v in value) + "}" if value else "set()", value
+            )
         if isinstance(value, tuple) and hasattr(kind, "_fields"):
             items = ", ".join(self.value(v) for v in value)
             return self._temp(f"{self.ns.name_for(kind)}({items})", value)
         if dataclasses.is_dataclass(value):
             fields = dataclasses.fields(value)
-            init = ", ".join(f"{f.name!r}: {self.value(getattr(value, f.name))}" for f in fields if f.init)
-            others = ", ".join(f"{f.name!r}: {self.value(getattr(value, f.name))}" for f in fields if not f.init)
+            init = ", ".join(
+                f"{f.name!r}: {self.value(getattr(value, f.name))}" for f in fields if f.init
+            )
+            others = ", ".join(
+                f"{f.name!r}: {self.value(getattr(value, f.name))}" for f in fields if not f.init
+            )
             return self._temp(
-                f"make_dataclass_instance({self.ns.name_for(kind)}, {{{init}}}, {{{others}}})", value
+                f"make_dataclass_instance({self.ns.name_for(kind)}, {{{init}}}, {{{others}}})",
+                value,
             )
         if isinstance(value, (list, dict)):  # subclasses such as OrderedDict
-            return self._temp(f"{self.ns.name_for(kind)}({self._rebuild(kind.__mro__[-2](value))})", value)
+            return self._temp(
+                f"{self.ns.name_for(kind)}({self._rebuild(kind.__mro__[-2](value))})", value
+            )
         state = _object_state(value)
-        if state is not None and not isinstance(value, torch.nn.Module) and kind.__new__ is object.__new__:
+        if (
+            state is not None
+            and not isinstance(value, torch.nn.Module)
+            and kind.__new__ is object.__new__
+        ):
             items = ", ".join(f"{k!r}: {self.value(v)}" for k, v in state.items())
             return self._temp(f"make_plain_object({self.ns.name_for(kind)}, {{{items}}})", value)
-        raise Unsupported(breaks.UNSUPPORTED_CONSTRUCT,
-                          f"cannot rebuild a {kind.__name__} created by the program")
+        raise Unsupported(
+            breaks.UNSUPPORTED_CONSTRUCT, f"cannot rebuild a {kind.__name__} created by the program"
+        )
 
     def stored(self, owner: Any, key: Any, final: Any) -> str:
         """The final value at ``owner[key]``/``owner.key``, computed into a local now."""
@@ -257,9 +289,15 @@ class MockWriter:
             self.effects.append(f"{target}.{mutation.name}({', '.join(args)})")
 
 
-def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: list[Source],
-                  mutations: list[Mutation], result: Any, ns: Namespace,
-                  symbols: Symbols | None = None) -> MockCode:
+def generate_mock(
+    tape: GraphTape,
+    sources: dict[int, Source],
+    input_sources: list[Source],
+    mutations: list[Mutation],
+    result: Any,
+    ns: Namespace,
+    symbols: Symbols | None = None,
+) -> MockCode:
     input_index = {source: i for i, source in enumerate(input_sources)}
     symbols = symbols or Symbols()
     writer = MockWriter(tape, sources, ns, input_index, symbols)
@@ -290,10 +328,13 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
     for segment in tape.segments:
         if segment.op_count or segment.outputs:
             args = ", ".join(writer.origin_expr(origin) for _, origin in segment.placeholders)
-            writer.lines.append(f"g{segment.index} = graph{segment.index}({args})  "
-                                f"# {segment.op_count} ops")
+            writer.lines.append(
+                f"g{segment.index} = graph{segment.index}({args})  # {segment.op_count} ops"
+            )
             for origin, index in segment.writebacks:  # in-place updates of inputs
-                writer.lines.append(f"{writer.origin_expr(origin)}.copy_(g{segment.index}[{index}])")
+                writer.lines.append(
+                    f"{writer.origin_expr(origin)}.copy_(g{segment.index}[{index}])"
+                )
             if segment.mutates_external and segment.index <= _segment_of(tape, last_midguard):
                 effect_before_midguard = True
             if segment.mutates_external and segment.index <= _segment_of(tape, last_callout):
@@ -303,17 +344,23 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
             continue
         fn = writer.ns.name_for(callout.function)
         values = list(callout.args) + list(callout.kwargs.values())
-        rendered = [callout.arg_syms[i].expr() if i in callout.arg_syms else writer.value(v)
-                    for i, v in enumerate(values)]
+        rendered = [
+            callout.arg_syms[i].expr() if i in callout.arg_syms else writer.value(v)
+            for i, v in enumerate(values)
+        ]
         call_args = rendered[: len(callout.args)]
-        call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args):])]
+        call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args) :])]
         where = callout.location
         comment = f"# {callout.category.code} {callout.function_name}"
         if where is not None:
             comment += f" at {where.file.rsplit('/', 1)[-1]}:{where.line}"
         call = f"{fn}({', '.join(call_args)})"
         deferrable = callout.effectful and callout.result is None
-        if callout.effectful and not (deferrable and callout.index < last_midguard) and callout.index < last_callout:
+        if (
+            callout.effectful
+            and not (deferrable and callout.index < last_midguard)
+            and callout.index < last_callout
+        ):
             effect_before_last_callout = True
         if deferrable and callout.index < last_midguard:
             held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
@@ -338,18 +385,25 @@ def generate_mock(tape: GraphTape, sources: dict[int, Source], input_sources: li
             held_back = []
     if effect_before_midguard:
         reusable = False
-        reason = ("an external tensor is updated in place before a value the rest of the "
-                  "run depends on; a replay that misses there would update it twice")
+        reason = (
+            "an external tensor is updated in place before a value the rest of the "
+            "run depends on; a replay that misses there would update it twice"
+        )
     body = writer.lines + tail.lines + tail.effects + [f"return {returned}"]
     source = (
         f"def mock(I, {GUARD_PARAMS}, R=()):\n"
         f'    """Generated by fullgraph: replay the record (graphs, callouts, effects, result).\n\n'
         f"    R: results of callouts a replay that missed has already made, by index.\n"
-        f'    """\n'
-        + "".join(f"    {line}\n" for line in body)
+        f'    """\n' + "".join(f"    {line}\n" for line in body)
     )
-    return MockCode(source, ns.values, reusable, reason, rerun_safe=not effect_before_last_callout,
-                    resume_on_miss=effect_callout_before_midguard)
+    return MockCode(
+        source,
+        ns.values,
+        reusable,
+        reason,
+        rerun_safe=not effect_before_last_callout,
+        resume_on_miss=effect_callout_before_midguard,
+    )
 
 
 def _is_literal_text(expr: str) -> bool:
@@ -377,8 +431,10 @@ def _midguard(callout, ns: Namespace) -> str:
         return f"{name} is {value!r}"
     if is_literal(value):
         return f"type({name}) is {type(value).__name__} and {name} == {literal(value)}"
-    raise Unsupported(breaks.UNSUPPORTED_CONSTRUCT,
-                      f"{callout.function_name} returned a {type(value).__name__} the rest of the run reads")
+    raise Unsupported(
+        breaks.UNSUPPORTED_CONSTRUCT,
+        f"{callout.function_name} returned a {type(value).__name__} the rest of the run reads",
+    )
 
 
 def _segment_of(tape: GraphTape, callout_index: int) -> int:

@@ -10,7 +10,8 @@ stack), then hands the next instruction to its registered handler.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fullgraph.runtime import cpython, taint, torch_internals
 from fullgraph.runtime.opcodes import HANDLERS
@@ -77,7 +78,7 @@ class Monitor:
                         handler = HANDLERS.get(ins.opname)
                         if handler is not None:
                             state.pending = handler(run, state, ins)
-                except Exception as error:  # a fullgraph bug must not break the user's program
+                except Exception as error:  # noqa: BLE001 - a fullgraph bug must not break the user's program
                     error.__fullgraph_where__ = f"{frame.f_code.co_filename}:{frame.f_lineno}"
                     self.tool_error = error
                     run.paused = False

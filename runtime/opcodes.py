@@ -10,7 +10,8 @@ import instead of silently never firing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
 from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
@@ -18,7 +19,7 @@ from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
 if TYPE_CHECKING:
     from fullgraph.runtime.run import FrameState, MonitorRun
 
-After = Optional[Callable[[], None]]
+After = Callable[[], None] | None
 Handler = Callable[["MonitorRun", "FrameState", object], After]
 HANDLERS: dict[str, Handler] = {}
 
@@ -34,12 +35,12 @@ def handles(*names: str):
     return register
 
 
-def tos(state: "FrameState", depth: int = 0):
+def tos(state: FrameState, depth: int = 0):
     return cpython.stack_item(state.frame, depth)
 
 
 @handles("LOAD_GLOBAL")
-def load_global(run: "MonitorRun", state: "FrameState", ins) -> After:
+def load_global(run: MonitorRun, state: FrameState, ins) -> After:
     name = ins.argval
     globals_dict = state.frame.f_globals
 
@@ -231,5 +232,3 @@ def call_function_ex(run, state, ins) -> After:
 @handles("RETURN_VALUE")
 def return_value(run, state, ins) -> After:
     return None
-
-

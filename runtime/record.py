@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.fx
@@ -49,9 +50,7 @@ class Record:
 
     @property
     def graph_code(self) -> str:
-        return "\n\n".join(
-            f"# graph{i}\n{gm.code.strip()}" for i, gm in enumerate(self.graphs)
-        )
+        return "\n\n".join(f"# graph{i}\n{gm.code.strip()}" for i, gm in enumerate(self.graphs))
 
     def replay(self, args: tuple, kwargs: dict, module, fn, made: dict | None = None) -> Any:
         inputs = self.guard(args, kwargs, module, fn)
@@ -69,7 +68,9 @@ class Record:
                 line = line.replace("return None", f"return ('FAILED', {why!r})")
             explaining.append(line)
         source = "\n".join(explaining).replace("def guard(", "def guard_why(", 1)
-        guard_why = compile_source(source, self.guard_namespace, "guard_why", "<fullgraph guard why>")
+        guard_why = compile_source(
+            source, self.guard_namespace, "guard_why", "<fullgraph guard why>"
+        )
         outcome = guard_why(args, kwargs, module, fn)
         if outcome is None:
             return "a path the guard reads no longer exists"
@@ -77,7 +78,7 @@ class Record:
             return outcome[1]
         return None
 
-    def shares_callouts(self, other: "Record", count: int) -> bool:
+    def shares_callouts(self, other: Record, count: int) -> bool:
         """Whether the first ``count`` callouts are the same calls (so their results carry over)."""
         return self.callout_names[:count] == other.callout_names[:count]
 
@@ -94,13 +95,20 @@ class RecordError(Exception):
 def graph_modules(run: MonitorRun) -> list[torch.fx.GraphModule]:
     modules = []
     for segment in run.tape.segments:
-        gm = torch.fx.GraphModule(torch.nn.Module(), segment.graph, class_name=f"Graph{segment.index}")
+        gm = torch.fx.GraphModule(
+            torch.nn.Module(), segment.graph, class_name=f"Graph{segment.index}"
+        )
         modules.append(gm)
     return modules
 
 
-def build_record(run: MonitorRun, result: Any, backend: Backend | None,
-                 arg_count: int, kwarg_names: tuple[str, ...]) -> Record:
+def build_record(
+    run: MonitorRun,
+    result: Any,
+    backend: Backend | None,
+    arg_count: int,
+    kwarg_names: tuple[str, ...],
+) -> Record:
     if run.tape.unsupported is not None:
         where = run.unsupported[0] if run.unsupported else None
         raise RecordError(where, run.tape.unsupported.detail)
@@ -112,15 +120,24 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
         ns.values[name] = value
     try:
         symbols = Symbols(run.container_syms, run.store_syms, run.result_sym)
-        mock = generate_mock(run.tape, run.sources, input_sources, run.mutations, result, ns, symbols)
+        mock = generate_mock(
+            run.tape, run.sources, input_sources, run.mutations, result, ns, symbols
+        )
     except Unsupported as error:
         raise RecordError(None, error.detail) from None
     # Inputs may have grown while the tail was rebuilt (it can reference new external tensors).
     guard = generate_guard(
-        run.reads, run.aliases, input_sources,
+        run.reads,
+        run.aliases,
+        input_sources,
         {name: value for name, value in run.globals_consts.values()},
-        run.tape.entry_grad_mode, torch.get_default_dtype(), arg_count, kwarg_names,
-        run.symbolic_sources, run.entry_conditions, _distinct_inputs(run, input_sources),
+        run.tape.entry_grad_mode,
+        torch.get_default_dtype(),
+        arg_count,
+        kwarg_names,
+        run.symbolic_sources,
+        run.entry_conditions,
+        _distinct_inputs(run, input_sources),
     )
     graphs = graph_modules(run)
     record_id = next(_record_ids)
@@ -129,9 +146,13 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
     for gm, segment in zip(graphs, run.tape.segments):
         if segment.op_count or segment.outputs:
             examples = [node.meta.get("example_value") for node, _ in segment.placeholders]
-            compiled_graphs[f"graph{segment.index}"] = backend(gm, examples) if backend else gm.forward
+            compiled_graphs[f"graph{segment.index}"] = (
+                backend(gm, examples) if backend else gm.forward
+            )
     namespace.update(compiled_graphs)
-    guard_fn = compile_source(guard.source, guard.namespace, "guard", f"<fullgraph guard {record_id}>")
+    guard_fn = compile_source(
+        guard.source, guard.namespace, "guard", f"<fullgraph guard {record_id}>"
+    )
     mock_fn = compile_source(mock.source, namespace, "mock", f"<fullgraph mock {record_id}>")
     return Record(
         guard_source=guard.source,
@@ -149,16 +170,25 @@ def build_record(run: MonitorRun, result: Any, backend: Backend | None,
         provenance={**ns.provenance, **guard.provenance},
         rerun_safe=mock.rerun_safe,
         resume_on_miss=mock.resume_on_miss,
-        callout_names=[(c.function_name, c.location.line if c.location else 0) for c in run.tape.callouts],
-        scalar_reads=[(s, v) for s, v in run.reads.items()
-                      if type(v) in (int, float) and s not in run.symbolic_sources],
+        callout_names=[
+            (c.function_name, c.location.line if c.location else 0) for c in run.tape.callouts
+        ],
+        scalar_reads=[
+            (s, v)
+            for s, v in run.reads.items()
+            if type(v) in (int, float) and s not in run.symbolic_sources
+        ],
     )
 
 
 def _distinct_inputs(run: MonitorRun, input_sources: list[Source]) -> list[tuple[Source, Source]]:
     """Pairs (mutated input, other input) that must be distinct objects for the record to hold."""
-    mutated = [origin.source for segment in run.tape.segments for origin, _ in segment.writebacks
-               if isinstance(origin, ExternalOrigin)]
+    mutated = [
+        origin.source
+        for segment in run.tape.segments
+        for origin, _ in segment.writebacks
+        if isinstance(origin, ExternalOrigin)
+    ]
     return [(m, other) for m in mutated for other in input_sources if other != m]
 
 

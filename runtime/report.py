@@ -46,8 +46,12 @@ class Report:
 
         return {
             "schema_version": SCHEMA_VERSION,
-            "tool": {"name": "fullgraph", "version": __version__,
-                     "python": platform.python_version(), "torch": torch.__version__},
+            "tool": {
+                "name": "fullgraph",
+                "version": __version__,
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+            },
             "function": {"qualname": self.qualname, "file": self.file, "line": self.line},
             "status": self.status,
             "error": self.error,
@@ -62,26 +66,36 @@ class Report:
         }
 
     def format(self) -> str:
-        lines = [f"fullgraph report for {self.qualname} ({self.file}:{self.line})",
-                 f"status: {self.status}; graphs: {self.graph_count}; breaks: {self.break_count}"]
+        lines = [
+            f"fullgraph report for {self.qualname} ({self.file}:{self.line})",
+            f"status: {self.status}; graphs: {self.graph_count}; breaks: {self.break_count}",
+        ]
         if self.error:
             lines.append(f"error: {self.error['type']}: {self.error['message']}")
         for b in self.breaks:
-            lines.append(f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} "
-                         f"{b.category.title}: {b.function}")
+            lines.append(
+                f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} "
+                f"{b.category.title}: {b.function}"
+            )
             lines.append(f"      hint: {b.category.hint}")
         for note in self.notes:
             lines.append(f"note: {note}")
         for graph in self.graphs:
-            lines.append(f"\n--- graph {graph['index']} ({graph['op_count']} ops; inputs: "
-                         f"{', '.join(graph['inputs']) or '-'}) ---\n{graph['code']}")
+            lines.append(
+                f"\n--- graph {graph['index']} ({graph['op_count']} ops; inputs: "
+                f"{', '.join(graph['inputs']) or '-'}) ---\n{graph['code']}"
+            )
         for guard in self.guards:
-            lines.append(f"\n--- guard of record {guard['record']} ({guard['check_count']} checks) ---\n"
-                         f"{guard['source']}")
+            lines.append(
+                f"\n--- guard of record {guard['record']} ({guard['check_count']} checks) ---\n"
+                f"{guard['source']}"
+            )
         for mock in self.mocks:
             lines.append(f"\n--- mock of record {mock['record']} ---\n{mock['source']}")
         if self.side_effects:
-            lines.append("\nside effects replayed: " + "; ".join(s["description"] for s in self.side_effects))
+            lines.append(
+                "\nside effects replayed: " + "; ".join(s["description"] for s in self.side_effects)
+            )
         return "\n".join(lines)
 
 
@@ -98,8 +112,11 @@ def describe_function(fn: Any) -> tuple[str, str, int]:
 
 
 def user_error(exc: BaseException) -> dict:
-    return {"type": type(exc).__name__, "message": str(exc),
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))}
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    }
 
 
 def dedupe_breaks(found: list[breaks_module.GraphBreak]) -> list[breaks_module.GraphBreak]:

@@ -23,10 +23,10 @@ import functools
 import linecache
 import os
 import re
-import sys
 import sysconfig
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -39,8 +39,6 @@ from fullgraph.runtime.capture import (
     Unsupported,
 )
 from fullgraph.runtime.codegen import is_literal
-from fullgraph.runtime.torch_internals import tree_flatten
-from fullgraph.runtime.symbolic import Condition, Leaf, Op, Sym, is_symbolic_number
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
@@ -54,14 +52,19 @@ from fullgraph.runtime.sources import (
     Source,
     is_key_representable,
 )
+from fullgraph.runtime.symbolic import Condition, Leaf, Op, Sym, is_symbolic_number
+from fullgraph.runtime.torch_internals import tree_flatten
 
 _SHARED_TYPES = (bool, int, str, type(None), float, bytes)
 
 
 def _package_dirs() -> tuple[str, ...]:
     """torch, numpy and fullgraph itself: libraries the monitor treats as opaque."""
-    dirs = [os.path.dirname(torch.__file__), os.path.dirname(__file__),
-            os.path.join(os.path.dirname(os.path.dirname(__file__)), "refactors")]
+    dirs = [
+        os.path.dirname(torch.__file__),
+        os.path.dirname(__file__),
+        os.path.join(os.path.dirname(os.path.dirname(__file__)), "refactors"),
+    ]
     try:
         import numpy
 
@@ -132,7 +135,11 @@ class Mutation:
 
     def describe(self) -> str:
         if self.kind in ("setattr", "setglobal"):
-            return f"store {self.target.expr()}.{self.name}" if self.kind == "setattr" else f"store global {self.name}"
+            return (
+                f"store {self.target.expr()}.{self.name}"
+                if self.kind == "setattr"
+                else f"store global {self.name}"
+            )
         if self.kind == "setitem":
             return f"store {self.target.expr()}[{self.name!r}]"
         if self.kind == "call":
@@ -147,14 +154,21 @@ class _IteratorState:
     iterable: Any
     index: int = 0
     keys: tuple | None = None
-    inner: list["_IteratorState"] | None = None
+    inner: list[_IteratorState] | None = None
 
 
 class MonitorRun:
     """Runs a function once under observation and collects what a record needs."""
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, module: torch.nn.Module | None,
-                 varying: set[Source] | frozenset = frozenset(), injected: dict | None = None):
+    def __init__(
+        self,
+        fn: Callable,
+        args: tuple,
+        kwargs: dict,
+        module: torch.nn.Module | None,
+        varying: set[Source] | frozenset = frozenset(),
+        injected: dict | None = None,
+    ):
         self.fn = fn
         # Results of callouts a missed replay already made (by callout index).
         self.injected: dict[int, Any] = dict(injected or {})
@@ -335,7 +349,9 @@ class MonitorRun:
             # A module or container first seen after the index was built.
             for owner in list(self.keepalive):
                 source_of_owner = self.sources.get(id(owner))
-                if source_of_owner is not None and isinstance(owner, (torch.nn.Module, list, tuple, dict)):
+                if source_of_owner is not None and isinstance(
+                    owner, (torch.nn.Module, list, tuple, dict)
+                ):
                     self._index_owner(owner, source_of_owner)
             source = self._module_index.get(id(tensor))
         if source is not None:
@@ -397,7 +413,11 @@ class MonitorRun:
         if is_symbolic_number(value) or isinstance(value, str):
             return True
         # An ndarray or list from .numpy()/.tolist(): followed by identity.
-        return value is not None and not isinstance(value, (bool, torch.Tensor)) and not isinstance(value, tuple)
+        return (
+            value is not None
+            and not isinstance(value, (bool, torch.Tensor))
+            and not isinstance(value, tuple)
+        )
 
     def take_symbolic_read(self, value: Any) -> Leaf | None:
         """A Leaf for the value a load just pushed, when it was read symbolically."""
@@ -431,8 +451,10 @@ class MonitorRun:
             self.symbolic_sources.discard(sym.source)  # back to a guard on its value
             return
         if not is_literal(sym.value):
-            self._unsupported(f"a {type(sym.value).__name__} computed from tensor data is used "
-                              "in a way the monitor cannot replay")
+            self._unsupported(
+                f"a {type(sym.value).__name__} computed from tensor data is used "
+                "in a way the monitor cannot replay"
+            )
             return
         self._add_condition(Condition(sym, "equal", sym.value))
 
@@ -486,7 +508,9 @@ class MonitorRun:
         self.written.add((id(globals_dict), name))
         from fullgraph.runtime.sources import ConstSource
 
-        self._mutate(Mutation("setglobal", ConstSource(self.globals_name(globals_dict)), globals_dict, name))
+        self._mutate(
+            Mutation("setglobal", ConstSource(self.globals_name(globals_dict)), globals_dict, name)
+        )
 
     def mutate_cell(self, source: Source, cell: Any) -> None:
         self._mutate(Mutation("setcell", source, cell))
@@ -494,7 +518,9 @@ class MonitorRun:
     def _mutate(self, mutation: Mutation) -> None:
         for existing in self.mutations:
             if (existing.kind, existing.owner is mutation.owner, existing.name) == (
-                mutation.kind, True, mutation.name
+                mutation.kind,
+                True,
+                mutation.name,
             ) and mutation.kind != "call":
                 return
         self.keepalive.append(mutation.owner)
@@ -514,15 +540,21 @@ class MonitorRun:
             state = _IteratorState(kind, None, iterable)
         elif source is None or id(iterable) in self.written_containers:
             return
-        elif isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in ("items", "values", "keys"):
+        elif isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in (
+            "items",
+            "values",
+            "keys",
+        ):
             owner = iterable
             keys = tuple(owner.keys())
             if not all(is_key_representable(k) for k in keys):
                 return
             self.read(KeysSource(source), keys)
             state = _IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
-        elif isinstance(iterable, (list, tuple, torch.nn.ModuleList, torch.nn.Sequential,
-                                   torch.nn.ParameterList)):
+        elif isinstance(
+            iterable,
+            (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList),
+        ):
             state = _IteratorState(kind, source, iterable)
         else:
             return
@@ -537,9 +569,20 @@ class MonitorRun:
             state = self.iterators.get(id(item))
             if state is None:
                 source = self.source_of(item)
-                if source is not None and isinstance(
-                    item, (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)
-                ) and id(item) not in self.written_containers:
+                if (
+                    source is not None
+                    and isinstance(
+                        item,
+                        (
+                            list,
+                            tuple,
+                            torch.nn.ModuleList,
+                            torch.nn.Sequential,
+                            torch.nn.ParameterList,
+                        ),
+                    )
+                    and id(item) not in self.written_containers
+                ):
                     state = _IteratorState("iter", source, item)
             inner.append(state)
         self.iterators[id(iterator)] = _IteratorState(kind, None, iterator, inner=inner)
@@ -594,8 +637,15 @@ class MonitorRun:
                 self.read(ItemSource(source, i), item)
 
     # -- calls ---------------------------------------------------------------
-    def call(self, state: FrameState, fn: Any, args: tuple, kwargs: dict, result: Callable,
-             fn_depth: int = 0) -> Callable | None:
+    def call(
+        self,
+        state: FrameState,
+        fn: Any,
+        args: tuple,
+        kwargs: dict,
+        result: Callable,
+        fn_depth: int = 0,
+    ) -> Callable | None:
         if isinstance(fn, torch.nn.Module):
             source = self.source_of(fn)
             if source is not None:
@@ -606,23 +656,27 @@ class MonitorRun:
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None
-        if isinstance(fn, type) and fn.__module__ not in ("builtins",) and not fn.__module__.startswith(
-            ("torch", "collections", "typing", "dataclasses", "functools", "enum")
+        if (
+            isinstance(fn, type)
+            and fn.__module__ not in ("builtins",)
+            and not fn.__module__.startswith(
+                ("torch", "collections", "typing", "dataclasses", "functools", "enum")
+            )
         ):
             return None  # a user class: its __init__ is stepped into
         receiver = getattr(fn, "__self__", None)
         objclass = getattr(fn, "__objclass__", None)
         if isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase):
-            return None  # an unbound tensor method, e.g. ``torch.Tensor.sin(x)``: captured by the mode
+            return (
+                None  # an unbound tensor method, e.g. ``torch.Tensor.sin(x)``: captured by the mode
+            )
         if isinstance(receiver, torch.Tensor) or (
             isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None
         ):
             return None  # a tensor method (captured by the mode) or stdlib Python code
         annotation = annotation_table.lookup(fn)
         if annotation is None:
-            if callable(getattr(type(fn), "__call__", None)) and isinstance(
-                getattr(type(fn), "__call__"), types.FunctionType
-            ):
+            if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # noqa: B004
                 return None  # an object with a Python __call__: stepped into
             annotation = annotation_table.UNKNOWN_NATIVE
         name = getattr(fn, "__name__", "")
@@ -644,7 +698,11 @@ class MonitorRun:
             receiver = args[0]  # an unbound method descriptor called with its receiver first
         if fn is len and args:
             source = self.source_of(args[0])
-            if source is not None and not isinstance(args[0], torch.Tensor) and id(args[0]) not in self.written_containers:
+            if (
+                source is not None
+                and not isinstance(args[0], torch.Tensor)
+                and id(args[0]) not in self.written_containers
+            ):
                 self.read(LenSource(source), len(args[0]))
             return None
         if name == "get" and isinstance(receiver, dict):
@@ -655,19 +713,31 @@ class MonitorRun:
                 if key in receiver:
                     self.read_item(receiver, key, receiver[key])
             return None
-        if name in ("__getattribute__", "__getattr__") and getattr(fn, "__objclass__", None) is object \
-                and len(args) >= 2 and isinstance(args[1], str):
+        if (
+            name in ("__getattribute__", "__getattr__")
+            and getattr(fn, "__objclass__", None) is object
+            and len(args) >= 2
+            and isinstance(args[1], str)
+        ):
             owner, attr = args[0], args[1]
             return lambda: self._getattr_read(getattr, owner, attr, result())
-        if name in ("__setattr__", "__delattr__") and getattr(fn, "__objclass__", None) is object \
-                and len(args) >= 2 and isinstance(args[1], str):
+        if (
+            name in ("__setattr__", "__delattr__")
+            and getattr(fn, "__objclass__", None) is object
+            and len(args) >= 2
+            and isinstance(args[1], str)
+        ):
             self.store_attr(args[0], args[1], delete=name == "__delattr__")
             return None
         if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
             owner, attr = args[0], args[1]
             return lambda: self._getattr_read(fn, owner, attr, result())
         if annotation.mutates:
-            owner = receiver if receiver is not None else (args[annotation.mutates[0]] if args else None)
+            owner = (
+                receiver
+                if receiver is not None
+                else (args[annotation.mutates[0]] if args else None)
+            )
             self.written_containers.add(id(owner))
             source = self.source_of(owner)
             if fn is setattr and len(args) >= 2:
@@ -678,7 +748,11 @@ class MonitorRun:
         if annotation.iterates:
             kind = annotation.iterates
             if kind in ("enumerate", "reversed", "iter") and args:
-                return lambda: self.derive_compound(result(), kind, [args[0]]) if kind == "enumerate" else self.derive_iterator(result(), args[0], kind)
+                return lambda: (
+                    self.derive_compound(result(), kind, [args[0]])
+                    if kind == "enumerate"
+                    else self.derive_iterator(result(), args[0], kind)
+                )
             if kind == "zip":
                 return lambda: self.derive_compound(result(), "zip", list(args))
             if kind in ("items", "values", "keys") and receiver is not None:
@@ -694,7 +768,7 @@ class MonitorRun:
         syms = _argument_syms(state.call_syms, len(args))
         state.call_syms = None
         operands = tuple(syms.get(i, value) for i, value in enumerate(args))
-        template = f"{fn.__name__}(" + ", ".join("{%d}" % i for i in range(len(args))) + ")"
+        template = f"{fn.__name__}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")"
 
         def after() -> None:
             value = result()
@@ -737,8 +811,14 @@ class MonitorRun:
             effectful = annotation.category is breaks.PYTHON_SIDE_EFFECT
             try:
                 callout = self.tape.record_callout(
-                    fn, name, tuple(args), dict(kwargs), value, annotation.category,
-                    effectful=effectful, guard_result=value is not None,
+                    fn,
+                    name,
+                    tuple(args),
+                    dict(kwargs),
+                    value,
+                    annotation.category,
+                    effectful=effectful,
+                    guard_result=value is not None,
                 )
             except Unsupported as error:
                 self.tape.unsupported = error
@@ -762,8 +842,10 @@ class MonitorRun:
 
     def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
         name = getattr(func, "__name__", "")
-        if name in DATA_DEPENDENT or (name == "__getitem__" and _has_mask_index(args)) or (
-            func is torch.where and len(args) + len(kwargs) == 1
+        if (
+            name in DATA_DEPENDENT
+            or (name == "__getitem__" and _has_mask_index(args))
+            or (func is torch.where and len(args) + len(kwargs) == 1)
         ):
             result = func(*args, **kwargs)
             self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
@@ -787,35 +869,59 @@ class MonitorRun:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
         except Unsupported as error:
             self.tape.unsupported = error
-            self.unsupported.append(self.locate(function_name=name, category=error.category, detail=error.detail))
+            self.unsupported.append(
+                self.locate(function_name=name, category=error.category, detail=error.detail)
+            )
         return result
 
     def _torch_callout(self, func, args, kwargs, result, category) -> None:
         try:
             self.tape.record_callout(
-                func, "Tensor." + getattr(func, "__name__", "?") if _is_method(func) else annotation_table.qualified_name(func),
-                tuple(args), dict(kwargs), result, category, effectful=False,
+                func,
+                "Tensor." + getattr(func, "__name__", "?")
+                if _is_method(func)
+                else annotation_table.qualified_name(func),
+                tuple(args),
+                dict(kwargs),
+                result,
+                category,
+                effectful=False,
                 guard_result=True,
             )
         except Unsupported as error:
             self.tape.unsupported = error
-            self.unsupported.append(self.locate(function_name=str(func), category=error.category, detail=error.detail))
+            self.unsupported.append(
+                self.locate(function_name=str(func), category=error.category, detail=error.detail)
+            )
 
     # -- locations -----------------------------------------------------------
-    def locate(self, function_name: str, category: breaks.BreakCategory, detail: str = "") -> breaks.GraphBreak:
+    def locate(
+        self, function_name: str, category: breaks.BreakCategory, detail: str = ""
+    ) -> breaks.GraphBreak:
         """The current user call site (innermost monitored frame) with its call stack."""
         stack = []
         for state in self.frames:
             ins = state.instruction
             line, column, end_line, end_column = _position(state.frame, ins)
-            stack.append(breaks.StackFrame(state.frame.f_code.co_filename, line, column, state.frame.f_code.co_name))
+            stack.append(
+                breaks.StackFrame(
+                    state.frame.f_code.co_filename, line, column, state.frame.f_code.co_name
+                )
+            )
         last = self.frames[-1] if self.frames else None
         if last is None:
             return breaks.GraphBreak(category, function_name, "<unknown>", 0, 0, 0, 0, [], detail)
         line, column, end_line, end_column = _position(last.frame, last.instruction)
         graph_break = breaks.GraphBreak(
-            category, function_name, last.frame.f_code.co_filename, line, column, end_line, end_column,
-            stack, detail,
+            category,
+            function_name,
+            last.frame.f_code.co_filename,
+            line,
+            column,
+            end_line,
+            end_column,
+            stack,
+            detail,
         )
         self.breaks.append(graph_break)
         return graph_break
@@ -850,8 +956,12 @@ def _user_property(cls: type, name: str) -> bool:
         attribute = klass.__dict__.get(name)
         if attribute is not None:
             getter = getattr(attribute, "fget", None)
-            return isinstance(attribute, property) and getter is not None and hasattr(
-                getter, "__code__") and is_user_code(getter.__code__)
+            return (
+                isinstance(attribute, property)
+                and getter is not None
+                and hasattr(getter, "__code__")
+                and is_user_code(getter.__code__)
+            )
     return False
 
 
@@ -872,7 +982,7 @@ def _argument_syms(call_syms: list | None, count: int) -> dict[int, Sym]:
     """Symbolic arguments of a call by position (the shadow slots of its last ``count`` entries)."""
     if not call_syms:
         return {}
-    tail = call_syms[len(call_syms) - count:] if count else []
+    tail = call_syms[len(call_syms) - count :] if count else []
     return {i: sym for i, sym in enumerate(tail) if sym is not None}
 
 
@@ -902,7 +1012,9 @@ def _contains_tensor(value: Any) -> bool:
     if isinstance(value, torch.Tensor):
         return True
     if isinstance(value, (tuple, list, dict)):
-        return any(_contains_tensor(v) for v in (value.values() if isinstance(value, dict) else value))
+        return any(
+            _contains_tensor(v) for v in (value.values() if isinstance(value, dict) else value)
+        )
     return False
 
 

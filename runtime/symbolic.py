@@ -23,15 +23,29 @@ from typing import Any
 from fullgraph.runtime.sources import Source
 
 BINARY = {
-    0: ("+", operator.add), 1: ("&", operator.and_), 2: ("//", operator.floordiv),
-    3: ("<<", operator.lshift), 5: ("*", operator.mul), 6: ("%", operator.mod),
-    7: ("|", operator.or_), 8: ("**", operator.pow), 9: (">>", operator.rshift),
-    10: ("-", operator.sub), 11: ("/", operator.truediv), 12: ("^", operator.xor),
+    0: ("+", operator.add),
+    1: ("&", operator.and_),
+    2: ("//", operator.floordiv),
+    3: ("<<", operator.lshift),
+    5: ("*", operator.mul),
+    6: ("%", operator.mod),
+    7: ("|", operator.or_),
+    8: ("**", operator.pow),
+    9: (">>", operator.rshift),
+    10: ("-", operator.sub),
+    11: ("/", operator.truediv),
+    12: ("^", operator.xor),
 }
 # In-place variants (13 + n) compute the same for immutable numbers.
 BINARY.update({13 + k: v for k, v in list(BINARY.items())})
-COMPARE = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
-           ">": operator.gt, ">=": operator.ge}
+COMPARE = {
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 NUMBER_TYPES = (int, float)
 
 
@@ -43,7 +57,7 @@ class Sym:
     def expr(self) -> str:
         raise NotImplementedError
 
-    def leaves(self) -> list["Leaf"]:
+    def leaves(self) -> list[Leaf]:
         raise NotImplementedError
 
     def callout_depth(self) -> int:
@@ -60,7 +74,7 @@ class Leaf(Sym):
     def expr(self) -> str:
         return f"c{self.callout}" if self.callout is not None else self.source.expr()
 
-    def leaves(self) -> list["Leaf"]:
+    def leaves(self) -> list[Leaf]:
         return [self]
 
 
@@ -71,7 +85,9 @@ class Op(Sym):
     operands: tuple  # Sym or plain constants (rendered with repr)
 
     def expr(self) -> str:
-        return self.template.format(*(o.expr() if isinstance(o, Sym) else repr(o) for o in self.operands))
+        return self.template.format(
+            *(o.expr() if isinstance(o, Sym) else repr(o) for o in self.operands)
+        )
 
     def leaves(self) -> list[Leaf]:
         found: list[Leaf] = []

@@ -11,7 +11,8 @@ value is guarded), which is always correct, merely less reusable.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -25,22 +26,77 @@ After = Callable[[], None] | None
 
 # How many stack slots an instruction consumes (3.11), for those not modelled below.
 _FIXED_POPS = {
-    "POP_TOP": 1, "STORE_ATTR": 2, "STORE_SUBSCR": 3, "STORE_GLOBAL": 1, "STORE_DEREF": 1,
-    "STORE_NAME": 1, "LOAD_ATTR": 1, "LOAD_METHOD": 1, "BINARY_SUBSCR": 2, "IS_OP": 2,
-    "CONTAINS_OP": 2, "RETURN_VALUE": 1, "YIELD_VALUE": 1, "GET_ITER": 1, "UNPACK_SEQUENCE": 1,
-    "UNPACK_EX": 1, "LIST_APPEND": 1, "SET_ADD": 1, "MAP_ADD": 2, "LIST_EXTEND": 1,
-    "SET_UPDATE": 1, "DICT_UPDATE": 1, "DICT_MERGE": 1, "DELETE_SUBSCR": 2, "DELETE_ATTR": 1,
-    "BEFORE_WITH": 1, "PRINT_EXPR": 1, "GET_LEN": 0, "BINARY_SLICE": 3, "STORE_SLICE": 4,
-    "LIST_TO_TUPLE": 1, "IMPORT_NAME": 2,
-    "POP_JUMP_FORWARD_IF_NONE": 1, "POP_JUMP_FORWARD_IF_NOT_NONE": 1,
-    "POP_JUMP_BACKWARD_IF_NONE": 1, "POP_JUMP_BACKWARD_IF_NOT_NONE": 1,
+    "POP_TOP": 1,
+    "STORE_ATTR": 2,
+    "STORE_SUBSCR": 3,
+    "STORE_GLOBAL": 1,
+    "STORE_DEREF": 1,
+    "STORE_NAME": 1,
+    "LOAD_ATTR": 1,
+    "LOAD_METHOD": 1,
+    "BINARY_SUBSCR": 2,
+    "IS_OP": 2,
+    "CONTAINS_OP": 2,
+    "RETURN_VALUE": 1,
+    "YIELD_VALUE": 1,
+    "GET_ITER": 1,
+    "UNPACK_SEQUENCE": 1,
+    "UNPACK_EX": 1,
+    "LIST_APPEND": 1,
+    "SET_ADD": 1,
+    "MAP_ADD": 2,
+    "LIST_EXTEND": 1,
+    "SET_UPDATE": 1,
+    "DICT_UPDATE": 1,
+    "DICT_MERGE": 1,
+    "DELETE_SUBSCR": 2,
+    "DELETE_ATTR": 1,
+    "BEFORE_WITH": 1,
+    "PRINT_EXPR": 1,
+    "GET_LEN": 0,
+    "BINARY_SLICE": 3,
+    "STORE_SLICE": 4,
+    "LIST_TO_TUPLE": 1,
+    "IMPORT_NAME": 2,
+    "POP_JUMP_FORWARD_IF_NONE": 1,
+    "POP_JUMP_FORWARD_IF_NOT_NONE": 1,
+    "POP_JUMP_BACKWARD_IF_NONE": 1,
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": 1,
 }
 _NO_POPS = frozenset(
-    "NOP RESUME CACHE PUSH_NULL KW_NAMES PRECALL LOAD_GLOBAL LOAD_DEREF LOAD_CLOSURE "
-    "LOAD_CLASSDEREF LOAD_NAME LOAD_ASSERTION_ERROR LOAD_BUILD_CLASS JUMP_FORWARD "
-    "JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT FOR_ITER MAKE_CELL COPY_FREE_VARS EXTENDED_ARG "
-    "RETURN_GENERATOR GEN_START POP_EXCEPT PUSH_EXC_INFO CHECK_EXC_MATCH RERAISE LOAD_CONST "
-    "IMPORT_FROM DELETE_GLOBAL DELETE_DEREF DELETE_NAME".split()
+    [
+        "NOP",
+        "RESUME",
+        "CACHE",
+        "PUSH_NULL",
+        "KW_NAMES",
+        "PRECALL",
+        "LOAD_GLOBAL",
+        "LOAD_DEREF",
+        "LOAD_CLOSURE",
+        "LOAD_CLASSDEREF",
+        "LOAD_NAME",
+        "LOAD_ASSERTION_ERROR",
+        "LOAD_BUILD_CLASS",
+        "JUMP_FORWARD",
+        "JUMP_BACKWARD",
+        "JUMP_BACKWARD_NO_INTERRUPT",
+        "FOR_ITER",
+        "MAKE_CELL",
+        "COPY_FREE_VARS",
+        "EXTENDED_ARG",
+        "RETURN_GENERATOR",
+        "GEN_START",
+        "POP_EXCEPT",
+        "PUSH_EXC_INFO",
+        "CHECK_EXC_MATCH",
+        "RERAISE",
+        "LOAD_CONST",
+        "IMPORT_FROM",
+        "DELETE_GLOBAL",
+        "DELETE_DEREF",
+        "DELETE_NAME",
+    ]
 )
 
 
@@ -50,7 +106,14 @@ def _pops(ins) -> int | None:
         return 0
     if name in _FIXED_POPS:
         return _FIXED_POPS[name]
-    if name in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_STRING", "BUILD_SLICE", "RAISE_VARARGS"):
+    if name in (
+        "BUILD_TUPLE",
+        "BUILD_LIST",
+        "BUILD_SET",
+        "BUILD_STRING",
+        "BUILD_SLICE",
+        "RAISE_VARARGS",
+    ):
         return ins.arg
     if name == "BUILD_MAP":
         return 2 * ins.arg
@@ -65,7 +128,7 @@ def _pops(ins) -> int | None:
     return None  # unknown: every symbolic slot is treated as consumed
 
 
-def _sync(state: "FrameState") -> list:
+def _sync(state: FrameState) -> list:
     depth = cpython.stack_depth(state.frame)
     shadow = state.shadow
     if len(shadow) > depth:
@@ -75,13 +138,13 @@ def _sync(state: "FrameState") -> list:
     return shadow
 
 
-def _set_top(state: "FrameState", sym: Sym | None) -> None:
+def _set_top(state: FrameState, sym: Sym | None) -> None:
     shadow = _sync(state)
     if shadow:
         shadow[-1] = sym
 
 
-def _landed_callout(run: "MonitorRun", state: "FrameState", callouts_before: int) -> None:
+def _landed_callout(run: MonitorRun, state: FrameState, callouts_before: int) -> None:
     """If the instruction's result is a callout's scalar result, make it symbolic."""
     shadow = _sync(state)
     if not shadow or len(run.tape.callouts) == callouts_before:
@@ -93,7 +156,7 @@ def _landed_callout(run: "MonitorRun", state: "FrameState", callouts_before: int
         shadow[-1] = Leaf(top, callout=callout.index)
 
 
-def step(run: "MonitorRun", state: "FrameState", ins) -> After:
+def step(run: MonitorRun, state: FrameState, ins) -> After:
     """Account for ``ins`` in the shadow stack; may return an after-phase."""
     shadow = _sync(state)
     name = ins.opname
@@ -102,7 +165,7 @@ def step(run: "MonitorRun", state: "FrameState", ins) -> After:
         return handler(run, state, ins, shadow)
     if any(shadow):
         pops = _pops(ins)
-        consumed = shadow if pops is None else shadow[len(shadow) - pops:] if pops else []
+        consumed = shadow if pops is None else shadow[len(shadow) - pops :] if pops else []
         for sym in consumed:
             if sym is not None:
                 run.concretize(sym)
@@ -113,7 +176,7 @@ def step(run: "MonitorRun", state: "FrameState", ins) -> After:
     return None
 
 
-def _symbolic_load(run: "MonitorRun", state: "FrameState") -> None:
+def _symbolic_load(run: MonitorRun, state: FrameState) -> None:
     leaf = run.take_symbolic_read(cpython.stack_item(state.frame, 0))
     if leaf is not None:
         _set_top(state, leaf)
@@ -169,7 +232,7 @@ def _swap(run, state, ins, shadow) -> After:
 
 
 def _operands(state, shadow, count: int) -> tuple[list, list]:
-    syms = list(shadow[len(shadow) - count:])
+    syms = list(shadow[len(shadow) - count :])
     values = [cpython.stack_item(state.frame, count - 1 - i) for i in range(count)]
     return syms, values
 
@@ -195,7 +258,9 @@ def _combine(run, state, syms, values, template: str) -> After:
     if any(isinstance(v, torch.Tensor) for v in values):
         # A binary operator has one scalar operand, so even a shared small int is
         # unambiguous here; bools stay guarded by value.
-        lifts = {id(v): s for s, v in zip(syms, values) if s is not None and type(v) in (int, float)}
+        lifts = {
+            id(v): s for s, v in zip(syms, values) if s is not None and type(v) in (int, float)
+        }
         for sym, value in zip(syms, values):
             if sym is not None and id(value) not in lifts:
                 run.concretize(sym)
@@ -225,7 +290,7 @@ def _binary_op(run, state, ins, shadow) -> After:
             if sym is not None:
                 run.concretize(sym)
         return None
-    return _combine(run, state, syms, values, "({0} %s {1})" % symbol)
+    return _combine(run, state, syms, values, f"({{0}} {symbol} {{1}})")
 
 
 @_handles("COMPARE_OP")
@@ -238,21 +303,31 @@ def _compare_op(run, state, ins, shadow) -> After:
             if sym is not None:
                 run.concretize(sym)
         return None
-    return _combine(run, state, syms, values, "({0} %s {1})" % ins.argval)
+    return _combine(run, state, syms, values, f"({{0}} {ins.argval} {{1}})")
 
 
 @_handles("UNARY_NEGATIVE", "UNARY_NOT", "UNARY_POSITIVE", "UNARY_INVERT")
 def _unary(run, state, ins, shadow) -> After:
     if not shadow or shadow[-1] is None:
         return None
-    template = {"UNARY_NEGATIVE": "(-{0})", "UNARY_NOT": "(not {0})", "UNARY_POSITIVE": "(+{0})",
-                "UNARY_INVERT": "(~{0})"}[ins.opname]
+    template = {
+        "UNARY_NEGATIVE": "(-{0})",
+        "UNARY_NOT": "(not {0})",
+        "UNARY_POSITIVE": "(+{0})",
+        "UNARY_INVERT": "(~{0})",
+    }[ins.opname]
     syms, values = _operands(state, shadow, 1)
     return _combine(run, state, syms, values, template)
 
 
-@_handles("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
-          "POP_JUMP_BACKWARD_IF_FALSE", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP")
+@_handles(
+    "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_FALSE",
+    "JUMP_IF_TRUE_OR_POP",
+    "JUMP_IF_FALSE_OR_POP",
+)
 def _branch(run, state, ins, shadow) -> After:
     if shadow and shadow[-1] is not None:
         run.branch_on(shadow[-1], bool(cpython.stack_item(state.frame, 0)))
@@ -266,7 +341,7 @@ def _format_value(run, state, ins, shadow) -> After:
     has_spec = bool(ins.arg & 4)
     count = 1 + has_spec
     before = len(run.tape.callouts)
-    if not any(shadow[len(shadow) - count:]):
+    if not any(shadow[len(shadow) - count :]):
         return lambda: _landed_callout(run, state, before)
     syms, values = _operands(state, shadow, count)
     conversion = {0: "{0}", 1: "str({0})", 2: "repr({0})", 3: "ascii({0})"}[ins.arg & 3]
@@ -282,11 +357,11 @@ def _format_value(run, state, ins, shadow) -> After:
 @_handles("BUILD_STRING")
 def _build_string(run, state, ins, shadow) -> After:
     count = ins.arg
-    if not any(shadow[len(shadow) - count:]):
+    if not any(shadow[len(shadow) - count :]):
         return None
     syms, values = _operands(state, shadow, count)
     operands = tuple(s if s is not None else v for s, v in zip(syms, values))
-    template = "''.join((" + "".join("{%d}, " % i for i in range(count)) + "))"
+    template = "''.join((" + "".join(f"{{{i}}}, " for i in range(count)) + "))"
 
     def after() -> None:
         _set_top(state, Op(cpython.stack_item(state.frame, 0), template, operands))
@@ -297,7 +372,7 @@ def _build_string(run, state, ins, shadow) -> After:
 @_handles("BUILD_TUPLE", "BUILD_LIST")
 def _build_sequence(run, state, ins, shadow) -> After:
     count = ins.arg
-    syms = shadow[len(shadow) - count:] if count else []
+    syms = shadow[len(shadow) - count :] if count else []
     if not any(syms):
         return None
     items = {i: s for i, s in enumerate(syms) if s is not None}
@@ -313,7 +388,7 @@ def _build_sequence(run, state, ins, shadow) -> After:
 @_handles("BUILD_CONST_KEY_MAP")
 def _build_const_key_map(run, state, ins, shadow) -> After:
     count = ins.arg
-    syms = shadow[len(shadow) - count - 1:-1] if count else []
+    syms = shadow[len(shadow) - count - 1 : -1] if count else []
     if not any(syms):
         return None
     keys = cpython.stack_item(state.frame, 0)
@@ -330,7 +405,7 @@ def _build_const_key_map(run, state, ins, shadow) -> After:
 @_handles("BUILD_MAP")
 def _build_map(run, state, ins, shadow) -> After:
     count = ins.arg
-    slots = shadow[len(shadow) - 2 * count:] if count else []
+    slots = shadow[len(shadow) - 2 * count :] if count else []
     if not any(slots):
         return None
     items = {}
@@ -352,7 +427,9 @@ def _build_map(run, state, ins, shadow) -> After:
 @_handles("CALL", "CALL_FUNCTION_EX")
 def _call(run, state, ins, shadow) -> After:
     pops = _pops(ins)
-    state.call_syms = list(shadow[len(shadow) - pops:]) if any(shadow[len(shadow) - pops:]) else None
+    state.call_syms = (
+        list(shadow[len(shadow) - pops :]) if any(shadow[len(shadow) - pops :]) else None
+    )
     before = len(run.tape.callouts)
 
     def after() -> None:
@@ -386,7 +463,9 @@ def _return_value(run, state, ins, shadow) -> After:
 def _store_attr(run, state, ins, shadow) -> After:
     if len(shadow) >= 2 and shadow[-2] is not None:
         owner = cpython.stack_item(state.frame, 0)
-        run.store_symbolic((id(owner), ins.argval), owner, cpython.stack_item(state.frame, 1), shadow[-2])
+        run.store_symbolic(
+            (id(owner), ins.argval), owner, cpython.stack_item(state.frame, 1), shadow[-2]
+        )
     return None
 
 
@@ -397,7 +476,9 @@ def _store_subscr(run, state, ins, shadow) -> After:
         if isinstance(container, torch.Tensor):
             run.concretize(shadow[-3])
         else:
-            run.store_symbolic((id(container), key), container, cpython.stack_item(state.frame, 2), shadow[-3])
+            run.store_symbolic(
+                (id(container), key), container, cpython.stack_item(state.frame, 2), shadow[-3]
+            )
     return None
 
 
@@ -405,5 +486,10 @@ def _store_subscr(run, state, ins, shadow) -> After:
 def _store_global(run, state, ins, shadow) -> After:
     if shadow and shadow[-1] is not None:
         globals_dict = state.frame.f_globals
-        run.store_symbolic((id(globals_dict), ins.argval), globals_dict, cpython.stack_item(state.frame, 0), shadow[-1])
+        run.store_symbolic(
+            (id(globals_dict), ins.argval),
+            globals_dict,
+            cpython.stack_item(state.frame, 0),
+            shadow[-1],
+        )
     return None

@@ -15,7 +15,8 @@ from __future__ import annotations
 import builtins
 import re
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -29,7 +30,9 @@ class WrapperError(RuntimeError):
     """The record holds something a standalone module cannot re-create."""
 
 
-def generate_wrapper_source(fn: Callable, args: tuple, kwargs: dict, entrypoint: str | None = None) -> str:
+def generate_wrapper_source(
+    fn: Callable, args: tuple, kwargs: dict, entrypoint: str | None = None
+) -> str:
     compiled = CompiledFunction(fn, backend="eager")
     compiled(*args, **kwargs)
     if not compiled.records:
@@ -53,7 +56,9 @@ def _target_expression(fn: Callable, entrypoint: str | None) -> str:
 
 def _graph_class(index: int, gm: torch.fx.GraphModule) -> tuple[str, set[str]]:
     code = gm.graph.python_code(root_module="self")
-    names = {name for name in code.globals if name not in ("torch", "inf", "nan", "NoneType", "device")}
+    names = {
+        name for name in code.globals if name not in ("torch", "inf", "nan", "NoneType", "device")
+    }
     lines = []
     for line in code.src.strip("\n").splitlines():
         # fx frees intermediates with "x = None" statements joined by ";  "
@@ -81,7 +86,9 @@ def _import_line(name: str, value: Any) -> str:
         module = "builtins"
     if module and qualname and "<locals>" not in qualname:
         return f"{name} = resolve({module!r}, {qualname!r})"
-    raise WrapperError(f"cannot re-create the constant {name} ({type(value).__name__}) in a new process")
+    raise WrapperError(
+        f"cannot re-create the constant {name} ({type(value).__name__}) in a new process"
+    )
 
 
 def _render(record: Record, target: str, fn: Callable) -> str:
