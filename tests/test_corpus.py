@@ -24,8 +24,9 @@ from types import ModuleType
 
 import pytest
 import torch
-from fullgraph import runtime
 from programs import loader
+
+from fullgraph import runtime
 
 NAMES = loader.program_names()
 SEEDS = (0, 1, 2)
@@ -41,8 +42,8 @@ needs_explain = pytest.mark.skipif(
 # Each entry is a known runtime gap, not a wrong expectation; the test runs and
 # is reported as xfail (or xpass once the gap is closed: then delete the entry).
 COMPILE_GAPS: dict[str, str] = {
-    "moco_momentum_update": "wrong results from call 2: a hit does not re-apply the "
-    "`param_k.data = ...` EMA assignment, so the key encoder keeps stale weights",
+    "moco_momentum_update": "results are right, but the `param_k.data = ...` EMA update "
+    "leaves 'a tensor whose origin the monitor could not trace': calls 2 and 3 run eagerly",
     "inference_mode_predict": "a function under @torch.inference_mode() cannot be compiled: "
     "RuntimeError 'Inference tensors do not track version counter.'",
 }
