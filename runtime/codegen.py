@@ -16,6 +16,31 @@ from typing import Any
 import torch
 
 LITERAL_TYPES = (bool, int, float, str, bytes, type(None), complex)
+# Names the generated guard/mock/wrapper use for themselves: parameters, helpers,
+# and locals (v_..., g0, c0, r0, s0).  A constant never takes one of them.
+RESERVED = frozenset(
+    [
+        "A",
+        "K",
+        "M",
+        "F",
+        "I",
+        "R",
+        "made",
+        "torch",
+        "builtins",
+        "MISS",
+        "Missed",
+        "leaves",
+        "make_dataclass_instance",
+        "make_plain_object",
+        "guard",
+        "mock",
+        "compiled",
+        "TARGET",
+    ]
+)
+_GENERATED_LOCAL = re.compile(r"v_.*|[gcrs]\d+|graph\d+|Graph\d+")
 
 
 def is_literal(value: Any) -> bool:
@@ -57,6 +82,8 @@ class Namespace:
                 self.provenance[existing] = provenance
             return existing
         base = re.sub(r"\W+", "_", hint).strip("_") or "const"
+        if base in RESERVED or _GENERATED_LOCAL.fullmatch(base) or base[0].isdigit():
+            base = f"k_{base}"
         name, n = base, 1
         while name in self.values:
             n += 1

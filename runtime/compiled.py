@@ -62,20 +62,23 @@ class CompiledFunction:
         for position, record in enumerate(self.records):
             if made and not record.shares_callouts(made_by, max(made) + 1):
                 continue  # its replay would repeat those effects
+            made_now: dict = {}
             try:
-                result = record.replay(args, kwargs, self.module, root_fn, made)
+                result = record.replay(args, kwargs, self.module, root_fn, made, made_now)
             except Exception:
                 if not record.rerun_safe:
                     raise
-                # A replayed call (e.g. int(t) on NaN) raised before anything outside
-                # changed: run the program itself, so the user sees their own line.
-                self.stats.fallbacks += 1
-                return self.fn(*args, **kwargs)
+                # A replayed call (e.g. int(t) on NaN) raised.  Run the program itself,
+                # handing it the results of the calls the replay already made (their
+                # effects are done), so it raises at the user's own line, with every
+                # effect before it applied once.
+                self.stats.misses += 1
+                return self._monitor(args, kwargs, injected={**made, **made_now})
             if isinstance(result, Missed):
-                if result.results and record.resume_on_miss and not made:
+                if made_now and record.resume_on_miss and not made:
                     # Effects already happened in this replay: other records and the
                     # monitoring run get their results instead of running them again.
-                    made, made_by = dict(result.results), record
+                    made, made_by = dict(made_now), record
                 continue
             self.stats.hits += 1
             record.hits += 1

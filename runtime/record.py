@@ -52,11 +52,20 @@ class Record:
     def graph_code(self) -> str:
         return "\n\n".join(f"# graph{i}\n{gm.code.strip()}" for i, gm in enumerate(self.graphs))
 
-    def replay(self, args: tuple, kwargs: dict, module, fn, made: dict | None = None) -> Any:
+    def replay(
+        self,
+        args: tuple,
+        kwargs: dict,
+        module,
+        fn,
+        premade: dict | None = None,
+        made: dict | None = None,
+    ) -> Any:
+        """Guard then mock; ``premade``: callout results to reuse, ``made``: filled with new ones."""
         inputs = self.guard(args, kwargs, module, fn)
         if inputs is None:
             return MISS
-        return self.mock(inputs, args, kwargs, module, fn, made or ())
+        return self.mock(inputs, args, kwargs, module, fn, premade or (), made)
 
     def failed_check(self, args: tuple, kwargs: dict, module, fn) -> str | None:
         """The first guard check this call fails, as its comment (for reports and debugging)."""

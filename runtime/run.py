@@ -43,6 +43,7 @@ from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
     ContainsSource,
+    HookCountSource,
     ItemSource,
     KeysSource,
     KwargSource,
@@ -206,6 +207,7 @@ class MonitorRun:
         if module is not None:
             self.register(module, RootModuleSource())
             self.register_module_tree(module, RootModuleSource())
+            self.read(HookCountSource(RootModuleSource()), _hook_count(module), symbolic=False)
             if not _has_user_forward(module):  # e.g. an nn.Sequential root
                 self.guard_library_module(module, RootModuleSource())
         self._register_callable(fn, RootFunctionSource())
@@ -394,6 +396,7 @@ class MonitorRun:
         if getattr(module, "_fullgraph_guarded", None) is self:
             return
         self.read(AttrSource(source, "training"), module.training, symbolic=False)
+        self.read(HookCountSource(source), _hook_count(module), symbolic=False)
         for name, value in vars(module).items():
             if not name.startswith("_") and name != "training" and _is_setting(value):
                 self.read(AttrSource(source, name), value, symbolic=False)
@@ -650,6 +653,7 @@ class MonitorRun:
             source = self.source_of(fn)
             if source is not None:
                 self.read(AttrSource(source, "training"), fn.training)
+                self.read(HookCountSource(source), _hook_count(fn), symbolic=False)
                 if not _has_user_forward(fn):
                     self.guard_library_module(fn, source)
             return None
@@ -949,6 +953,15 @@ class _Injected:
 _NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
 # Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
 _TENSOR_STATE = ("data", "grad", "requires_grad")
+
+
+def _hook_count(module: torch.nn.Module) -> int:
+    return (
+        len(module._forward_pre_hooks)
+        + len(module._forward_hooks)
+        + len(module._backward_pre_hooks)
+        + len(module._backward_hooks)
+    )
 
 
 def _user_property(cls: type, name: str) -> bool:

@@ -152,5 +152,19 @@ class HasAttrSource(Source):
         return f"hasattr({self.base.expr()}, {self.name!r})"
 
 
+@dataclasses.dataclass(frozen=True, eq=True)
+class HookCountSource(Source):
+    """How many hooks a module has: adding one after recording must miss the guard."""
+
+    base: Source
+
+    def expr(self) -> str:
+        base = self.base.expr()
+        return (
+            f"(len({base}._forward_pre_hooks) + len({base}._forward_hooks)"
+            f" + len({base}._backward_pre_hooks) + len({base}._backward_hooks))"
+        )
+
+
 def base_of(source: Source) -> Source | None:
     return getattr(source, "base", None) or getattr(source, "function", None)

@@ -128,14 +128,14 @@ guard or a mid-guard fails.  Regenerate with `fullgraph compile`; don't edit.
 import importlib
 
 import torch
-from fullgraph.runtime.mock import (
-    MISS,
-    Missed,
-    leaves,
-    make_dataclass_instance,
-    make_plain_object,
-)
-from fullgraph.runtime.wrapper_support import compile_graph, resolve
+
+# fullgraph's helpers, imported by name so the module sorts the same whichever
+# package ruff or isort takes fullgraph to be.
+_mock = importlib.import_module("fullgraph.runtime.mock")
+_support = importlib.import_module("fullgraph.runtime.wrapper_support")
+MISS, Missed, leaves = _mock.MISS, _mock.Missed, _mock.leaves
+make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _mock.make_plain_object
+compile_graph, resolve = _support.compile_graph, _support.resolve
 
 __all__ = ["compiled"]
 
