@@ -21,10 +21,11 @@ import copy
 import dataclasses
 import types
 
-import fullgraph.runtime as fr
 import pytest
 import torch
 from torch import nn
+
+import fullgraph.runtime as fr
 
 if not hasattr(fr, "compile"):
     pytest.skip("fullgraph.runtime.compile is not built yet (issue 2)", allow_module_level=True)

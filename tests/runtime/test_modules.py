@@ -13,10 +13,11 @@ from __future__ import annotations
 import copy
 import functools
 
-import fullgraph.runtime as fr
 import pytest
 import torch
 from torch import nn
+
+import fullgraph.runtime as fr
 
 if not hasattr(fr, "compile"):
     pytest.skip("fullgraph.runtime.compile is not built yet (issue 2)", allow_module_level=True)
@@ -240,13 +241,6 @@ def test_dropout_in_train_mode_matches_eager_under_the_same_seed(assert_same):
         assert not torch.equal(compiled(x), expected)
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): a forward hook registered on a submodule "
-        "after the record was made is ignored by the replay"
-    ),
-    strict=False,
-)
 def test_forward_hook_registered_after_recording_is_applied(assert_same):
     # Feature extraction, pruning and quantization observers all add hooks to
     # a model that may already have been called; eager runs them from then on.

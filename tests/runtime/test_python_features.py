@@ -15,10 +15,11 @@ import copy
 import dataclasses
 import math
 
-import fullgraph.runtime as fr
 import pytest
 import torch
 from torch import nn
+
+import fullgraph.runtime as fr
 
 if not hasattr(fr, "compile"):
     pytest.skip("fullgraph.runtime.compile is not built yet (issue 2)", allow_module_level=True)
@@ -470,15 +471,6 @@ def scale_by_config(config, x):
     return x * config.scale
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): the guard names a class by its __name__ in a "
-        "scope where the generated parameters A, K, M, F and locals like "
-        "v_A_0 shadow it, so `type(A[0]) is M` is never true and every call "
-        "misses"
-    ),
-    strict=False,
-)
 @pytest.mark.parametrize("class_name", ["M", "A", "K", "F", "v_A_0"])
 def test_user_classes_named_like_generated_code_still_replay(replay, class_name):
     # Short class names are common in scripts (`class M(nn.Module)`); the

@@ -13,10 +13,11 @@ import collections
 import copy
 import dataclasses
 
-import fullgraph.runtime as fr
 import pytest
 import torch
 from torch import nn
+
+import fullgraph.runtime as fr
 
 if not hasattr(fr, "compile"):
     pytest.skip("fullgraph.runtime.compile is not built yet (issue 2)", allow_module_level=True)
@@ -399,14 +400,6 @@ def test_returns_a_namedtuple(replay):
     assert outputs[-1].probabilities.shape == (2, 3)
 
 
-@pytest.mark.xfail(
-    reason=(
-        "runtime bug (reported): the mock names the result class by its "
-        "__name__ where its own names (I, R, A, g0, r0) shadow it, so the "
-        "replay fails and every later call falls back to eager"
-    ),
-    strict=False,
-)
 @pytest.mark.parametrize("class_name", ["I", "R", "A", "g0", "r0"])
 def test_result_classes_named_like_generated_code_still_replay(replay, class_name):
     result_class = dataclasses.make_dataclass(class_name, [("logits", torch.Tensor)])

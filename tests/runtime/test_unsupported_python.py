@@ -13,9 +13,10 @@ from __future__ import annotations
 import collections
 import sys
 
-import fullgraph.runtime as fr
 import pytest
 import torch
+
+import fullgraph.runtime as fr
 
 if not hasattr(fr, "compile"):
     pytest.skip("fullgraph.runtime.compile is not built yet (issue 2)", allow_module_level=True)

@@ -18,11 +18,12 @@ import inspect
 import sys
 import traceback
 
-import fullgraph.runtime as fr
 import pytest
 import torch
 from torch import nn
 from torch.overrides import _get_current_function_mode_stack
+
+import fullgraph.runtime as fr
 
 if not hasattr(fr, "compile"):
     pytest.skip("fullgraph.runtime.compile is not built yet (issue 2)", allow_module_level=True)
@@ -214,18 +215,7 @@ def log_print_then_scale_by_max(x, log):
     "program",
     [
         pytest.param(log_then_scale_by_max, id="append"),
-        pytest.param(
-            log_print_then_scale_by_max,
-            id="append-and-print",
-            marks=pytest.mark.xfail(
-                reason=(
-                    "runtime bug (reported): when a print is replayed before the "
-                    "failing call, the failed replay drops the list append that "
-                    "eager made before raising"
-                ),
-                strict=False,
-            ),
-        ),
+        pytest.param(log_print_then_scale_by_max, id="append-and-print"),
     ],
 )
 def test_effects_before_an_exception_in_a_replayed_call_happen_as_in_eager(
