@@ -27,6 +27,16 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable
     return torch_internals.compile_fx(gm, example_inputs)
 
 
+def inductor_dynamic_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+    """Inductor with symbolic sizes, for a graph whose input sizes vary between calls."""
+    return torch.compile(gm, backend="inductor", dynamic=True, fullgraph=True)
+
+
+def dynamic_variant(name: str, backend: Backend) -> Backend:
+    """The backend to use once sizes vary (the eager fx graph is size-generic already)."""
+    return inductor_dynamic_backend if name == "inductor" else backend
+
+
 def resolve(backend: str | Backend) -> tuple[str, Backend]:
     if callable(backend):
         return getattr(backend, "__name__", "custom"), backend

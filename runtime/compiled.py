@@ -17,7 +17,7 @@ from collections.abc import Callable
 import torch
 
 from fullgraph.runtime import breaks, cpython
-from fullgraph.runtime.backends import resolve
+from fullgraph.runtime.backends import dynamic_variant, resolve
 from fullgraph.runtime.mock import Missed
 from fullgraph.runtime.monitor import Monitor
 from fullgraph.runtime.record import Record, RecordError, build_record
@@ -41,11 +41,13 @@ class CompiledFunction:
     def __init__(self, target: Callable, backend="inductor", recompile_limit: int = 8):
         cpython.check_supported()
         self.backend_name, self.backend = resolve(backend)
+        self.dynamic_backend = dynamic_variant(self.backend_name, self.backend)
         self.module = target if isinstance(target, torch.nn.Module) else None
         self.fn = target
         self.recompile_limit = recompile_limit
         self.records: list[Record] = []
         self.varying: set = set()  # sources of scalars seen to change: lifted, not guarded
+        self.dynamic: dict = {}  # sources of tensors whose sizes changed -> dims
         self.stats = Stats()
         self.last_report: Report | None = None
         functools.update_wrapper(
@@ -86,7 +88,7 @@ class CompiledFunction:
                 self.records.insert(0, self.records.pop(position))
             return result
         self.stats.misses += 1
-        self._note_varying_scalars(args, kwargs, root_fn)
+        self._note_changes(args, kwargs, root_fn)
         if made:
             return self._monitor(args, kwargs, injected=made)
         if len(self.records) >= self.recompile_limit:
@@ -105,8 +107,9 @@ class CompiledFunction:
             return self
         return types.MethodType(self, instance)
 
-    def _note_varying_scalars(self, args: tuple, kwargs: dict, root_fn) -> None:
-        """Scalars whose value differs from what a record guarded become symbolic (lifted)."""
+    def _note_changes(self, args: tuple, kwargs: dict, root_fn) -> None:
+        """What changed since the latest record: scalars become symbolic (lifted into the
+        graph) and tensor sizes dynamic (the next record is compiled size-generic)."""
         for record in self.records[:1]:
             scope = {
                 **record.guard_namespace,
@@ -115,12 +118,16 @@ class CompiledFunction:
                 "M": self.module,
                 "F": root_fn,
             }
-            for source, value in record.scalar_reads:
+            for source, value in record.scalar_reads + record.tensor_shapes:
                 try:
                     now = eval(source.expr(), scope)
-                except Exception:  # noqa: BLE001, S112 - the path is gone: not a scalar change
+                except Exception:  # noqa: BLE001, S112 - the path is gone: nothing to learn
                     continue
-                if type(now) is type(value) and now != value:
+                if isinstance(now, torch.Tensor):
+                    if now.dim() == len(value) and tuple(now.shape) != value:
+                        changed = {d for d, (a, b) in enumerate(zip(now.shape, value)) if a != b}
+                        self.dynamic.setdefault(source, set()).update(changed)
+                elif type(now) is type(value) and now != value:
                     self.varying.add(source)
 
     def _root_function(self):
@@ -143,7 +150,15 @@ class CompiledFunction:
             )
             return result
         try:
-            record = build_record(run, result, self.backend, len(args), tuple(kwargs))
+            record = build_record(
+                run,
+                result,
+                self.backend,
+                len(args),
+                tuple(kwargs),
+                self.dynamic,
+                self.dynamic_backend,
+            )
         except RecordError as error:
             self.stats.fallback_reason = f"not compiled: {error.detail}"
             report.notes.append(self.stats.fallback_reason)

@@ -71,21 +71,37 @@ class _Writer:
         self.lines.append("    return None")
 
 
-def tensor_check(name: str, tensor: torch.Tensor, ns: Namespace) -> str:
+def tensor_check(
+    name: str, tensor: torch.Tensor, ns: Namespace, dynamic_dims: frozenset = frozenset()
+) -> str:
+    """Metadata check; ``dynamic_dims``: sizes the record's graph does not depend on."""
+    if dynamic_dims:
+        sizes = [f"{name}.dim() == {tensor.dim()}"] + [
+            f"{name}.shape[{d}] == {size}"
+            for d, size in enumerate(tensor.shape)
+            if d not in dynamic_dims
+        ]
+    else:
+        sizes = [f"{name}.shape == {literal(tuple(tensor.shape))}"]
     parts = [
         f"type({name}) is {ns.name_for(type(tensor))}",
         f"{name}.dtype is {literal(tensor.dtype)}",
         f"{name}.device == {ns.expr(tensor.device)}",
-        f"{name}.shape == {literal(tuple(tensor.shape))}",
+        *sizes,
         f"{name}.requires_grad is {tensor.requires_grad}",
     ]
     return " and ".join(parts)
 
 
-def value_check(name: str, value: Any, source: Source, ns: Namespace) -> tuple[str, str]:
+def value_check(
+    name: str, value: Any, source: Source, ns: Namespace, dynamic: dict | None = None
+) -> tuple[str, str]:
     """The condition that ``name`` still holds what the run read, and a comment."""
     if isinstance(value, torch.Tensor):
-        return tensor_check(name, value, ns), "tensor metadata"
+        dims = frozenset((dynamic or {}).get(source, ()))
+        return tensor_check(name, value, ns, dims), "tensor metadata" + (
+            " (dynamic sizes)" if dims else ""
+        )
     if value is None or isinstance(value, bool):
         return f"{name} is {value!r}", "value"
     if isinstance(value, torch.dtype):
@@ -128,6 +144,7 @@ def generate_guard(
     symbolic_sources: set[Source] = frozenset(),
     conditions: list = (),
     distinct: list[tuple[Source, Source]] = (),
+    dynamic: dict | None = None,
 ) -> GuardCode:
     ns = Namespace()
     for name, value in globals_consts.items():
@@ -145,7 +162,7 @@ def generate_guard(
                 f"type({name}) is {type(value).__name__}", f"type of symbolic {source.expr()}"
             )
             continue
-        condition, why = value_check(name, value, source, ns)
+        condition, why = value_check(name, value, source, ns, dynamic)
         writer.check(condition, f"{why} of {source.expr()}")
     for condition in conditions:  # branches taken on symbolic arguments
         writer.check(condition.source(literal), "branch on a symbolic value")

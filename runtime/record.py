@@ -43,6 +43,8 @@ class Record:
     mock_namespace: dict[str, Any] = dataclasses.field(default_factory=dict)
     provenance: dict[str, str] = dataclasses.field(default_factory=dict)
     scalar_reads: list = dataclasses.field(default_factory=list)  # (Source, value) guarded by value
+    tensor_shapes: list = dataclasses.field(default_factory=list)  # (Source, shape) of tensors read
+    dynamic_shapes: bool = False  # compiled for sizes that vary
     rerun_safe: bool = True  # a callout raising in the mock can be re-run eagerly
     resume_on_miss: bool = False  # on a mid-guard miss, monitor next with the callouts' results
     callout_names: list = dataclasses.field(default_factory=list)
@@ -117,7 +119,11 @@ def build_record(
     backend: Backend | None,
     arg_count: int,
     kwarg_names: tuple[str, ...],
+    dynamic: dict | None = None,
+    dynamic_backend: Backend | None = None,
 ) -> Record:
+    """``dynamic``: {source: dims} whose sizes changed between calls; used (with
+    ``dynamic_backend``) only when no Python code in the run looked at a size."""
     if run.tape.unsupported is not None:
         where = run.unsupported[0] if run.unsupported else None
         raise RecordError(where, run.tape.unsupported.detail)
@@ -147,7 +153,10 @@ def build_record(
         run.symbolic_sources,
         run.entry_conditions,
         _distinct_inputs(run, input_sources),
+        dynamic=dynamic if dynamic and run.size_reads == 0 else None,
     )
+    if dynamic and run.size_reads == 0 and dynamic_backend is not None:
+        backend = dynamic_backend
     graphs = graph_modules(run)
     record_id = next(_record_ids)
     namespace = dict(ns.values)
@@ -181,6 +190,10 @@ def build_record(
         resume_on_miss=mock.resume_on_miss,
         callout_names=[
             (c.function_name, c.location.line if c.location else 0) for c in run.tape.callouts
+        ],
+        dynamic_shapes=bool(dynamic) and run.size_reads == 0,
+        tensor_shapes=[
+            (s, tuple(v.shape)) for s, v in run.reads.items() if isinstance(v, torch.Tensor)
         ],
         scalar_reads=[
             (s, v)

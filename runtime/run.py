@@ -54,7 +54,7 @@ from fullgraph.runtime.sources import (
     is_key_representable,
 )
 from fullgraph.runtime.symbolic import Condition, Leaf, Op, Sym, is_symbolic_number
-from fullgraph.runtime.torch_internals import tree_flatten
+from fullgraph.runtime.torch_internals import getset_descriptor_name, tree_flatten
 
 _SHARED_TYPES = (bool, int, str, type(None), float, bytes)
 
@@ -171,6 +171,7 @@ class MonitorRun:
         injected: dict | None = None,
     ):
         self.fn = fn
+        self.size_reads = 0  # tensor sizes Python saw (shape, size(), len ...)
         # Results of callouts a missed replay already made (by callout index).
         self.injected: dict[int, Any] = dict(injected or {})
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
@@ -854,6 +855,8 @@ class MonitorRun:
             result = func(*args, **kwargs)
             self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
             return result
+        if name in _SIZE_DEPENDENT_OPS:
+            self.size_reads += 1  # how many outputs depends on a size
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
             return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
         if name in VALUE_READS and len(self.tape.callouts) in self.injected:
@@ -871,6 +874,8 @@ class MonitorRun:
                 self.tape.record_op(func, args, kwargs, result, mutated)
             elif name in VALUE_READS:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
+            elif name in _SIZE_READS or getset_descriptor_name(func) in _SIZE_READS:
+                self.size_reads += 1  # Python now depends on a size: no dynamic shapes
         except Unsupported as error:
             self.tape.unsupported = error
             self.unsupported.append(
@@ -951,6 +956,11 @@ class _Injected:
 
 
 _NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
+# Tensor queries whose result depends on a size (the graph can't be size-generic then).
+_SIZE_READS = frozenset(
+    ["shape", "size", "__len__", "numel", "nelement", "stride", "storage_offset"]
+)
+_SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", "split_with_sizes"])
 # Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
 _TENSOR_STATE = ("data", "grad", "requires_grad")
 

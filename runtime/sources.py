@@ -165,6 +165,9 @@ class HookCountSource(Source):
             f" + len({base}._backward_pre_hooks) + len({base}._backward_hooks))"
         )
 
+    def local_name(self) -> str:
+        return self.base.local_name() + "_hook_count"
+
 
 def base_of(source: Source) -> Source | None:
     return getattr(source, "base", None) or getattr(source, "function", None)

@@ -209,3 +209,39 @@ def test_a_not_in_test_on_an_external_dict_is_guarded_the_right_way_round():
         torch.testing.assert_close(compiled(x), x - 1)
     finally:
         del REGISTRY["eager"]
+
+
+def test_a_varying_batch_size_compiles_one_size_generic_record():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    compiled = fr.compile(model, backend="eager")
+    for batch in (2, 3, 5, 7, 9, 2):
+        x = torch.randn(batch, 16)
+        torch.testing.assert_close(compiled(x), model(x))
+    # The second size made the input's batch dimension dynamic; no Python code
+    # looked at a size, so one record serves every batch size from then on.
+    assert compiled.stats.monitor_runs == 2
+    assert compiled.records[0].dynamic_shapes
+    assert "v_A_0.shape[1] == 16" in compiled.records[0].guard_source
+
+
+def flatten_by_size(x):
+    return x.view(x.shape[0], -1).sum(1)
+
+
+def test_sizes_that_python_reads_stay_guarded_exactly():
+    compiled = fr.compile(flatten_by_size, backend="eager")
+    for batch in (2, 3, 5, 3):
+        x = torch.randn(batch, 4, 4)
+        torch.testing.assert_close(compiled(x), flatten_by_size(x))
+    assert not any(r.dynamic_shapes for r in compiled.records)
+    assert compiled.stats.hits == 1  # the repeated size
+
+
+@pytest.mark.inductor
+def test_a_varying_batch_size_with_inductor():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    compiled = fr.compile(model, backend="inductor")
+    for batch in (2, 3, 5, 7):
+        x = torch.randn(batch, 16)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert compiled.stats.monitor_runs == 2
