@@ -31,8 +31,8 @@ from fullgraph.runtime.capture import (
 )
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.guards import GUARD_PARAMS, tensor_check
-from fullgraph.runtime.run import Mutation
 from fullgraph.runtime.sources import Source
+from fullgraph.runtime.state import Mutation
 
 
 class Missed:

@@ -15,7 +15,9 @@ from typing import Any
 
 from fullgraph.runtime import cpython, taint, torch_internals
 from fullgraph.runtime.opcodes import HANDLERS
-from fullgraph.runtime.run import FrameState, MonitorRun, is_user_code
+from fullgraph.runtime.run import MonitorRun
+from fullgraph.runtime.state import FrameState
+from fullgraph.runtime.user_code import is_user_code
 
 
 class ToolError(RuntimeError):

@@ -17,7 +17,8 @@ from fullgraph.runtime import cpython
 from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
 
 if TYPE_CHECKING:
-    from fullgraph.runtime.run import FrameState, MonitorRun
+    from fullgraph.runtime.run import MonitorRun
+    from fullgraph.runtime.state import FrameState
 
 After = Callable[[], None] | None
 Handler = Callable[["MonitorRun", "FrameState", object], After]

@@ -17,20 +17,17 @@ the instruction that read it.
 
 from __future__ import annotations
 
-import dataclasses
-import dis
 import functools
 import linecache
-import os
 import re
-import sysconfig
 import types
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, breaks, cpython
+from fullgraph.runtime import annotation_table, breaks
+from fullgraph.runtime.calls import CallHandling
 from fullgraph.runtime.capture import (
     DATA_DEPENDENT,
     VALUE_READS,
@@ -39,6 +36,7 @@ from fullgraph.runtime.capture import (
     Unsupported,
 )
 from fullgraph.runtime.codegen import is_literal
+from fullgraph.runtime.iteration import IterationTracking, _IteratorState
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
@@ -53,112 +51,20 @@ from fullgraph.runtime.sources import (
     Source,
     is_key_representable,
 )
-from fullgraph.runtime.symbolic import Condition, Leaf, Op, Sym, is_symbolic_number
+from fullgraph.runtime.state import FrameState, Mutation
+from fullgraph.runtime.symbolic import Condition, Leaf, Sym, is_symbolic_number
 from fullgraph.runtime.torch_internals import getset_descriptor_name, tree_flatten
+from fullgraph.runtime.user_code import (
+    has_user_forward,
+    hook_count,
+    is_setting,
+    user_property,
+)
 
 _SHARED_TYPES = (bool, int, str, type(None), float, bytes)
 
 
-def _package_dirs() -> tuple[str, ...]:
-    """torch, numpy and fullgraph itself: libraries the monitor treats as opaque."""
-    dirs = [
-        os.path.dirname(torch.__file__),
-        os.path.dirname(__file__),
-        os.path.join(os.path.dirname(os.path.dirname(__file__)), "refactors"),
-    ]
-    try:
-        import numpy
-
-        dirs.append(os.path.dirname(numpy.__file__))
-    except ImportError:
-        pass
-    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
-
-
-def _stdlib_dirs() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    return tuple({os.path.join(os.path.realpath(paths[k]), "") for k in ("stdlib", "platstdlib")})
-
-
-_OPAQUE_PACKAGES = _package_dirs()
-_STDLIB = _stdlib_dirs()
-_user_code_cache: dict[types.CodeType, bool] = {}
-
-
-def is_user_code(code: types.CodeType) -> bool:
-    """Code the monitor steps into: everything but the stdlib, torch, numpy and fullgraph.
-
-    Third-party model code (``transformers``, ...) is stepped into like the user's own.
-    """
-    cached = _user_code_cache.get(code)
-    if cached is None:
-        filename = code.co_filename
-        if filename.startswith("<frozen"):
-            cached = False
-        elif not os.path.isabs(filename):
-            cached = True  # generated code such as a dataclass __init__
-        else:
-            path = os.path.realpath(filename)
-            if path.startswith(_OPAQUE_PACKAGES):
-                cached = False
-            elif "site-packages" in path or "dist-packages" in path:
-                cached = True
-            else:
-                cached = not path.startswith(_STDLIB)
-        _user_code_cache[code] = cached
-    return cached
-
-
-@dataclasses.dataclass
-class FrameState:
-    frame: types.FrameType
-    pending: Callable[[], None] | None = None
-    taint_pending: Callable[[], None] | None = None
-    kwnames: tuple | None = None
-    instruction: dis.Instruction | None = None
-    # symbolic scalars (see ``taint``): one entry per stack slot, and per fast local
-    shadow: list = dataclasses.field(default_factory=list)
-    local_syms: dict = dataclasses.field(default_factory=dict)
-    call_syms: list | None = None
-    call_result_sym: Any = None
-
-
-@dataclasses.dataclass
-class Mutation:
-    """An external object the program changed; the mock re-applies the final state."""
-
-    kind: str  # "setattr" | "delattr" | "setitem" | "delitem" | "setglobal" | "setcell" | "call"
-    target: Source
-    owner: Any  # the object mutated (kept alive)
-    name: Any = None  # attribute name, item key, global name, or method name
-    args: tuple = ()
-    kwargs: dict = dataclasses.field(default_factory=dict)
-
-    def describe(self) -> str:
-        if self.kind in ("setattr", "setglobal"):
-            return (
-                f"store {self.target.expr()}.{self.name}"
-                if self.kind == "setattr"
-                else f"store global {self.name}"
-            )
-        if self.kind == "setitem":
-            return f"store {self.target.expr()}[{self.name!r}]"
-        if self.kind == "call":
-            return f"call {self.target.expr()}.{self.name}(...)"
-        return f"{self.kind} {self.target.expr()} {self.name or ''}".strip()
-
-
-@dataclasses.dataclass
-class _IteratorState:
-    kind: str
-    source: Source | None
-    iterable: Any
-    index: int = 0
-    keys: tuple | None = None
-    inner: list[_IteratorState] | None = None
-
-
-class MonitorRun:
+class MonitorRun(CallHandling, IterationTracking):
     """Runs a function once under observation and collects what a record needs."""
 
     def __init__(
@@ -208,8 +114,8 @@ class MonitorRun:
         if module is not None:
             self.register(module, RootModuleSource())
             self.register_module_tree(module, RootModuleSource())
-            self.read(HookCountSource(RootModuleSource()), _hook_count(module), symbolic=False)
-            if not _has_user_forward(module):  # e.g. an nn.Sequential root
+            self.read(HookCountSource(RootModuleSource()), hook_count(module), symbolic=False)
+            if not has_user_forward(module):  # e.g. an nn.Sequential root
                 self.guard_library_module(module, RootModuleSource())
         self._register_callable(fn, RootFunctionSource())
         for i, value in enumerate(args):
@@ -292,7 +198,7 @@ class MonitorRun:
             return
         if isinstance(value, types.MethodType) and value.__self__ is owner:
             return  # a method: decided by the owner's type, which is guarded
-        if _user_property(type(owner), name):
+        if user_property(type(owner), name):
             return  # its getter is user code: what it reads is guarded as it runs
         self.read(AttrSource(source, name), value)
 
@@ -397,16 +303,16 @@ class MonitorRun:
         if getattr(module, "_fullgraph_guarded", None) is self:
             return
         self.read(AttrSource(source, "training"), module.training, symbolic=False)
-        self.read(HookCountSource(source), _hook_count(module), symbolic=False)
+        self.read(HookCountSource(source), hook_count(module), symbolic=False)
         for name, value in vars(module).items():
-            if not name.startswith("_") and name != "training" and _is_setting(value):
+            if not name.startswith("_") and name != "training" and is_setting(value):
                 self.read(AttrSource(source, name), value, symbolic=False)
         for name, child in module._modules.items():
             if child is None:
                 continue
             child_source = AttrSource(source, name)
             self.register(child, child_source)
-            if _has_user_forward(child):
+            if has_user_forward(child):
                 self.register_module_tree(child, child_source)
             else:
                 self.guard_library_module(child, child_source)
@@ -530,309 +436,6 @@ class MonitorRun:
         self.keepalive.append(mutation.owner)
         self.mutations.append(mutation)
 
-    # -- iteration -----------------------------------------------------------
-    def derive_iterator(self, iterator: Any, iterable: Any, kind: str) -> None:
-        if iterator is iterable and id(iterator) in self.iterators:
-            return
-        inner = self.iterators.get(id(iterable))
-        if kind == "iter" and inner is not None:
-            self.iterators[id(iterator)] = inner
-            self.keepalive.append(iterator)
-            return
-        source = self.source_of(iterable)
-        if kind in ("enumerate", "zip"):
-            state = _IteratorState(kind, None, iterable)
-        elif source is None or id(iterable) in self.written_containers:
-            return
-        elif isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in (
-            "items",
-            "values",
-            "keys",
-        ):
-            owner = iterable
-            keys = tuple(owner.keys())
-            if not all(is_key_representable(k) for k in keys):
-                return
-            self.read(KeysSource(source), keys)
-            state = _IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
-        elif isinstance(
-            iterable,
-            (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList),
-        ):
-            state = _IteratorState(kind, source, iterable)
-        else:
-            return
-        self.iterators[id(iterator)] = state
-        self.keepalive.append(iterator)
-
-    def derive_compound(self, iterator: Any, kind: str, inputs: list) -> None:
-        inner = []
-        for item in inputs:
-            self.derive_iterator(_Marker(item), item, "iter")
-        for item in inputs:
-            state = self.iterators.get(id(item))
-            if state is None:
-                source = self.source_of(item)
-                if (
-                    source is not None
-                    and isinstance(
-                        item,
-                        (
-                            list,
-                            tuple,
-                            torch.nn.ModuleList,
-                            torch.nn.Sequential,
-                            torch.nn.ParameterList,
-                        ),
-                    )
-                    and id(item) not in self.written_containers
-                ):
-                    state = _IteratorState("iter", source, item)
-            inner.append(state)
-        self.iterators[id(iterator)] = _IteratorState(kind, None, iterator, inner=inner)
-        self.keepalive.append(iterator)
-
-    def iterator_yielded(self, iterator: Any, item: Any) -> None:
-        state = self.iterators.get(id(iterator))
-        if state is not None:
-            self._yield(state, item)
-
-    def _yield(self, state: _IteratorState, item: Any) -> None:
-        index = state.index
-        state.index += 1
-        if state.kind == "enumerate":
-            if state.inner and state.inner[0] is not None and isinstance(item, tuple):
-                self._yield(state.inner[0], item[1])
-        elif state.kind == "zip":
-            for sub, value in zip(state.inner or [], item if isinstance(item, tuple) else ()):
-                if sub is not None:
-                    self._yield(sub, value)
-        elif state.kind in ("keys",):
-            pass  # keys are guarded as a whole
-        elif state.kind == "items":
-            key = state.keys[index] if state.keys and index < len(state.keys) else None
-            if isinstance(item, tuple) and len(item) == 2:
-                self.read(ItemSource(state.source, key), item[1])
-        elif state.kind == "values":
-            if state.keys and index < len(state.keys):
-                self.read(ItemSource(state.source, state.keys[index]), item)
-        elif state.kind == "reversed":
-            length = len(state.iterable)
-            self.read(LenSource(state.source), length)
-            self.read(ItemSource(state.source, length - 1 - index), item)
-        elif state.source is not None:
-            self.read(ItemSource(state.source, index), item)
-
-    def iterator_exhausted(self, iterator: Any) -> None:
-        state = self.iterators.get(id(iterator))
-        if state is None:
-            return
-        for sub in state.inner or [state]:
-            if sub is not None and sub.source is not None and sub.kind in ("iter", "reversed"):
-                self.read(LenSource(sub.source), len(sub.iterable))
-
-    def unpacked(self, sequence: Any, items: list) -> None:
-        source = self.source_of(sequence)
-        if source is None or isinstance(sequence, torch.Tensor):
-            return
-        if isinstance(sequence, (list, tuple)) and id(sequence) not in self.written_containers:
-            self.read(LenSource(source), len(sequence))
-            for i, item in enumerate(items):
-                self.read(ItemSource(source, i), item)
-
-    # -- calls ---------------------------------------------------------------
-    def call(
-        self,
-        state: FrameState,
-        fn: Any,
-        args: tuple,
-        kwargs: dict,
-        result: Callable,
-        fn_depth: int = 0,
-    ) -> Callable | None:
-        if isinstance(fn, torch.nn.Module):
-            source = self.source_of(fn)
-            if source is not None:
-                self.read(AttrSource(source, "training"), fn.training)
-                self.read(HookCountSource(source), _hook_count(fn), symbolic=False)
-                if not _has_user_forward(fn):
-                    self.guard_library_module(fn, source)
-            return None
-        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
-        if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
-            return None
-        if (
-            isinstance(fn, type)
-            and fn.__module__ not in ("builtins",)
-            and not fn.__module__.startswith(
-                ("torch", "collections", "typing", "dataclasses", "functools", "enum")
-            )
-        ):
-            return None  # a user class: its __init__ is stepped into
-        receiver = getattr(fn, "__self__", None)
-        objclass = getattr(fn, "__objclass__", None)
-        if isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase):
-            return (
-                None  # an unbound tensor method, e.g. ``torch.Tensor.sin(x)``: captured by the mode
-            )
-        if isinstance(receiver, torch.Tensor) or (
-            isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None
-        ):
-            return None  # a tensor method (captured by the mode) or stdlib Python code
-        annotation = annotation_table.lookup(fn)
-        if annotation is None:
-            if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # noqa: B004
-                return None  # an object with a Python __call__: stepped into
-            annotation = annotation_table.UNKNOWN_NATIVE
-        name = getattr(fn, "__name__", "")
-        if annotation.pure:
-            return self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
-        index = len(self.tape.callouts)
-        if index in self.injected:
-            # This call already ran in the replay that missed: hand the interpreter
-            # its result instead of running the effect a second time.
-            replacement = _Injected(self.injected.pop(index))
-            self.keepalive.extend((fn, replacement))
-            cpython.replace_stack_item(state.frame, fn_depth, replacement)
-        return self._callout(state, fn, args, kwargs, annotation, result)
-
-    def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
-        if self.frames and self.frames[-1].call_syms and fn in _NUMERIC_BUILTINS and not kwargs:
-            return self._symbolic_builtin(self.frames[-1], fn, args, result)
-        if receiver is None and getattr(fn, "__objclass__", None) is not None and args:
-            receiver = args[0]  # an unbound method descriptor called with its receiver first
-        if fn is len and args:
-            source = self.source_of(args[0])
-            if (
-                source is not None
-                and not isinstance(args[0], torch.Tensor)
-                and id(args[0]) not in self.written_containers
-            ):
-                self.read(LenSource(source), len(args[0]))
-            return None
-        if name == "get" and isinstance(receiver, dict):
-            call_args = args[1:] if args and args[0] is receiver else args
-            if call_args and is_key_representable(call_args[0]):
-                key = call_args[0]  # whether the key is there decides the result
-                self.read_membership(receiver, key, key in receiver)
-                if key in receiver:
-                    self.read_item(receiver, key, receiver[key])
-            return None
-        if (
-            name in ("__getattribute__", "__getattr__")
-            and getattr(fn, "__objclass__", None) is object
-            and len(args) >= 2
-            and isinstance(args[1], str)
-        ):
-            owner, attr = args[0], args[1]
-            return lambda: self._getattr_read(getattr, owner, attr, result())
-        if (
-            name in ("__setattr__", "__delattr__")
-            and getattr(fn, "__objclass__", None) is object
-            and len(args) >= 2
-            and isinstance(args[1], str)
-        ):
-            self.store_attr(args[0], args[1], delete=name == "__delattr__")
-            return None
-        if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
-            owner, attr = args[0], args[1]
-            return lambda: self._getattr_read(fn, owner, attr, result())
-        if annotation.mutates:
-            owner = (
-                receiver
-                if receiver is not None
-                else (args[annotation.mutates[0]] if args else None)
-            )
-            self.written_containers.add(id(owner))
-            source = self.source_of(owner)
-            if fn is setattr and len(args) >= 2:
-                self.store_attr(args[0], args[1])
-            elif source is not None:
-                self._mutate(Mutation("call", source, owner, name, tuple(args), dict(kwargs)))
-            return None
-        if annotation.iterates:
-            kind = annotation.iterates
-            if kind in ("enumerate", "reversed", "iter") and args:
-                return lambda: (
-                    self.derive_compound(result(), kind, [args[0]])
-                    if kind == "enumerate"
-                    else self.derive_iterator(result(), args[0], kind)
-                )
-            if kind == "zip":
-                return lambda: self.derive_compound(result(), "zip", list(args))
-            if kind in ("items", "values", "keys") and receiver is not None:
-                return lambda: self.derive_iterator(result(), receiver, kind)
-            return None
-        if isinstance(fn, types.BuiltinFunctionType) and getattr(fn, "__self__", None) is not None:
-            for value in args:
-                if isinstance(value, (list, tuple, dict)):
-                    self.read_whole(value)
-        return None
-
-    def _symbolic_builtin(self, state: FrameState, fn, args: tuple, result) -> Callable:
-        syms = _argument_syms(state.call_syms, len(args))
-        state.call_syms = None
-        operands = tuple(syms.get(i, value) for i, value in enumerate(args))
-        template = f"{fn.__name__}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")"
-
-        def after() -> None:
-            value = result()
-            if is_symbolic_number(value) or isinstance(value, (bool, str)):
-                state.call_result_sym = Op(value, template, operands)
-            else:
-                for sym in syms.values():
-                    self.concretize(sym)
-
-        return after
-
-    def _getattr_read(self, fn, owner, attr, value) -> None:
-        source = self.source_of(owner)
-        if source is None or isinstance(owner, torch.Tensor) or (id(owner), attr) in self.written:
-            return
-        if fn is hasattr:
-            from fullgraph.runtime.sources import HasAttrSource
-
-            self.read(HasAttrSource(source, attr), value)
-        elif hasattr(owner, attr):
-            self.read_attr(owner, attr, value)
-        else:
-            from fullgraph.runtime.sources import HasAttrSource
-
-            self.read(HasAttrSource(source, attr), False)
-
-    def _callout(self, state, fn, args, kwargs, annotation, result) -> Callable:
-        name = annotation_table.qualified_name(fn)
-        self.paused = True
-        self.mode.paused = True
-
-        # Symbolic arguments are passed on to the replayed call as expressions.
-        call_syms, state.call_syms = state.call_syms, None
-        arg_syms = _argument_syms(call_syms, len(args) + len(kwargs))
-
-        def after() -> None:
-            self.paused = False
-            self.mode.paused = False
-            value = result()
-            effectful = annotation.category is breaks.PYTHON_SIDE_EFFECT
-            try:
-                callout = self.tape.record_callout(
-                    fn,
-                    name,
-                    tuple(args),
-                    dict(kwargs),
-                    value,
-                    annotation.category,
-                    effectful=effectful,
-                    guard_result=value is not None,
-                )
-            except Unsupported as error:
-                self.tape.unsupported = error
-                self.unsupported.append(self.locate(name, error.category, error.detail))
-                return
-            callout.arg_syms = arg_syms
-
-        return after
-
     # -- torch calls ---------------------------------------------------------
     def on_torch_call(self, func, args: tuple, kwargs: dict) -> Any:
         if self.paused:
@@ -941,21 +544,6 @@ class MonitorRun:
         self.unsupported.append(self.locate("<store>", breaks.UNSUPPORTED_CONSTRUCT, detail))
 
 
-class _Marker:
-    pass
-
-
-class _Injected:
-    """Stands in for a callable whose result is already known."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def __call__(self, *args, **kwargs):
-        return self.value
-
-
-_NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
 # Tensor queries whose result depends on a size (the graph can't be size-generic then).
 _SIZE_READS = frozenset(
     ["shape", "size", "__len__", "numel", "nelement", "stride", "storage_offset"]
@@ -963,50 +551,6 @@ _SIZE_READS = frozenset(
 _SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", "split_with_sizes"])
 # Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
 _TENSOR_STATE = ("data", "grad", "requires_grad")
-
-
-def _hook_count(module: torch.nn.Module) -> int:
-    return (
-        len(module._forward_pre_hooks)
-        + len(module._forward_hooks)
-        + len(module._backward_pre_hooks)
-        + len(module._backward_hooks)
-    )
-
-
-def _user_property(cls: type, name: str) -> bool:
-    for klass in cls.__mro__:
-        attribute = klass.__dict__.get(name)
-        if attribute is not None:
-            getter = getattr(attribute, "fget", None)
-            return (
-                isinstance(attribute, property)
-                and getter is not None
-                and hasattr(getter, "__code__")
-                and is_user_code(getter.__code__)
-            )
-    return False
-
-
-def _has_user_forward(module: torch.nn.Module) -> bool:
-    forward = getattr(type(module), "forward", None)
-    code = getattr(forward, "__code__", None)
-    return code is not None and is_user_code(code)
-
-
-def _is_setting(value: Any) -> bool:
-    """A plain configuration value of a layer (guarded by value)."""
-    if value is None or type(value) in (bool, int, float, str):
-        return True
-    return type(value) is tuple and all(_is_setting(v) for v in value)
-
-
-def _argument_syms(call_syms: list | None, count: int) -> dict[int, Sym]:
-    """Symbolic arguments of a call by position (the shadow slots of its last ``count`` entries)."""
-    if not call_syms:
-        return {}
-    tail = call_syms[len(call_syms) - count :] if count else []
-    return {i: sym for i, sym in enumerate(tail) if sym is not None}
 
 
 def _position(frame, ins) -> tuple[int, int, int, int]:

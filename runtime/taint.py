@@ -20,7 +20,8 @@ from fullgraph.runtime import cpython
 from fullgraph.runtime.symbolic import BINARY, COMPARE, Leaf, Op, Sym
 
 if TYPE_CHECKING:
-    from fullgraph.runtime.run import FrameState, MonitorRun
+    from fullgraph.runtime.run import MonitorRun
+    from fullgraph.runtime.state import FrameState
 
 After = Callable[[], None] | None
 

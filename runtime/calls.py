@@ -1,0 +1,246 @@
+"""Calls in user code to code the monitor does not step into.
+
+The annotation table decides: a pure call may still *read* its arguments
+(``len(xs)``, ``d.get(k)``, ``getattr(obj, name)``) and those reads are
+guarded; a mutating call on an external container is replayed by the mock;
+a call that makes an iterator keeps the items' sources; a dynamic call
+becomes a *callout* (the graph is split around it and it is replayed
+eagerly).  Mixed into :class:`~fullgraph.runtime.run.MonitorRun`.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from fullgraph.runtime import annotation_table, breaks, cpython
+from fullgraph.runtime.capture import Unsupported
+from fullgraph.runtime.sources import (
+    AttrSource,
+    HookCountSource,
+    LenSource,
+    is_key_representable,
+)
+from fullgraph.runtime.state import FrameState, Mutation
+from fullgraph.runtime.symbolic import Op, Sym, is_symbolic_number
+from fullgraph.runtime.user_code import has_user_forward, hook_count, is_user_code
+
+
+class CallHandling:
+    """Calls the monitor does not step into: pure, mutating, iterating, or dynamic."""
+
+    def call(
+        self,
+        state: FrameState,
+        fn: Any,
+        args: tuple,
+        kwargs: dict,
+        result: Callable,
+        fn_depth: int = 0,
+    ) -> Callable | None:
+        if isinstance(fn, torch.nn.Module):
+            source = self.source_of(fn)
+            if source is not None:
+                self.read(AttrSource(source, "training"), fn.training)
+                self.read(HookCountSource(source), hook_count(fn), symbolic=False)
+                if not has_user_forward(fn):
+                    self.guard_library_module(fn, source)
+            return None
+        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
+            return None
+        if (
+            isinstance(fn, type)
+            and fn.__module__ not in ("builtins",)
+            and not fn.__module__.startswith(
+                ("torch", "collections", "typing", "dataclasses", "functools", "enum")
+            )
+        ):
+            return None  # a user class: its __init__ is stepped into
+        receiver = getattr(fn, "__self__", None)
+        objclass = getattr(fn, "__objclass__", None)
+        if isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase):
+            return (
+                None  # an unbound tensor method, e.g. ``torch.Tensor.sin(x)``: captured by the mode
+            )
+        if isinstance(receiver, torch.Tensor) or (
+            isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None
+        ):
+            return None  # a tensor method (captured by the mode) or stdlib Python code
+        annotation = annotation_table.lookup(fn)
+        if annotation is None:
+            if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # noqa: B004
+                return None  # an object with a Python __call__: stepped into
+            annotation = annotation_table.UNKNOWN_NATIVE
+        name = getattr(fn, "__name__", "")
+        if annotation.pure:
+            return self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
+        index = len(self.tape.callouts)
+        if index in self.injected:
+            # This call already ran in the replay that missed: hand the interpreter
+            # its result instead of running the effect a second time.
+            replacement = _Injected(self.injected.pop(index))
+            self.keepalive.extend((fn, replacement))
+            cpython.replace_stack_item(state.frame, fn_depth, replacement)
+        return self._callout(state, fn, args, kwargs, annotation, result)
+
+    def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
+        if self.frames and self.frames[-1].call_syms and fn in _NUMERIC_BUILTINS and not kwargs:
+            return self._symbolic_builtin(self.frames[-1], fn, args, result)
+        if receiver is None and getattr(fn, "__objclass__", None) is not None and args:
+            receiver = args[0]  # an unbound method descriptor called with its receiver first
+        if fn is len and args:
+            source = self.source_of(args[0])
+            if (
+                source is not None
+                and not isinstance(args[0], torch.Tensor)
+                and id(args[0]) not in self.written_containers
+            ):
+                self.read(LenSource(source), len(args[0]))
+            return None
+        if name == "get" and isinstance(receiver, dict):
+            call_args = args[1:] if args and args[0] is receiver else args
+            if call_args and is_key_representable(call_args[0]):
+                key = call_args[0]  # whether the key is there decides the result
+                self.read_membership(receiver, key, key in receiver)
+                if key in receiver:
+                    self.read_item(receiver, key, receiver[key])
+            return None
+        if (
+            name in ("__getattribute__", "__getattr__")
+            and getattr(fn, "__objclass__", None) is object
+            and len(args) >= 2
+            and isinstance(args[1], str)
+        ):
+            owner, attr = args[0], args[1]
+            return lambda: self._getattr_read(getattr, owner, attr, result())
+        if (
+            name in ("__setattr__", "__delattr__")
+            and getattr(fn, "__objclass__", None) is object
+            and len(args) >= 2
+            and isinstance(args[1], str)
+        ):
+            self.store_attr(args[0], args[1], delete=name == "__delattr__")
+            return None
+        if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
+            owner, attr = args[0], args[1]
+            return lambda: self._getattr_read(fn, owner, attr, result())
+        if annotation.mutates:
+            owner = (
+                receiver
+                if receiver is not None
+                else (args[annotation.mutates[0]] if args else None)
+            )
+            self.written_containers.add(id(owner))
+            source = self.source_of(owner)
+            if fn is setattr and len(args) >= 2:
+                self.store_attr(args[0], args[1])
+            elif source is not None:
+                self._mutate(Mutation("call", source, owner, name, tuple(args), dict(kwargs)))
+            return None
+        if annotation.iterates:
+            kind = annotation.iterates
+            if kind in ("enumerate", "reversed", "iter") and args:
+                return lambda: (
+                    self.derive_compound(result(), kind, [args[0]])
+                    if kind == "enumerate"
+                    else self.derive_iterator(result(), args[0], kind)
+                )
+            if kind == "zip":
+                return lambda: self.derive_compound(result(), "zip", list(args))
+            if kind in ("items", "values", "keys") and receiver is not None:
+                return lambda: self.derive_iterator(result(), receiver, kind)
+            return None
+        if isinstance(fn, types.BuiltinFunctionType) and getattr(fn, "__self__", None) is not None:
+            for value in args:
+                if isinstance(value, (list, tuple, dict)):
+                    self.read_whole(value)
+        return None
+
+    def _symbolic_builtin(self, state: FrameState, fn, args: tuple, result) -> Callable:
+        syms = _argument_syms(state.call_syms, len(args))
+        state.call_syms = None
+        operands = tuple(syms.get(i, value) for i, value in enumerate(args))
+        template = f"{fn.__name__}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")"
+
+        def after() -> None:
+            value = result()
+            if is_symbolic_number(value) or isinstance(value, (bool, str)):
+                state.call_result_sym = Op(value, template, operands)
+            else:
+                for sym in syms.values():
+                    self.concretize(sym)
+
+        return after
+
+    def _getattr_read(self, fn, owner, attr, value) -> None:
+        source = self.source_of(owner)
+        if source is None or isinstance(owner, torch.Tensor) or (id(owner), attr) in self.written:
+            return
+        if fn is hasattr:
+            from fullgraph.runtime.sources import HasAttrSource
+
+            self.read(HasAttrSource(source, attr), value)
+        elif hasattr(owner, attr):
+            self.read_attr(owner, attr, value)
+        else:
+            from fullgraph.runtime.sources import HasAttrSource
+
+            self.read(HasAttrSource(source, attr), False)
+
+    def _callout(self, state, fn, args, kwargs, annotation, result) -> Callable:
+        name = annotation_table.qualified_name(fn)
+        self.paused = True
+        self.mode.paused = True
+
+        # Symbolic arguments are passed on to the replayed call as expressions.
+        call_syms, state.call_syms = state.call_syms, None
+        arg_syms = _argument_syms(call_syms, len(args) + len(kwargs))
+
+        def after() -> None:
+            self.paused = False
+            self.mode.paused = False
+            value = result()
+            effectful = annotation.category is breaks.PYTHON_SIDE_EFFECT
+            try:
+                callout = self.tape.record_callout(
+                    fn,
+                    name,
+                    tuple(args),
+                    dict(kwargs),
+                    value,
+                    annotation.category,
+                    effectful=effectful,
+                    guard_result=value is not None,
+                )
+            except Unsupported as error:
+                self.tape.unsupported = error
+                self.unsupported.append(self.locate(name, error.category, error.detail))
+                return
+            callout.arg_syms = arg_syms
+
+        return after
+
+
+class _Injected:
+    """Stands in for a callable whose result is already known."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __call__(self, *args, **kwargs):
+        return self.value
+
+
+_NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
+
+
+def _argument_syms(call_syms: list | None, count: int) -> dict[int, Sym]:
+    """Symbolic arguments of a call by position (the shadow slots of its last ``count`` entries)."""
+    if not call_syms:
+        return {}
+    tail = call_syms[len(call_syms) - count :] if count else []
+    return {i: sym for i, sym in enumerate(tail) if sym is not None}

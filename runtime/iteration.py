@@ -1,0 +1,144 @@
+"""Iteration over external containers: which item came from where.
+
+``for layer in self.layers``, ``enumerate(xs)``, ``zip(a, b)``,
+``d.items()``: each item a loop yields keeps a source path into the external
+container (``M.layers[2]``), so what the program reads from it is guarded,
+and the container's length is guarded when the loop runs to its end.
+Mixed into :class:`~fullgraph.runtime.run.MonitorRun`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from fullgraph.runtime.sources import (
+    ItemSource,
+    KeysSource,
+    LenSource,
+    Source,
+    is_key_representable,
+)
+
+
+@dataclasses.dataclass
+class _IteratorState:
+    kind: str
+    source: Source | None
+    iterable: Any
+    index: int = 0
+    keys: tuple | None = None
+    inner: list[_IteratorState] | None = None
+
+
+class IterationTracking:
+    """Sources for the items of external containers a run iterates over."""
+
+    def derive_iterator(self, iterator: Any, iterable: Any, kind: str) -> None:
+        if iterator is iterable and id(iterator) in self.iterators:
+            return
+        inner = self.iterators.get(id(iterable))
+        if kind == "iter" and inner is not None:
+            self.iterators[id(iterator)] = inner
+            self.keepalive.append(iterator)
+            return
+        source = self.source_of(iterable)
+        if kind in ("enumerate", "zip"):
+            state = _IteratorState(kind, None, iterable)
+        elif source is None or id(iterable) in self.written_containers:
+            return
+        elif isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in (
+            "items",
+            "values",
+            "keys",
+        ):
+            owner = iterable
+            keys = tuple(owner.keys())
+            if not all(is_key_representable(k) for k in keys):
+                return
+            self.read(KeysSource(source), keys)
+            state = _IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
+        elif isinstance(
+            iterable,
+            (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList),
+        ):
+            state = _IteratorState(kind, source, iterable)
+        else:
+            return
+        self.iterators[id(iterator)] = state
+        self.keepalive.append(iterator)
+
+    def derive_compound(self, iterator: Any, kind: str, inputs: list) -> None:
+        inner = []
+        for item in inputs:
+            state = self.iterators.get(id(item))
+            if state is None:
+                source = self.source_of(item)
+                if (
+                    source is not None
+                    and isinstance(
+                        item,
+                        (
+                            list,
+                            tuple,
+                            torch.nn.ModuleList,
+                            torch.nn.Sequential,
+                            torch.nn.ParameterList,
+                        ),
+                    )
+                    and id(item) not in self.written_containers
+                ):
+                    state = _IteratorState("iter", source, item)
+            inner.append(state)
+        self.iterators[id(iterator)] = _IteratorState(kind, None, iterator, inner=inner)
+        self.keepalive.append(iterator)
+
+    def iterator_yielded(self, iterator: Any, item: Any) -> None:
+        state = self.iterators.get(id(iterator))
+        if state is not None:
+            self._yield(state, item)
+
+    def _yield(self, state: _IteratorState, item: Any) -> None:
+        index = state.index
+        state.index += 1
+        if state.kind == "enumerate":
+            if state.inner and state.inner[0] is not None and isinstance(item, tuple):
+                self._yield(state.inner[0], item[1])
+        elif state.kind == "zip":
+            for sub, value in zip(state.inner or [], item if isinstance(item, tuple) else ()):
+                if sub is not None:
+                    self._yield(sub, value)
+        elif state.kind in ("keys",):
+            pass  # keys are guarded as a whole
+        elif state.kind == "items":
+            key = state.keys[index] if state.keys and index < len(state.keys) else None
+            if isinstance(item, tuple) and len(item) == 2:
+                self.read(ItemSource(state.source, key), item[1])
+        elif state.kind == "values":
+            if state.keys and index < len(state.keys):
+                self.read(ItemSource(state.source, state.keys[index]), item)
+        elif state.kind == "reversed":
+            length = len(state.iterable)
+            self.read(LenSource(state.source), length)
+            self.read(ItemSource(state.source, length - 1 - index), item)
+        elif state.source is not None:
+            self.read(ItemSource(state.source, index), item)
+
+    def iterator_exhausted(self, iterator: Any) -> None:
+        state = self.iterators.get(id(iterator))
+        if state is None:
+            return
+        for sub in state.inner or [state]:
+            if sub is not None and sub.source is not None and sub.kind in ("iter", "reversed"):
+                self.read(LenSource(sub.source), len(sub.iterable))
+
+    def unpacked(self, sequence: Any, items: list) -> None:
+        source = self.source_of(sequence)
+        if source is None or isinstance(sequence, torch.Tensor):
+            return
+        if isinstance(sequence, (list, tuple)) and id(sequence) not in self.written_containers:
+            self.read(LenSource(source), len(sequence))
+            for i, item in enumerate(items):
+                self.read(ItemSource(source, i), item)

@@ -1,0 +1,101 @@
+"""Which code the monitor steps into (user code), and facts about library layers.
+
+Opaque: the standard library, torch, numpy and fullgraph itself.  Everything
+else, third-party model code such as ``transformers`` included, is stepped
+into like the user's own.
+"""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+import types
+from typing import Any
+
+import torch
+
+
+def _package_dirs() -> tuple[str, ...]:
+    """torch, numpy and fullgraph itself: libraries the monitor treats as opaque."""
+    dirs = [
+        os.path.dirname(torch.__file__),
+        os.path.dirname(__file__),
+        os.path.join(os.path.dirname(os.path.dirname(__file__)), "refactors"),
+    ]
+    try:
+        import numpy
+
+        dirs.append(os.path.dirname(numpy.__file__))
+    except ImportError:
+        pass
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+
+
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple({os.path.join(os.path.realpath(paths[k]), "") for k in ("stdlib", "platstdlib")})
+
+
+_OPAQUE_PACKAGES = _package_dirs()
+_STDLIB = _stdlib_dirs()
+_user_code_cache: dict[types.CodeType, bool] = {}
+
+
+def is_user_code(code: types.CodeType) -> bool:
+    """Code the monitor steps into: everything but the stdlib, torch, numpy and fullgraph.
+
+    Third-party model code (``transformers``, ...) is stepped into like the user's own.
+    """
+    cached = _user_code_cache.get(code)
+    if cached is None:
+        filename = code.co_filename
+        if filename.startswith("<frozen"):
+            cached = False
+        elif not os.path.isabs(filename):
+            cached = True  # generated code such as a dataclass __init__
+        else:
+            path = os.path.realpath(filename)
+            if path.startswith(_OPAQUE_PACKAGES):
+                cached = False
+            elif "site-packages" in path or "dist-packages" in path:
+                cached = True
+            else:
+                cached = not path.startswith(_STDLIB)
+        _user_code_cache[code] = cached
+    return cached
+
+
+def hook_count(module: torch.nn.Module) -> int:
+    return (
+        len(module._forward_pre_hooks)
+        + len(module._forward_hooks)
+        + len(module._backward_pre_hooks)
+        + len(module._backward_hooks)
+    )
+
+
+def has_user_forward(module: torch.nn.Module) -> bool:
+    forward = getattr(type(module), "forward", None)
+    code = getattr(forward, "__code__", None)
+    return code is not None and is_user_code(code)
+
+
+def is_setting(value: Any) -> bool:
+    """A plain configuration value of a layer (guarded by value)."""
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    return type(value) is tuple and all(is_setting(v) for v in value)
+
+
+def user_property(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        attribute = klass.__dict__.get(name)
+        if attribute is not None:
+            getter = getattr(attribute, "fget", None)
+            return (
+                isinstance(attribute, property)
+                and getter is not None
+                and hasattr(getter, "__code__")
+                and is_user_code(getter.__code__)
+            )
+    return False
