@@ -321,14 +321,7 @@ def _unary(run, state, ins, shadow) -> After:
     return _combine(run, state, syms, values, template)
 
 
-@_handles(
-    "POP_JUMP_FORWARD_IF_TRUE",
-    "POP_JUMP_FORWARD_IF_FALSE",
-    "POP_JUMP_BACKWARD_IF_TRUE",
-    "POP_JUMP_BACKWARD_IF_FALSE",
-    "JUMP_IF_TRUE_OR_POP",
-    "JUMP_IF_FALSE_OR_POP",
-)
+@_handles(*cpython.BRANCH_OPS)
 def _branch(run, state, ins, shadow) -> After:
     if shadow and shadow[-1] is not None:
         run.branch_on(shadow[-1], bool(cpython.stack_item(state.frame, 0)))
@@ -370,6 +363,18 @@ def _build_string(run, state, ins, shadow) -> After:
     return after
 
 
+def _container_built(run, state, items: dict) -> After:
+    """After a container literal: remember which of its items are symbolic."""
+
+    def after() -> None:
+        container = cpython.stack_item(state.frame, 0)
+        run.container_syms[id(container)] = items
+        run.keepalive.append(container)
+        _set_top(state, None)
+
+    return after
+
+
 @_handles("BUILD_TUPLE", "BUILD_LIST")
 def _build_sequence(run, state, ins, shadow) -> After:
     count = ins.arg
@@ -378,12 +383,7 @@ def _build_sequence(run, state, ins, shadow) -> After:
         return None
     items = {i: s for i, s in enumerate(syms) if s is not None}
 
-    def after() -> None:
-        run.container_syms[id(cpython.stack_item(state.frame, 0))] = items
-        run.keepalive.append(cpython.stack_item(state.frame, 0))
-        _set_top(state, None)
-
-    return after
+    return _container_built(run, state, items)
 
 
 @_handles("BUILD_CONST_KEY_MAP")
@@ -395,12 +395,7 @@ def _build_const_key_map(run, state, ins, shadow) -> After:
     keys = cpython.stack_item(state.frame, 0)
     items = {key: s for key, s in zip(keys, syms) if s is not None}
 
-    def after() -> None:
-        run.container_syms[id(cpython.stack_item(state.frame, 0))] = items
-        run.keepalive.append(cpython.stack_item(state.frame, 0))
-        _set_top(state, None)
-
-    return after
+    return _container_built(run, state, items)
 
 
 @_handles("BUILD_MAP")
@@ -417,12 +412,7 @@ def _build_map(run, state, ins, shadow) -> After:
         if value_sym is not None:
             items[cpython.stack_item(state.frame, 2 * (count - i) - 1)] = value_sym
 
-    def after() -> None:
-        run.container_syms[id(cpython.stack_item(state.frame, 0))] = items
-        run.keepalive.append(cpython.stack_item(state.frame, 0))
-        _set_top(state, None)
-
-    return after
+    return _container_built(run, state, items)
 
 
 @_handles("CALL", "CALL_FUNCTION_EX")
