@@ -195,7 +195,10 @@ class PythonSideEffectRule(Rule):
             if not self._defers(root):
                 # Innermost, so that staticmethod/torch.compile wrap the deferring function.
                 decorators = [*root.decorators, cst.Decorator(cst.Name(decorator_name))]
-                changes[root] = _with_decorators(changes.get(root, root), decorators)
+                # The root's replacement replaces its whole subtree, so it must carry
+                # the rewritten call too when the call lies inside it.
+                body = root.deep_replace(node, changes[node]) if _contains(root, node) else root
+                changes[root] = _with_decorators(body, decorators)
         self.report(
             node,
             message,
@@ -220,6 +223,20 @@ class PythonSideEffectRule(Rule):
             if _is_generator(root):
                 return f"`{root.name.value}` is a generator; @defer_side_effects cannot wrap it"
         return None
+
+
+def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
+    """Whether ``target`` (by identity) lies inside ``tree``."""
+    found = False
+
+    class _Finder(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal found
+            found = found or node is target
+            return not found
+
+    tree.visit(_Finder())
+    return found
 
 
 def _with_decorators(function: cst.FunctionDef, decorators: list[cst.Decorator]) -> cst.FunctionDef:
