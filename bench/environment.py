@@ -6,6 +6,7 @@ import datetime
 import importlib.metadata
 import os
 import platform
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,31 @@ def _version(distribution: str) -> str:
         return "not installed"
 
 
+def _repository_commit() -> str:
+    """The commit measured, marked "+changes" when the working tree differs from it."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + (" +changes" if dirty else "")
+
+
 def describe_environment(device: str, backend: str) -> dict[str, Any]:
     """A JSON-ready description of the machine and the software versions."""
     info: dict[str, Any] = {
@@ -41,6 +67,7 @@ def describe_environment(device: str, backend: str) -> dict[str, Any]:
         "torch": torch.__version__,
         "transformers": _version("transformers"),
         "fullgraph": _version("fullgraph"),
+        "commit": _repository_commit(),
         "backend": backend,
     }
     if device.startswith("cuda") and torch.cuda.is_available():

@@ -238,7 +238,8 @@ def _environment_lines(env: dict[str, Any], settings: dict[str, Any]) -> list[st
     )
     versions = (
         f"- **Versions:** Python {env['python']}, torch {env['torch']}, "
-        f"transformers {env['transformers']}, fullgraph {env['fullgraph']}"
+        f"transformers {env['transformers']}, fullgraph {env['fullgraph']} "
+        f"(commit {env.get('commit', 'unknown')})"
     )
     backend = (
         f"- **Backend:** `{env['backend']}` for both compilers; `torch.compile(dynamic=False)`"
