@@ -57,6 +57,8 @@ def graph_count(results: Iterable[ModelResult]) -> Verdict:
             continue
         dynamo, fullgraph = entries
         checked += 1
+        if dynamo.graphs == 0 and fullgraph.graphs > 0:
+            continue  # Dynamo captured nothing and ran the model eagerly; any graph is fewer breaks
         dynamo_breaks = bool(dynamo.breaks) or dynamo.graphs > 1
         if fullgraph.graphs > dynamo.graphs or (
             dynamo_breaks and fullgraph.graphs >= dynamo.graphs

@@ -176,6 +176,13 @@ def test_targets_name_the_models_that_miss():
     assert speedup.status == targets.MET and "fullgraph 1.89×" in speedup.detail
 
 
+def test_a_model_dynamo_cannot_capture_at_all_is_no_graph_count_miss():
+    # torch._dynamo.explain reports 0 graphs when it skips the frame and runs it eagerly.
+    skipped_by_dynamo = _result("decode", dynamo_graphs=0, fg_graphs=5)
+    skipped_by_dynamo.compilers["torch.compile"].breaks = 0
+    assert _verdict([skipped_by_dynamo], "fullgraph's graph count").status == targets.MET
+
+
 def test_a_fullgraph_that_never_replayed_misses_speed_and_cold_start():
     fallback = _result("bert", fg_step=0.9)
     fallback.compilers["fullgraph"].replayed = False
