@@ -176,6 +176,11 @@ class RuleContext:
     def _build_fix(
         self, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str], title: str
     ) -> Fix | None:
+        return Fix(title, build=lambda: self._fix_edits(changes, imports, title))
+
+    def _fix_edits(
+        self, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str], title: str
+    ) -> list:
         # A fix is a result, never an exception: a rule bug costs the fix, not the lint run.
         try:
             module = self.module.visit(_Replace(changes))
@@ -185,6 +190,5 @@ class RuleContext:
             cst.parse_module(new_source)
         except Exception:
             logger.exception("could not build the fix %r", title)
-            return None
-        edits = diff_edits(self.source, new_source)
-        return Fix(title, edits) if edits else None
+            return []
+        return diff_edits(self.source, new_source)

@@ -85,12 +85,12 @@ def fix_source(
     seen = {source}
     for _ in range(_MAX_FIX_ROUNDS):
         findings = lint_source(source, path, codes=codes, entrypoints=entrypoints)
-        fixable = [f for f in findings if f.fix is not None]
-        if not fixable:
+        fixable = next((f for f in findings if f.fix is not None and f.fix.edits), None)
+        if fixable is None:
             break
         # One fix per round: the next fix is computed on the rewritten text, so
         # fixes that touch the same lines (imports, decorators) never collide.
-        rewritten = apply_edits(source, fixable[0].fix.edits)
+        rewritten = apply_edits(source, fixable.fix.edits)
         if rewritten in seen:
             break
         seen.add(rewritten)

@@ -8,6 +8,7 @@ language server converts to LSP positions in its own single helper.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Literal
 
 Severity = Literal["error", "warning", "information", "hint"]
@@ -34,12 +35,37 @@ class TextEdit:
     new_text: str
 
 
-@dataclasses.dataclass(frozen=True)
 class Fix:
-    """A safe rewrite: the edits are minimal and apply to the linted source as-is."""
+    """A safe rewrite: the edits are minimal and apply to the linted source as-is.
 
-    title: str
-    edits: list[TextEdit]
+    Building the edits rewrites, regenerates and re-parses the whole module, and
+    most findings are never fixed, so a fix built from a rule's changes computes
+    its edits the first time they are read (an editor asking for the quick fix,
+    ``fix_source`` applying it).  A rewrite that cannot be built has no edits.
+    """
+
+    def __init__(self, title: str, edits: list[TextEdit] | None = None,
+                 build: Callable[[], list[TextEdit]] | None = None) -> None:
+        if (edits is None) == (build is None):
+            raise ValueError("give the edits or a function that builds them")
+        self.title = title
+        self._edits = edits
+        self._build = build
+
+    @property
+    def edits(self) -> list[TextEdit]:
+        if self._edits is None:
+            self._edits = self._build()
+            self._build = None
+        return self._edits
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fix) and (self.title, self.edits) == (other.title, other.edits)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Fix({self.title!r}, {self.edits!r})"
 
 
 @dataclasses.dataclass(frozen=True)

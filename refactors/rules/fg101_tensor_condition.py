@@ -369,7 +369,10 @@ class TensorConditionRule(Rule):
         return names
 
     def _all_names(self, function: cst.FunctionDef) -> set[str]:
-        return names_in(function) | names_in(self.context.module)
+        # The module's names are the same for every `if`: collect them once per lint.
+        if getattr(self, "_module_names", None) is None:
+            self._module_names = names_in(self.context.module)
+        return names_in(function) | self._module_names
 
     # -- conditional expressions -----------------------------------------------
 
