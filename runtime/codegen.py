@@ -34,6 +34,7 @@ RESERVED = frozenset(
         "leaves",
         "make_dataclass_instance",
         "make_plain_object",
+        "write_back",
         "guard",
         "mock",
         "compiled",

@@ -89,6 +89,19 @@ def _object_state(value: Any) -> dict | None:
     return state
 
 
+def write_back(target: torch.Tensor, value: torch.Tensor) -> None:
+    """Copy a graph's in-place update of an input back into the input.
+
+    A leaf that requires grad (a parameter updated by ``p.data = ...`` or under
+    ``no_grad``) is written without autograd, as the program's update was.
+    """
+    if target.requires_grad and target.is_leaf:
+        with torch.no_grad():
+            target.copy_(value)
+    else:
+        target.copy_(value)
+
+
 def leaves(value):
     from fullgraph.runtime.torch_internals import tree_flatten
 
@@ -136,6 +149,7 @@ class MockWriter:
         ns.values.update(
             MISS=MISS,
             Missed=Missed,
+            write_back=write_back,
             make_dataclass_instance=make_dataclass_instance,
             make_plain_object=make_plain_object,
             leaves=leaves,
@@ -332,7 +346,7 @@ def generate_mock(
             )
             for origin, index in segment.writebacks:  # in-place updates of inputs
                 writer.lines.append(
-                    f"{writer.origin_expr(origin)}.copy_(g{segment.index}[{index}])"
+                    f"write_back({writer.origin_expr(origin)}, g{segment.index}[{index}])"
                 )
             if segment.mutates_external and segment.index <= _segment_of(tape, last_midguard):
                 effect_before_midguard = True

@@ -123,7 +123,7 @@ def store_deref(run, state, ins) -> After:
 
 @handles("STORE_ATTR")
 def store_attr(run, state, ins) -> After:
-    run.store_attr(tos(state), ins.argval)
+    run.store_attr(tos(state), ins.argval, value=tos(state, 1))
     return None
 
 

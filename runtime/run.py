@@ -146,6 +146,11 @@ class MonitorRun(CallHandling, IterationTracking):
                 self.register_root(value, ItemSource(AttrSource(source, "keywords"), name))
         elif isinstance(fn, types.MethodType):
             self.register_root(fn.__self__, AttrSource(source, "__self__"))
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is not None and not isinstance(fn, functools.partial):
+            # functools.wraps decorators (torch.inference_mode(), user decorators):
+            # the closure cells of the inner function are read through it.
+            self._register_callable(wrapped, AttrSource(source, "__wrapped__"))
 
     def source_of(self, value: Any) -> Source | None:
         return self.sources.get(id(value))
@@ -192,6 +197,16 @@ class MonitorRun(CallHandling, IterationTracking):
             self.loaded_written((id(owner), name), value)
             return
         if isinstance(owner, torch.Tensor):
+            if (
+                name == "data"
+                and isinstance(value, torch.Tensor)
+                and id(value) not in self.tape.producer
+            ):
+                # `p.data` is a new alias each time it is read; an external tensor's
+                # alias is itself external (the EMA updates of momentum encoders).
+                source = self.source_of(owner) or self.resolve_external(owner)
+                if source is not None:
+                    self.read(AttrSource(source, "data"), value)
             return
         source = self.source_of(owner)
         if source is None or isinstance(owner, types.ModuleType) and name.startswith("__"):
@@ -391,16 +406,32 @@ class MonitorRun(CallHandling, IterationTracking):
         return self.pending_lifts.pop(id(value), None) if self.pending_lifts else None
 
     # -- mutations ---------------------------------------------------------
-    def store_attr(self, owner: Any, name: str, delete: bool = False) -> None:
+    def store_attr(self, owner: Any, name: str, delete: bool = False, value: Any = None) -> None:
         self.written.add((id(owner), name))
         source = self.source_of(owner)
         if isinstance(owner, torch.Tensor):
+            if name == "data" and isinstance(value, torch.Tensor):
+                self._store_data(owner, value)
+                return
             if source is None and name in _TENSOR_STATE:
                 source = self.resolve_external(owner)
             if source is None or name not in _TENSOR_STATE:
                 return  # attributes of intermediate tensors die with them
         if source is not None:
             self._mutate(Mutation("delattr" if delete else "setattr", source, owner, name))
+
+    def _store_data(self, owner: torch.Tensor, value: torch.Tensor) -> None:
+        """``p.data = v``: recorded as the in-place update ``p.copy_(v)`` in the graph, so
+        later ops in the same run see the new values and the mock writes them back."""
+        if (owner.shape, owner.dtype, owner.device) != (value.shape, value.dtype, value.device):
+            self._unsupported("`.data` assigned a tensor of another shape, dtype or device")
+            return
+        try:
+            with torch.no_grad():
+                self.tape.record_op(torch.Tensor.copy_, (owner, value), {}, owner, [owner])
+        except Unsupported as error:
+            self.tape.unsupported = error
+            self.unsupported.append(self.locate("Tensor.data", error.category, error.detail))
 
     def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
         if isinstance(container, torch.Tensor):
@@ -467,11 +498,11 @@ class MonitorRun(CallHandling, IterationTracking):
             self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
             return result
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
-        versions = [t._version for t in tensors]
+        versions = [_version(t) for t in tensors]
         result = func(*args, **kwargs)
         if self.tape.unsupported is not None:
             return result
-        mutated = [t for t, v in zip(tensors, versions) if t._version != v]
+        mutated = [t for t, v in zip(tensors, versions) if _version(t) != v]
         try:
             if _contains_tensor(result) or (result is None and mutated):
                 self.tape.record_op(func, args, kwargs, result, mutated)
@@ -573,6 +604,14 @@ def _position(frame, ins) -> tuple[int, int, int, int]:
         positions.end_lineno or positions.lineno,
         to_codepoints(end_text, positions.end_col_offset),
     )
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    """The tensor's version counter (bumped by in-place updates); None for inference
+    tensors, which have none: an update of one is then only seen in the op's name."""
+    if tensor.is_inference():
+        return None
+    return tensor._version
 
 
 def _contains_tensor(value: Any) -> bool:

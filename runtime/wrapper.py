@@ -23,7 +23,14 @@ import torch
 from fullgraph.runtime.compiled import CompiledFunction
 from fullgraph.runtime.record import Record
 
-_HELPERS = ("MISS", "Missed", "make_dataclass_instance", "make_plain_object", "leaves")
+_HELPERS = (
+    "MISS",
+    "Missed",
+    "make_dataclass_instance",
+    "make_plain_object",
+    "leaves",
+    "write_back",
+)
 
 
 class WrapperError(RuntimeError):
@@ -133,7 +140,7 @@ import torch
 # package ruff or isort takes fullgraph to be.
 _mock = importlib.import_module("fullgraph.runtime.mock")
 _support = importlib.import_module("fullgraph.runtime.wrapper_support")
-MISS, Missed, leaves = _mock.MISS, _mock.Missed, _mock.leaves
+MISS, Missed, leaves, write_back = _mock.MISS, _mock.Missed, _mock.leaves, _mock.write_back
 make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _mock.make_plain_object
 compile_graph, resolve = _support.compile_graph, _support.resolve
 
@@ -146,7 +153,7 @@ TARGET = None
 {declared}
 {graphs_declared}
 _READY = False
-_HELPERS = (MISS, Missed, leaves, make_dataclass_instance, make_plain_object)  # used by mocks
+_HELPERS = (MISS, Missed, leaves, write_back, make_dataclass_instance, make_plain_object)  # used by mocks
 
 
 {chr(10).join(classes)}
