@@ -41,16 +41,8 @@ needs_explain = pytest.mark.skipif(
 # Where the runtime, as last checked, falls short of a program's expectation.
 # Each entry is a known runtime gap, not a wrong expectation; the test runs and
 # is reported as xfail (or xpass once the gap is closed: then delete the entry).
-COMPILE_GAPS: dict[str, str] = {
-    "moco_momentum_update": "results are right, but the `param_k.data = ...` EMA update "
-    "leaves 'a tensor whose origin the monitor could not trace': calls 2 and 3 run eagerly",
-    "inference_mode_predict": "a function under @torch.inference_mode() cannot be compiled: "
-    "RuntimeError 'Inference tensors do not track version counter.'",
-}
-EXPLAIN_GAPS: dict[str, str] = {
-    "inference_mode_predict": "the classifier call under @torch.inference_mode() is reported "
-    "as FG205 (unsupported construct) instead of being captured",
-}
+COMPILE_GAPS: dict[str, str] = {}
+EXPLAIN_GAPS: dict[str, str] = {}
 
 
 def _params(gaps: dict[str, str]) -> list:
