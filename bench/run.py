@@ -182,6 +182,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         warmup=args.warmup,
         stage_timeout_s=args.stage_timeout,
     )
+    # Described before measuring: the commit and date are those of the code measured.
+    env = environment.describe_environment(args.device, args.backend)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fullgraph-bench-") as cache_root:
         settings = dataclasses.replace(settings, cache_root=cache_root)
@@ -189,7 +191,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     settings_info = dataclasses.asdict(dataclasses.replace(settings, cache_root=None))
     settings_info["duration_s"] = time.monotonic() - started
     return {
-        "environment": environment.describe_environment(args.device, args.backend),
+        "environment": env,
         "settings": settings_info,
         "models": [dataclasses.asdict(r) for r in results],
     }

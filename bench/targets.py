@@ -110,7 +110,7 @@ def geomean_speedup(results: Iterable[ModelResult]) -> Verdict:
     ours = geometric_mean(fullgraph_speedups) or 0.0
     theirs = geometric_mean(compile_speedups) or 0.0
     detail = (
-        f"fullgraph {ours:.2f}×, torch.compile {theirs:.2f}× over "
+        f"fullgraph {ours:.3f}×, torch.compile {theirs:.3f}× over "
         f"{len(fullgraph_speedups)} models at their largest inputs"
     )
     return Verdict(target, MET if ours >= MAGPY_SPEEDUP else MISSED, detail)
