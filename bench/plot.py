@@ -32,6 +32,7 @@ def draw(results: list[ModelResult], path: Path, device: str) -> None:
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     names = [r.name for r in results]
     height = max(3.0, 0.28 * len(names) + 1.5)
@@ -47,8 +48,12 @@ def draw(results: list[ModelResult], path: Path, device: str) -> None:
         axes.barh(positions, values, height=bar, color=COLORS[compiler], label=compiler)
     axes.axvline(1.0, color="black", linewidth=0.8)
     axes.set_xscale("log")
+    # Plain "0.5×, 1×, 2×" labels: the default log-scale minor labels overlap.
+    axes.xaxis.set_major_locator(ticker.LogLocator(base=2))
+    axes.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}×"))
+    axes.xaxis.set_minor_formatter(ticker.NullFormatter())
+    axes.set_ylim(len(names) - 0.5, -0.5)
     axes.set_yticks(range(len(names)), names, fontsize=7)
-    axes.invert_yaxis()
     axes.set_xlabel("speedup over eager (eager step time / compiled step time), largest inputs")
     axes.set_title(f"fullgraph and torch.compile against eager ({device})")
     axes.legend(loc="lower right")
