@@ -81,6 +81,8 @@ def _step(result: ModelResult, name: str, size: str) -> float | None:
 def _outputs(result: ModelResult) -> str:
     if result.status != OK:
         return result.status
+    if not result.outputs_comparable:
+        return "not compared (eager's own calls differ)"
     differing = [
         name
         for name in (TORCH_COMPILE, FULLGRAPH)

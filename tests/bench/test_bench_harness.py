@@ -124,6 +124,27 @@ def test_a_wrong_compiled_output_is_reported():
     assert any("differs" in note for note in entry.notes)
 
 
+class _Counter(torch.nn.Module):
+    """Adds the number of calls so far: every call's output differs, in eager too."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls += 1
+        return x + self.calls
+
+
+def test_a_stateful_program_is_not_judged_against_its_first_output():
+    case = ModelCase("counter", "test", _Counter, TINY_CASE.make_inputs)
+    result = run_model(case, [EagerRunner(), TorchCompileRunner("eager")], QUICK)
+    assert result.status == OK and result.outputs_comparable is False
+    entry = result.compilers["torch.compile"]
+    assert entry.outputs_equal is None and not any("differs" in n for n in entry.notes)
+    assert set(entry.step_s) == {"1", "2"}
+
+
 # --- judging and reporting ---------------------------------------------------------------
 
 
