@@ -10,5 +10,7 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Appended, not prepended: the root's folders (runtime/, examples/) must not shadow anything
+# the other test folders import; `bench` is a regular package and is found wherever it sits.
 if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+    sys.path.append(str(REPO_ROOT))
