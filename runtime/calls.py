@@ -19,7 +19,6 @@ import torch
 from fullgraph.runtime import annotation_table, breaks, cpython
 from fullgraph.runtime.capture import Unsupported
 from fullgraph.runtime.sources import (
-    AttrSource,
     HookCountSource,
     LenSource,
     is_key_representable,
@@ -44,9 +43,11 @@ class CallHandling:
         if isinstance(fn, torch.nn.Module):
             source = self.source_of(fn)
             if source is not None:
-                self.read(AttrSource(source, "training"), fn.training)
-                self.read(HookCountSource(source), hook_count(fn), symbolic=False)
-                if not has_user_forward(fn):
+                if has_user_forward(fn):
+                    # Its forward is stepped into, so what it reads (self.training
+                    # included) is guarded as it runs; __call__ itself runs its hooks.
+                    self.read(HookCountSource(source), hook_count(fn), symbolic=False)
+                else:
                     self.guard_library_module(fn, source)
             return None
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
-from fullgraph.runtime.sources import ArgSource, KwargSource, Source, base_of
+from fullgraph.runtime.sources import ArgSource, AttrSource, KwargSource, Source, base_of
 
 GUARD_PARAMS = "A, K, M, F"
 
@@ -35,8 +35,9 @@ class GuardCode:
 
 
 class _Writer:
-    def __init__(self, namespace: Namespace):
+    def __init__(self, namespace: Namespace, values: dict | None = None):
         self.ns = namespace
+        self.values = values or {}  # source -> the object it reached during the run
         self.lines: list[str] = []
         self.locals: dict[Source, str] = {}
         self.checks = 0
@@ -51,7 +52,9 @@ class _Writer:
         if base is not None:
             base_expr = base.expr()
             base_name = self.load(base)
-            expr = expr.replace(base_expr, base_name, 1)
+            expr = self._module_slot(source, base, base_name) or expr.replace(
+                base_expr, base_name, 1
+            )
         if expr in self.root_names or expr in self.ns.values:
             self.locals[source] = expr
             return expr
@@ -64,6 +67,18 @@ class _Writer:
         self.lines.append(f"{candidate} = {expr}")
         self.locals[source] = candidate
         return candidate
+
+    def _module_slot(self, source: Source, base: Source, base_name: str) -> str | None:
+        """``m._modules['fc']`` for ``m.fc``: the same object, without the Python-level
+        ``Module.__getattr__`` (the bulk of a large model's guard time otherwise)."""
+        owner = self.values.get(base)
+        name = getattr(source, "name", None)
+        if not isinstance(owner, torch.nn.Module) or not isinstance(source, AttrSource):
+            return None
+        for slot in ("_modules", "_parameters", "_buffers"):
+            if name in getattr(owner, slot) and name not in vars(owner):
+                return f"{base_name}.{slot}[{name!r}]"
+        return None
 
     def check(self, condition: str, why: str) -> None:
         self.checks += 1
@@ -126,6 +141,14 @@ def value_check(
     return f"{name} is {ns.bind(value, _hint(value, source), provenance=source.expr())}", "identity"
 
 
+def _identity_guarded(value: Any) -> bool:
+    """Values whose guard is ``is <the object>`` (so two paths to one are aliased by it)."""
+    return isinstance(
+        value,
+        (types.FunctionType, type, types.ModuleType, types.BuiltinFunctionType, torch.nn.Module),
+    )
+
+
 def _hint(value: Any, source: Source) -> str:
     if isinstance(value, (types.FunctionType, type, types.ModuleType, types.BuiltinFunctionType)):
         return getattr(value, "__name__", "obj")
@@ -145,11 +168,12 @@ def generate_guard(
     conditions: list = (),
     distinct: list[tuple[Source, Source]] = (),
     dynamic: dict | None = None,
+    values: dict | None = None,
 ) -> GuardCode:
     ns = Namespace()
     for name, value in globals_consts.items():
         ns.values[name] = value
-    writer = _Writer(ns)
+    writer = _Writer(ns, values)
     writer.check(f"len(A) == {arg_count} and len(K) == {len(kwarg_names)}", "call signature")
     for name in kwarg_names:
         writer.check(f"{name!r} in K", f"keyword argument {name}")
@@ -167,6 +191,8 @@ def generate_guard(
     for condition in conditions:  # branches taken on symbolic arguments
         writer.check(condition.source(literal), "branch on a symbolic value")
     for first, second in aliases:
+        if _identity_guarded(reads.get(first)):
+            continue  # both paths are checked against the same object already
         writer.check(
             f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}"
         )

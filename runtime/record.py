@@ -154,6 +154,7 @@ def build_record(
         run.entry_conditions,
         _distinct_inputs(run, input_sources),
         dynamic=dynamic if dynamic and run.size_reads == 0 else None,
+        values=_values_by_source(run),
     )
     if dynamic and run.size_reads == 0 and dynamic_backend is not None:
         backend = dynamic_backend
@@ -201,6 +202,16 @@ def build_record(
             if type(v) in (int, float) and s not in run.symbolic_sources
         ],
     )
+
+
+def _values_by_source(run: MonitorRun) -> dict:
+    """Source -> object, for every object the run tracked (the guard picks faster paths)."""
+    values = dict(run.reads)
+    for obj in run.keepalive:
+        source = run.sources.get(id(obj))
+        if source is not None:
+            values.setdefault(source, obj)
+    return values
 
 
 def _distinct_inputs(run: MonitorRun, input_sources: list[Source]) -> list[tuple[Source, Source]]:

@@ -315,8 +315,8 @@ class MonitorRun(CallHandling, IterationTracking):
         ``training``, ``negative_slope``, ``p``, ``momentum``, ``dim``... and the
         same for the layers it calls in turn (an ``nn.Sequential``'s children).
         """
-        if getattr(module, "_fullgraph_guarded", None) is self:
-            return
+        # Setting by setting, not one dict-version check: a model switched to eval()
+        # and back to train() must hit its train-mode record again.
         self.read(AttrSource(source, "training"), module.training, symbolic=False)
         self.read(HookCountSource(source), hook_count(module), symbolic=False)
         for name, value in vars(module).items():
