@@ -191,16 +191,9 @@ describe('contract with the Python language server', () => {
     });
 });
 
-/**
- * The settings keys the server must read (the shared interface: `fullgraph.diagnostics.static`,
- * `fullgraph.diagnostics.runtime`). Marked todo while the server does not honour
- * them yet: a failure is reported as "# TODO", not hidden, and does not fail the run.
- */
-const SERVER_READS_DIAGNOSTICS_KEYS =
-    'lsp_server/settings.py does not read diagnostics.static / diagnostics.runtime yet';
-
+/** The settings keys the server must read: `fullgraph.diagnostics.static` and `fullgraph.diagnostics.runtime`. */
 describe('settings the server must honour', () => {
-    it('diagnostics.static = false: no static findings', { timeout: STARTUP_MS * 2, todo: SERVER_READS_DIAGNOSTICS_KEYS }, async (t) => {
+    it('diagnostics.static = false: no static findings', { timeout: STARTUP_MS * 2 }, async (t) => {
         const session = await startOrSkip((workspace) => extensionSettings(workspace, { 'diagnostics.static': false }));
         if (typeof session === 'string') {
             return t.skip(session);
@@ -214,7 +207,7 @@ describe('settings the server must honour', () => {
         }
     });
 
-    it('untrusted workspace (diagnostics.runtime = false): saving runs no entrypoint', { timeout: STARTUP_MS * 2, todo: SERVER_READS_DIAGNOSTICS_KEYS }, async (t) => {
+    it('untrusted workspace (diagnostics.runtime = false): saving runs no entrypoint', { timeout: STARTUP_MS * 2 }, async (t) => {
         const session = await startOrSkip((workspace) =>
             extensionSettings(workspace, { entrypoints: ['model:build'], backend: 'eager' }, false),
         );
