@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import fullgraph.runtime as fr
 import jsonschema
 import torch
-from fullgraph.runtime import breaks, docs
 from torch import nn
+
+import fullgraph.runtime as fr
+from fullgraph.runtime import breaks, docs
 
 ROOT = Path(__file__).resolve().parents[2]
 

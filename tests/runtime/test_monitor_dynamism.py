@@ -8,10 +8,11 @@ import contextlib
 import io
 import random
 
-import fullgraph.runtime as fr
 import pytest
 import torch
 from torch import nn
+
+import fullgraph.runtime as fr
 
 
 class ItemGate(nn.Module):
