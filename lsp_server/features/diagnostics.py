@@ -133,6 +133,9 @@ async def refresh_static(server: FullgraphServer, uri: str) -> DocumentState | N
         if running is None:
             break
         await asyncio.shield(running)
+        # Awaiting a finished future does not yield to the event loop: give the lint's
+        # owner its turn to record the result, or this loop would spin forever.
+        await asyncio.sleep(0)
         if server.document_text(uri) != text:  # edited meanwhile: the debounce re-lints
             return server.documents.get(uri)
     running = loop.run_in_executor(server.thread_pool, compute_static, server, uri, text)
