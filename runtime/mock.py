@@ -38,17 +38,14 @@ from fullgraph.runtime.state import Mutation
 class Missed:
     """A replay that did not apply: the guard failed, or a mid-guard did.
 
-    ``results`` holds the callouts the replay already made (by index), so a
-    monitoring run that follows can reuse them instead of repeating effects.
+    The results of the callouts the replay already made reach the caller through
+    the ``made`` dict it passed to the mock, not through this object.
     """
 
-    __slots__ = ("results",)
-
-    def __init__(self, results: dict | None = None):
-        self.results = results or {}
+    __slots__ = ()
 
     def __repr__(self) -> str:
-        return f"Missed({self.results!r})"
+        return "MISS"
 
 
 MISS = Missed()
@@ -379,13 +376,12 @@ def generate_mock(
         if callout.index <= last_midguard:  # a missed replay of another record may have made it
             call = f"R[{callout.index}] if {callout.index} in R else {call}"
         writer.lines.append(f"c{callout.index} = made[{callout.index}] = {call}  {comment}")
-        missed = "Missed(made)"
         if callout.guard_result:
             writer.lines.append(f"if not ({_midguard(callout, writer.ns)}):  # mid-guard")
-            writer.lines.append(f"    return {missed}")
+            writer.lines.append("    return MISS")
         for condition in callout.conditions:
             writer.lines.append(f"if not ({condition.source(literal)}):  # mid-guard (symbolic)")
-            writer.lines.append(f"    return {missed}")
+            writer.lines.append("    return MISS")
         if callout.index == last_midguard:
             writer.lines.extend(held_back)
             held_back = []

@@ -228,8 +228,3 @@ def call_function_ex(run, state, ins) -> After:
     args = tuple(tos(state, has_kwargs))
     kwargs = dict(tos(state)) if has_kwargs else {}
     return run.call(state, fn, args, kwargs, lambda: tos(state), 1 + has_kwargs)
-
-
-@handles("RETURN_VALUE")
-def return_value(run, state, ins) -> After:
-    return None
