@@ -65,7 +65,13 @@ def test_close_during_an_analysis_ends_it_as_cancelled(project):
         target=lambda: results.append(service.analyze("pkg.entries:sleeps_forever"))
     )
     thread.start()
-    time.sleep(1.0)
+    # Close only once the analysis is under way: on a loaded machine the worker can
+    # take over a second to take the request, and a close before that is a different
+    # case (analyze on a closed service raises).
+    deadline = time.monotonic() + 30
+    while service._worker is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(3.0)
     closed_at = time.monotonic()
     service.close()
     thread.join(timeout=30)
