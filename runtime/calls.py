@@ -10,13 +10,14 @@ eagerly).  Mixed into :class:`~fullgraph.runtime.run.MonitorRun`.
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, breaks, cpython
+from fullgraph.runtime import annotation_table, breaks, cpython, higher_order
 from fullgraph.runtime.capture import Unsupported
 from fullgraph.runtime.sources import (
     HookCountSource,
@@ -49,6 +50,12 @@ class CallHandling:
                     self.read(HookCountSource(source), hook_count(fn), symbolic=False)
                 else:
                     self.guard_library_module(fn, source)
+            return None
+        if higher_order.is_cond(fn):
+            # Eager torch.cond would compile its branches with Dynamo; capture them instead.
+            replacement = functools.partial(higher_order.capture_cond, self)
+            self.keepalive.extend((fn, replacement))
+            cpython.replace_stack_item(state.frame, fn_depth, replacement)
             return None
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):

@@ -147,6 +147,8 @@ class Segment:
     # (Inductor/AOTAutograd need none); the mock copies the result back.
     mutated_placeholders: list[torch.fx.Node] = dataclasses.field(default_factory=list)
     writebacks: list[tuple[Origin, int]] = dataclasses.field(default_factory=list)
+    # Graphs the segment's nodes call through ``get_attr`` (the branches of a torch.cond).
+    submodules: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
 
     def output_index(self, node: torch.fx.Node) -> int:
         if node not in self.outputs:
@@ -272,6 +274,10 @@ class GraphTape:
         sym = self.lift(value)
         if sym is None:
             return value
+        return self.lifted_placeholder(sym, value)
+
+    def lifted_placeholder(self, sym: Any, value: Any) -> torch.fx.Node:
+        """A graph input for symbolic scalar ``sym`` (whose value now is ``value``)."""
         segment = self.current
         node = segment.graph.placeholder(f"scalar{len(segment.placeholders)}")
         node.meta["example_value"] = torch.tensor(value)

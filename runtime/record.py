@@ -106,9 +106,10 @@ class RecordError(Exception):
 def graph_modules(run: MonitorRun) -> list[torch.fx.GraphModule]:
     modules = []
     for segment in run.tape.segments:
-        gm = torch.fx.GraphModule(
-            torch.nn.Module(), segment.graph, class_name=f"Graph{segment.index}"
-        )
+        root = torch.nn.Module()
+        for name, submodule in segment.submodules.items():
+            root.add_module(name, submodule)
+        gm = torch.fx.GraphModule(root, segment.graph, class_name=f"Graph{segment.index}")
         modules.append(gm)
     return modules
 

@@ -33,6 +33,16 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
     return lambda *args: compiled(list(args))
 
 
+def cond_function():
+    """``torch.cond`` as user code calls it (public since 2.5; ``None`` before)."""
+    return getattr(torch, "cond", None)
+
+
+def cond_op():
+    """The higher-order operator ``torch.cond`` dispatches to; graph nodes call it directly."""
+    return torch.ops.higher_order.cond
+
+
 def set_grad_enabled_op():
     """The graph node target that switches grad mode inside a graph (as Dynamo emits)."""
     return torch._C._set_grad_enabled
