@@ -61,20 +61,39 @@ def _target_expression(fn: Callable, entrypoint: str | None) -> str:
     )
 
 
-def _graph_class(index: int, gm: torch.fx.GraphModule) -> tuple[str, set[str]]:
+def _graph_class(index, gm: torch.fx.GraphModule) -> tuple[str, set[str]]:
+    """The class source of graph ``index`` (and of the subgraphs it calls, such as the
+    branches of a torch.cond, as classes named after it), and the globals it needs."""
+    parts, names, children = [], set(), []
+    for child_name, child in gm.named_children():
+        text, child_globals = _graph_class(f"{index}_{child_name}", child)
+        parts.append(text)
+        names |= child_globals
+        children.append(f"        self.{child_name} = Graph{index}_{child_name}()")
+    text, own = _graph_forward(index, gm, children)
+    return "\n\n".join([*parts, text]), names | own
+
+
+def _graph_forward(index, gm: torch.fx.GraphModule, children: list[str]) -> tuple[str, set[str]]:
     code = gm.graph.python_code(root_module="self")
+    src = code.src.replace("torch.ops.higher_order.cond(", "higher_order_cond(")
     names = {
         name for name in code.globals if name not in ("torch", "inf", "nan", "NoneType", "device")
     }
     lines = []
-    for line in code.src.strip("\n").splitlines():
+    for line in src.strip("\n").splitlines():
         # fx frees intermediates with "x = None" statements joined by ";  "
         statements = [s for s in line.split(";  ") if not re.fullmatch(r"\s*[\w\s=]+= None\s*", s)]
         if statements:
             indent = re.match(r"\s*", line).group(0)
             lines.extend(indent + s.strip() if i else s for i, s in enumerate(statements))
     body = "\n".join("    " + line if line.strip() else "" for line in lines)
-    return f"class Graph{index}(torch.nn.Module):\n{body}\n", names
+    init = ""
+    if children:
+        init = (
+            "    def __init__(self):\n        super().__init__()\n" + "\n".join(children) + "\n\n"
+        )
+    return f"class Graph{index}(torch.nn.Module):\n{init}{body}\n", names
 
 
 def _import_line(name: str, value: Any) -> str:
@@ -143,6 +162,9 @@ _support = importlib.import_module("fullgraph.runtime.wrapper_support")
 MISS, Missed, leaves, write_back = _mock.MISS, _mock.Missed, _mock.leaves, _mock.write_back
 make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _mock.make_plain_object
 compile_graph, resolve = _support.compile_graph, _support.resolve
+# torch.cond's operator, recorded (not run) when compile_graph traces a graph class.
+higher_order_cond = _support.higher_order_cond
+torch.fx.wrap("higher_order_cond")
 
 __all__ = ["compiled"]
 
@@ -199,7 +221,7 @@ def compiled(*args, **kwargs):
 
 
 def _graph_global_line(name: str, graphs: list[torch.fx.GraphModule]) -> str:
-    for gm in graphs:
+    for gm in (module for graph in graphs for module in graph.modules()):  # subgraphs too
         code = gm.graph.python_code(root_module="self")
         if name in code.globals:
             return _import_line(name, code.globals[name])

@@ -18,6 +18,11 @@ def resolve(module: str, qualname: str) -> Any:
     return value
 
 
+def higher_order_cond(pred, true_graph, false_graph, operands):
+    """``torch.ops.higher_order.cond`` behind a plain function that fx tracing can record."""
+    return torch.ops.higher_order.cond(pred, true_graph, false_graph, operands)
+
+
 def compile_graph(graph: torch.nn.Module, example_inputs: list) -> Any:
     """Trace a generated graph class back into fx and compile it with Inductor."""
     gm = torch.fx.symbolic_trace(graph)

@@ -119,3 +119,23 @@ def test_inductor_compiles_the_cond_node(inductor_tolerance):
         x = _signed(1.0 if call % 2 else -1.0)
         torch.testing.assert_close(compiled(x), model(x), **inductor_tolerance)
     assert (compiled.stats.monitor_runs, compiled.stats.hits) == (1, 3)
+
+
+def test_the_standalone_wrapper_carries_the_branch_graphs(tmp_path, monkeypatch):
+    (tmp_path / "cond_target.py").write_text(
+        "import torch\n\n"
+        "def gate(x, w):\n"
+        "    return torch.cond(x.sum() > 0, lambda a, b: a @ b, lambda a, b: a - b, (x, w))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import cond_target
+
+    w = torch.randn(3, 3)
+    source = fr.generate_wrapper(cond_target.gate, torch.randn(3, 3), w)
+    assert "class Graph0_cond_true_0(torch.nn.Module)" in source
+    (tmp_path / "cond_wrapper.py").write_text(source)
+    import cond_wrapper
+
+    for sign in (1.0, -1.0):
+        x = torch.randn(3, 3).abs() * sign + sign
+        torch.testing.assert_close(cond_wrapper.compiled(x, w), cond_target.gate(x, w))
