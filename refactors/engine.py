@@ -51,9 +51,17 @@ def lint_source(
     if "torch" not in source:
         # Every rule is about torch code; skip the costly name resolution elsewhere.
         return []
-    wrapper = meta.MetadataWrapper(module)
+    # The module was parsed for this run alone: the wrapper need not copy it.
+    wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
     context = RuleContext(source, path, wrapper, entrypoints)
+    run_rules(context, codes)
+    return sorted(context.findings, key=lambda f: (f.line, f.column, f.code))
+
+
+def run_rules(context: RuleContext, codes: Collection[str] | None = None) -> None:
+    """Run the rules (all, or those in ``codes``) over ``context``'s module into its findings."""
     selected = [rule for code, rule in RULES.items() if codes is None or code in codes]
+    wrapper, path = context.wrapper, context.path
     try:
         # One walk of the tree for every rule (they are batchable visitors).
         wrapper.visit_batched([rule(context) for rule in selected])
@@ -65,7 +73,6 @@ def lint_source(
                 wrapper.visit_batched([rule(context)])
             except Exception:
                 logger.exception("rule %s failed on %s and was skipped", rule.CODE, path)
-    return sorted(context.findings, key=lambda f: (f.line, f.column, f.code))
 
 
 def fix_source(

@@ -1,0 +1,308 @@
+"""A module cut into top-level chunks, and which chunks a chunk's findings depend on.
+
+The incremental linter (:mod:`fullgraph.refactors.incremental`) lints a file
+one top-level statement at a time, so that an edit re-lints only what it
+touched.  This module does the cheap part with :mod:`ast` (a whole-file
+``ast.parse`` costs a few percent of a libcst pass):
+
+- :func:`split_chunks` cuts the source into chunks: a chunk starts on the
+  first line of a top-level statement (its first decorator for a ``def`` or
+  ``class``) and runs up to the next chunk, so the blank and comment lines
+  between two statements belong to the one above.  Statements that share a
+  line (``a = 1; b = 2``) stay in one chunk.
+- :class:`ChunkNames` records, per chunk, the names through which the rules
+  see other chunks: what it binds at module level (plus every ``def`` and
+  ``class`` name), what it uses, which functions it defines and calls.
+- :func:`dependencies` says which chunks must be linted together with a chunk
+  for its findings to be exactly those of a whole-file lint: the callers of
+  its functions, transitively (they decide whether a function is compiled),
+  and then everything those chunks use, transitively (imports and other
+  module-level bindings, base classes, called functions and their bodies).
+
+Every set here over-approximates what the rules read (any identifier counts
+as a use); a chunk linted with more real chunks around it gets the same
+findings, only later.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkNames:
+    """The names through which a chunk and the rest of the module see each other."""
+
+    # Bound at module level (assignments, imports, ``global``), and every def/class name.
+    binds: frozenset[str]
+    # Every identifier the chunk mentions, ``self.<attribute>`` names and its class names.
+    uses: frozenset[str]
+    # Functions defined at any depth (a call by name reaches all of them).
+    defines: frozenset[str]
+    # Names called as ``f(...)`` or ``self.f(...)`` (how regions.py builds the call tree).
+    calls: frozenset[str]
+    # ``from m import *`` binds names nobody can list: every chunk depends on it.
+    star_import: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    """One or more top-level statements and the lines up to the next chunk."""
+
+    text: str
+    start_line: int  # 1-based line of the chunk's first line in the file
+    start_offset: int  # offset of its first character in the file
+    line_count: int
+    names: ChunkNames
+
+
+def line_starts(source: str) -> list[int]:
+    """Offsets where each line starts, with Python's own line breaks (not str.splitlines)."""
+    return [0, *(match.end() for match in _NEWLINE.finditer(source))]
+
+
+def split_chunks(
+    source: str, cache: dict[str, ChunkNames] | None = None, tree: ast.Module | None = None
+) -> list[Chunk]:
+    """The chunks of ``source`` in file order; raises ``SyntaxError`` when it does not parse.
+
+    ``cache`` maps a chunk's text to its names, so unchanged chunks are not walked again.
+    """
+    if tree is None:
+        tree = ast.parse(source)
+    starts = line_starts(source)
+    lines = len(starts) if starts[-1] < len(source) or len(starts) == 1 else len(starts) - 1
+    groups: list[list[ast.stmt]] = []
+    first_lines: list[int] = []
+    previous_end = 0
+    for statement in tree.body:
+        first = min([statement.lineno, *(d.lineno for d in _decorators(statement))])
+        continued = first > 1 and _ends_with_backslash(source, starts, first - 1)
+        if groups and (first <= previous_end or continued):
+            groups[-1].append(statement)
+        else:
+            groups.append([statement])
+            first_lines.append(first)
+        previous_end = max(previous_end, statement.end_lineno or statement.lineno)
+    if not groups:
+        return []
+    first_lines[0] = 1  # the module's leading comments go with the first statement
+    chunks = []
+    for index, group in enumerate(groups):
+        start_line = first_lines[index]
+        end_line = first_lines[index + 1] if index + 1 < len(groups) else lines + 1
+        start = starts[start_line - 1]
+        end = starts[end_line - 1] if end_line - 1 < len(starts) else len(source)
+        text = source[start:end]
+        names = cache.get(text) if cache is not None else None
+        if names is None:
+            names = chunk_names(group)
+            if cache is not None:
+                cache[text] = names
+        chunks.append(Chunk(text, start_line, start, end_line - start_line, names))
+    return chunks
+
+
+def _decorators(statement: ast.stmt) -> list[ast.expr]:
+    return getattr(statement, "decorator_list", [])
+
+
+def _ends_with_backslash(source: str, starts: list[int], line: int) -> bool:
+    start = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(source)
+    return source[start:end].rstrip("\r\n").endswith("\\")
+
+
+class _NameCollector(ast.NodeVisitor):
+    """Walks a chunk's statements; ``depth`` counts the function/class scopes entered."""
+
+    def __init__(self) -> None:
+        self.binds: set[str] = set()
+        self.uses: set[str] = set()
+        self.defines: set[str] = set()
+        self.calls: set[str] = set()
+        self.star_import = False
+        self.depth = 0
+
+    def _bind(self, name: str | None) -> None:
+        if name is not None and self.depth == 0:
+            self.binds.add(name)
+
+    def _scoped(self, body: Iterable[ast.AST]) -> None:
+        self.depth += 1
+        for node in body:
+            self.visit(node)
+        self.depth -= 1
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.uses.add(node.id)
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self._bind(node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            self.uses.add(node.attr)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name):
+            self.calls.add(func.id)
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            self.calls.add(func.attr)
+        self.generic_visit(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.defines.add(node.name)
+        self.binds.add(node.name)
+        # Decorators, defaults and annotations are evaluated in the enclosing scope.
+        for part in [*node.decorator_list, *_defaults(node.args), node.returns]:
+            if part is not None:
+                self.visit(part)
+        self._annotations(node)
+        self._scoped(node.body)
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+
+    def _annotations(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        arguments = node.args
+        for arg in [
+            *arguments.posonlyargs,
+            *arguments.args,
+            *arguments.kwonlyargs,
+            arguments.vararg,
+            arguments.kwarg,
+        ]:
+            if arg is not None and arg.annotation is not None:
+                self.visit(arg.annotation)
+                self._string_names(arg.annotation)
+        if node.returns is not None:
+            self._string_names(node.returns)
+
+    def _string_names(self, annotation: ast.expr) -> None:
+        # libcst resolves names inside string annotations ("torch.Tensor") too.
+        for node in ast.walk(annotation):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                self.uses.update(_IDENTIFIER.findall(node.value))
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.binds.add(node.name)
+        # Classes of the same name share their ``self.<attr>`` facts (regions.py keys by name).
+        self.uses.add(node.name)
+        for part in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(part)
+        self._scoped(node.body)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for part in _defaults(node.args):
+            self.visit(part)
+        self._scoped([node.body])
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._string_names(node.annotation)
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        # ``global x`` in a function binds ``x`` at module level.
+        self.binds.update(node.names)
+        self.uses.update(node.names)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.uses.update(node.names)
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name == "*":
+                self.star_import = True
+                continue
+            bound = alias.asname or alias.name.split(".")[0]
+            self.uses.add(bound)
+            self._bind(bound)
+
+    visit_Import = _import
+    visit_ImportFrom = _import
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self.uses.add(node.name)
+            self._bind(node.name)
+        self.generic_visit(node)
+
+    def _capture(self, node: ast.AST) -> None:
+        for name in (getattr(node, "name", None), getattr(node, "rest", None)):
+            if name:
+                self.uses.add(name)
+                self._bind(name)
+        self.generic_visit(node)
+
+    visit_MatchAs = _capture
+    visit_MatchStar = _capture
+    visit_MatchMapping = _capture
+
+
+def _defaults(arguments: ast.arguments) -> list[ast.expr]:
+    return [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+
+
+def chunk_names(statements: Sequence[ast.stmt]) -> ChunkNames:
+    collector = _NameCollector()
+    for statement in statements:
+        collector.visit(statement)
+    return ChunkNames(
+        frozenset(collector.binds),
+        frozenset(collector.uses),
+        frozenset(collector.defines),
+        frozenset(collector.calls),
+        collector.star_import,
+    )
+
+
+class DependencyIndex:
+    """Which chunks bind, and which call, each name; answers :meth:`needed` per chunk."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.chunks = chunks
+        self.binders: dict[str, list[int]] = {}
+        self.callers: dict[str, list[int]] = {}
+        self.star_imports = [i for i, chunk in enumerate(chunks) if chunk.names.star_import]
+        for index, chunk in enumerate(chunks):
+            for name in chunk.names.binds:
+                self.binders.setdefault(name, []).append(index)
+            for name in chunk.names.calls:
+                self.callers.setdefault(name, []).append(index)
+
+    def needed(self, index: int) -> list[int]:
+        """The chunks to lint with chunk ``index`` (itself included), in file order."""
+        chunks = self.chunks
+        # Callers first: whether a function is compiled depends on who calls it.
+        callers = {index}
+        pending = [index]
+        while pending:
+            current = pending.pop()
+            for name in chunks[current].names.defines:
+                for caller in self.callers.get(name, ()):
+                    if caller not in callers:
+                        callers.add(caller)
+                        pending.append(caller)
+        # Then everything any of them uses, and what that uses in turn.
+        found = set(callers) | set(self.star_imports)
+        pending = list(found)
+        while pending:
+            current = pending.pop()
+            for name in chunks[current].names.uses:
+                for binder in self.binders.get(name, ()):
+                    if binder not in found:
+                        found.add(binder)
+                        pending.append(binder)
+        return sorted(found)

@@ -1,0 +1,456 @@
+"""Linting a document again after an edit, re-running the rules only where the edit reaches.
+
+A libcst pass over a whole 2,000-line file takes seconds (parsing, positions,
+scopes and parents are all resolved for every node), far over what an editor
+can wait after each keystroke.  :class:`IncrementalLinter` keeps the findings
+of each top-level chunk (:mod:`fullgraph.refactors.chunking`) and, after an
+edit, lints only the chunks whose inputs changed.
+
+A chunk is linted inside a *partial module*: the chunks it depends on
+(:meth:`~fullgraph.refactors.chunking.DependencyIndex.needed`) in file order,
+behind a two-line ``if 1:`` header that makes libcst pick the file's own
+indentation and newline (new code in a fix is written with them).  Its
+findings are cached under the exact text of that partial module, with lines
+relative to the chunk, and moved to wherever the chunk now starts.  The
+findings are those of :func:`~fullgraph.refactors.engine.lint_source` on the
+whole file (``tests/refactors/test_incremental.py`` checks it on every
+fixture and on random edits); only a rule that crashes differs, since its
+findings are lost for the partial modules it crashes on rather than the file.
+
+Fixes are built when first read, as in ``lint_source``, but from the whole
+file: the rule runs again on the partial module, this time seeing the whole
+module for the names a rewrite must not reuse and for the import aliases; the
+rewritten statements are put back into the file, and a needed import is added
+to the whole module.  When that cannot be done exactly (a rewrite that spans
+chunks), the fix is taken from a whole-file lint instead, which is slow but
+right.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import io
+import logging
+import re
+import tokenize
+from collections.abc import Collection, Sequence
+
+import libcst as cst
+import libcst.metadata as meta
+
+from .chunking import Chunk, ChunkNames, DependencyIndex, split_chunks
+from .context import RuleContext, _Replace
+from .engine import _parse, lint_source, run_rules
+from .findings import Finding, Fix, TextEdit
+from .imports import _insertion_index, ensure_import
+from .text_edits import diff_edits
+
+logger = logging.getLogger(__name__)
+
+_FIRST_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class _FallBack(Exception):
+    """The partial-module route cannot give the exact result; use the whole file."""
+
+
+# -- partial modules ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """How libcst should lay out new code: the whole file's newline and first indentation."""
+
+    newline: str
+    indent: str
+
+    @property
+    def header(self) -> str:
+        # libcst takes the module's newline from its first line break and its
+        # indentation from its first indented block: this header supplies both.
+        return f"if 1:{self.newline}{self.indent}pass{self.newline}"
+
+
+def _layout(source: str) -> _Layout:
+    match = _FIRST_NEWLINE.search(source)
+    newline = match.group() if match else "\n"
+    indent = "    "
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.INDENT:
+                indent = token.string
+                break
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return _Layout(newline, indent)
+
+
+@dataclasses.dataclass
+class _Partial:
+    """The text of a partial module and where each of its chunks lies in it."""
+
+    text: str
+    chunks: list[int]  # file chunk indices, in file order
+    offsets: list[int]  # where each chunk's text starts in ``text``
+    lines: list[int]  # the 1-based line each chunk starts on in ``text``
+
+
+def _partial(layout: _Layout, chunks: Sequence[Chunk], included: Sequence[int]) -> _Partial:
+    parts = [layout.header]
+    offset, line = len(layout.header), 3
+    offsets, lines = [], []
+    for index in included:
+        chunk = chunks[index]
+        offsets.append(offset)
+        lines.append(line)
+        parts.append(chunk.text)
+        offset += len(chunk.text)
+        line += chunk.line_count
+    text = "".join(parts)
+    if not text.endswith(("\n", "\r")):
+        # Only the file's last chunk can lack a line break; statements need one.
+        text += layout.newline
+    return _Partial(text, list(included), offsets, lines)
+
+
+class _PartialContext(RuleContext):
+    """A rule context over a partial module that keeps each fix's rewrite instead of running it.
+
+    ``module`` (the whole file, when given) is what the rules see as the module
+    outside the nodes they visit: the names a rewrite must not reuse, the
+    imports it refers to.
+    """
+
+    def __init__(
+        self,
+        partial: _Partial,
+        path: str,
+        wrapper: meta.MetadataWrapper,
+        entrypoints: Collection[str],
+        module: cst.Module | None = None,
+    ) -> None:
+        super().__init__(partial.text, path, wrapper, entrypoints)
+        if module is not None:
+            self.module = module
+        self.rewrites: dict[int, tuple[dict, list[str]]] = {}
+
+    def _build_fix(self, changes, imports, title):
+        fix = Fix(title, build=_not_built)
+        self.rewrites[id(fix)] = (changes, list(imports))
+        return fix
+
+
+def _not_built() -> list[TextEdit]:
+    raise AssertionError("a partial module's fix is rebuilt from the whole file")
+
+
+def _lint_partial(
+    partial: _Partial,
+    layout: _Layout,
+    path: str,
+    codes: Collection[str] | None,
+    entrypoints: Collection[str],
+    module: cst.Module | None = None,
+) -> _PartialContext:
+    try:
+        tree = cst.parse_module(partial.text)
+    except cst.ParserSyntaxError as error:
+        raise _FallBack(f"a partial module does not parse ({error.message})") from None
+    if (tree.default_newline, tree.default_indent) != (layout.newline, layout.indent):
+        raise _FallBack("the partial module's layout differs from the file's")
+    wrapper = meta.MetadataWrapper(tree, unsafe_skip_copy=True)
+    context = _PartialContext(partial, path, wrapper, entrypoints, module)
+    run_rules(context, codes)
+    return context
+
+
+# -- the linter -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Found:
+    """A finding of one chunk, lines counted from the chunk's first line (0-based)."""
+
+    finding: Finding  # lines relative to the chunk; no fix
+    fix_title: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Snapshot:
+    """One version of the document, everything a fix needs to be built later."""
+
+    source: str
+    chunks: tuple[Chunk, ...]
+    layout: _Layout
+    path: str
+    codes: frozenset[str] | None
+    entrypoints: tuple[str, ...]
+
+
+class IncrementalLinter:
+    """Lints successive versions of one document; :meth:`lint` equals ``lint_source``.
+
+    Keep one per open document.  Not thread-safe: one :meth:`lint` at a time.
+    The findings' fixes may be built from any thread, later.
+    """
+
+    def __init__(
+        self,
+        path: str = "<string>",
+        *,
+        codes: Collection[str] | None = None,
+        entrypoints: Collection[str] = (),
+    ) -> None:
+        self.path = path
+        self.codes = frozenset(codes) if codes is not None else None
+        self.entrypoints = tuple(entrypoints)
+        self._names: dict[str, ChunkNames] = {}
+        self._results: dict[tuple, list[_Found]] = {}
+        # How many chunks the last lint ran the rules on (the rest came from the cache).
+        self.relinted = 0
+
+    def lint(self, source: str) -> list[Finding]:
+        """Findings of ``source``, sorted by position; raises SourceSyntaxError like lint_source."""
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            _parse(source, self.path)  # raises SourceSyntaxError with CPython's message
+            return self._whole_file(source, "ast rejects what libcst parses")
+        if "torch" not in source:
+            self.relinted = 0
+            return []  # as lint_source: every rule is about torch code
+        chunks = tuple(split_chunks(source, self._names, tree))
+        # Keep only the names of chunks that still exist, so the cache does not grow.
+        self._names = {chunk.text: chunk.names for chunk in chunks}
+        layout = _layout(source)
+        snapshot = _Snapshot(source, chunks, layout, self.path, self.codes, self.entrypoints)
+        index = DependencyIndex(chunks)
+        keys, missing = [], []
+        for position in range(len(chunks)):
+            needed = index.needed(position)
+            key = (
+                layout,
+                self.codes,
+                self.entrypoints,
+                tuple(chunks[i].text for i in needed),
+                needed.index(position),
+            )
+            keys.append(key)
+            if key not in self._results:
+                missing.append(position)
+        results = {key: self._results[key] for key in keys if key in self._results}
+        try:
+            fresh = self._lint_chunks(snapshot, index, missing)
+        except _FallBack as reason:
+            return self._whole_file(source, str(reason))
+        for position, found in fresh.items():
+            results[keys[position]] = found
+        self._results = results
+        self.relinted = len(missing)
+        findings = []
+        for position, chunk in enumerate(chunks):
+            for found in results[keys[position]]:
+                findings.append(self._place(found, chunk, position, snapshot))
+        return findings
+
+    def _whole_file(self, source: str, reason: str) -> list[Finding]:
+        logger.warning("linting %s as a whole: %s", self.path, reason)
+        self._results = {}
+        self.relinted = -1
+        return lint_source(source, self.path, codes=self.codes, entrypoints=self.entrypoints)
+
+    def _lint_chunks(
+        self, snapshot: _Snapshot, index: DependencyIndex, missing: list[int]
+    ) -> dict[int, list[_Found]]:
+        """Lint the ``missing`` chunks: one partial module each, or the whole file at once.
+
+        A chunk linted among more chunks than it needs gets the same findings, so
+        when many chunks are missing (opening a file) one pass over all of them
+        costs less than a partial module each.
+        """
+        if not missing:
+            return {}
+        if len(missing) > 1 and len(missing) * 4 >= len(snapshot.chunks):
+            included = sorted(set().union(*(index.needed(position) for position in missing)))
+            groups = [(included, missing)]
+        else:
+            groups = [(index.needed(position), [position]) for position in missing]
+        fresh: dict[int, list[_Found]] = {}
+        for included, positions in groups:
+            partial = _partial(snapshot.layout, snapshot.chunks, included)
+            context = _lint_partial(
+                partial, snapshot.layout, self.path, self.codes, self.entrypoints
+            )
+            ordered = sorted(context.findings, key=lambda f: (f.line, f.column, f.code))
+            for position in positions:
+                slot = included.index(position)
+                first = partial.lines[slot]
+                last = first + snapshot.chunks[position].line_count
+                fresh[position] = [
+                    _Found(
+                        dataclasses.replace(
+                            f, line=f.line - first, end_line=f.end_line - first, fix=None
+                        ),
+                        f.fix.title if f.fix is not None else None,
+                    )
+                    for f in ordered
+                    if first <= f.line < last
+                ]
+        return fresh
+
+    def _place(self, found: _Found, chunk: Chunk, position: int, snapshot: _Snapshot) -> Finding:
+        finding = found.finding
+        shift = chunk.start_line
+        fix = None
+        if found.fix_title is not None:
+            fix = Fix(found.fix_title, build=lambda: _fix_edits(snapshot, position, finding))
+        return dataclasses.replace(
+            finding, line=finding.line + shift, end_line=finding.end_line + shift, fix=fix
+        )
+
+
+# -- fixes ----------------------------------------------------------------------------
+
+
+def _fix_edits(snapshot: _Snapshot, position: int, finding: Finding) -> list[TextEdit]:
+    """The edits of the fix of ``finding`` (lines relative to its chunk) in the whole snapshot."""
+    try:
+        return _fix_edits_from_partial(snapshot, position, finding)
+    except _FallBack as reason:
+        logger.warning("building a fix of %s from a whole-file lint: %s", snapshot.path, reason)
+    except Exception:
+        logger.exception("building a fix of %s from a whole-file lint", snapshot.path)
+    line = finding.line + snapshot.chunks[position].start_line
+    end_line = finding.end_line + snapshot.chunks[position].start_line
+    for candidate in lint_source(
+        snapshot.source, snapshot.path, codes=snapshot.codes, entrypoints=snapshot.entrypoints
+    ):
+        if (
+            candidate.code == finding.code
+            and (candidate.line, candidate.column) == (line, finding.column)
+            and (candidate.end_line, candidate.end_column) == (end_line, finding.end_column)
+            and candidate.message == finding.message
+        ):
+            return candidate.fix.edits if candidate.fix is not None else []
+    return []
+
+
+def _fix_edits_from_partial(snapshot: _Snapshot, position: int, finding: Finding) -> list[TextEdit]:
+    whole = cst.parse_module(snapshot.source)
+    included = DependencyIndex(snapshot.chunks).needed(position)
+    partial = _partial(snapshot.layout, snapshot.chunks, included)
+    # Only the finding's rule: rules do not see each other's findings.
+    context = _lint_partial(
+        partial, snapshot.layout, snapshot.path, {finding.code}, snapshot.entrypoints, whole
+    )
+    first = partial.lines[included.index(position)]
+    for candidate in context.findings:
+        if (
+            candidate.line - first == finding.line
+            and candidate.column == finding.column
+            and candidate.end_line - candidate.line == finding.end_line - finding.line
+            and candidate.end_column == finding.end_column
+            and candidate.message == finding.message
+            and candidate.fix is not None
+        ):
+            changes, imports = context.rewrites[id(candidate.fix)]
+            break
+    else:
+        raise _FallBack("the finding is not found again in its partial module")
+    try:
+        module = context.wrapper.module
+        rewritten = module.visit(_Replace(changes))
+        replacements = _replacements(partial, snapshot.chunks, module, rewritten)
+        new_source = _apply(snapshot.source, replacements)
+        new_module = cst.parse_module(new_source)
+        if imports:
+            if _insertion_index(new_module) == 0 and any(
+                chunk == 0 for chunk, _, _, _ in replacements
+            ):
+                # The import would take over the first statement's leading lines, which
+                # the rewrite of that statement may have moved: only the whole file knows.
+                raise _FallBack("the import goes above a rewritten first statement")
+            for dotted in imports:
+                new_module = ensure_import(new_module, dotted)
+            new_source = new_module.code
+    except _FallBack:
+        raise
+    except Exception:
+        logger.exception("could not build the fix of %s in %s", finding.code, snapshot.path)
+        return []
+    return diff_edits(snapshot.source, new_source)
+
+
+def _replacements(
+    partial: _Partial, chunks: Sequence[Chunk], module: cst.Module, rewritten: cst.Module
+) -> list[tuple[int, int, int, str]]:
+    """The rewrite as (chunk, start, end, new text), offsets in the file, one per changed statement.
+
+    Each changed top-level statement is compared with its rewrite, the common
+    beginning and end trimmed off; what remains must lie inside the chunk that
+    holds the statement (a statement's leading blank lines may come from the
+    chunk before it in the partial module, which is not the one before it in
+    the file).
+    """
+    if len(rewritten.body) != len(module.body):
+        raise _FallBack("the rewrite adds or removes top-level statements")
+    found = []
+    offset = 0
+    for old, new in zip(module.body, rewritten.body):
+        old_code = module.code_for_node(old)
+        if partial.text[offset : offset + len(old_code)] != old_code:
+            raise _FallBack("a statement's text is not where it was expected")
+        new_code = module.code_for_node(new)
+        if new_code != old_code:
+            prefix = _common_prefix(old_code, new_code)
+            suffix = _common_suffix(old_code[prefix:], new_code[prefix:])
+            start, end = offset + prefix, offset + len(old_code) - suffix
+            text = new_code[prefix : len(new_code) - suffix]
+            slot = _slot_of(partial, offset + len(old_code) - 1)
+            if slot is None:
+                raise _FallBack("the header of the partial module was rewritten")
+            chunk_start = partial.offsets[slot]
+            chunk = chunks[partial.chunks[slot]]
+            if not (chunk_start <= start and end <= chunk_start + len(chunk.text)):
+                raise _FallBack("a rewrite spans two chunks")
+            found.append(
+                (
+                    partial.chunks[slot],
+                    chunk.start_offset + start - chunk_start,
+                    chunk.start_offset + end - chunk_start,
+                    text,
+                )
+            )
+        offset += len(old_code)
+    return found
+
+
+def _slot_of(partial: _Partial, offset: int) -> int | None:
+    slot = None
+    for index, start in enumerate(partial.offsets):
+        if start <= offset:
+            slot = index
+    return slot
+
+
+def _common_prefix(a: str, b: str) -> int:
+    limit = min(len(a), len(b))
+    index = 0
+    while index < limit and a[index] == b[index]:
+        index += 1
+    return index
+
+
+def _common_suffix(a: str, b: str) -> int:
+    limit = min(len(a), len(b))
+    index = 0
+    while index < limit and a[-1 - index] == b[-1 - index]:
+        index += 1
+    return index
+
+
+def _apply(source: str, replacements: list[tuple[int, int, int, str]]) -> str:
+    for _, start, end, text in sorted(replacements, key=lambda r: r[1], reverse=True):
+        source = source[:start] + text + source[end:]
+    return source
