@@ -57,11 +57,31 @@ class Refusal(Exception):
     """The rewrite is not proven safe; the message says which condition failed."""
 
 
+class Unspeculatable(Refusal):
+    """A branch could fault or have an effect when not taken (``torch.cond`` may still apply)."""
+
+
+def fresh_names(taken: set[str]):
+    """A function giving names that are not in ``taken`` and not given before."""
+    used = set(taken)
+
+    def fresh(base: str) -> str:
+        candidate, counter = base, 2
+        while candidate in used:
+            candidate, counter = f"{base}_{counter}", counter + 1
+        used.add(candidate)
+        return candidate
+
+    return fresh
+
+
 @dataclasses.dataclass
 class Branch:
     """One branch's statements as (target, value) pairs; target RETURN for ``return``."""
 
     assignments: list[tuple[str, cst.BaseExpression]]
+    # The branch's statement lines as written (the torch.cond form keeps them, comments too).
+    lines: list[cst.SimpleStatementLine] = dataclasses.field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -112,13 +132,17 @@ def branch_from_block(block: cst.BaseSuite, label: str) -> Branch:
     """The branch's assignments, or a :class:`Refusal` naming the statement that prevents it."""
     if isinstance(block, cst.SimpleStatementSuite):
         smalls = list(block.body)
+        lines = [
+            cst.SimpleStatementLine(body=smalls, trailing_whitespace=block.trailing_whitespace)
+        ]
     else:
-        smalls = []
+        smalls, lines = [], []
         for statement in block.body:
             if not isinstance(statement, cst.SimpleStatementLine):
                 kind = type(statement).__name__.lower()
                 raise Refusal(f"the {label} branch contains a nested `{kind}` statement")
             smalls.extend(statement.body)
+            lines.append(statement)
     assignments: list[tuple[str, cst.BaseExpression]] = []
     for index, small in enumerate(smalls):
         if isinstance(small, cst.Pass):
@@ -151,7 +175,7 @@ def branch_from_block(block: cst.BaseSuite, label: str) -> Branch:
             )
         else:
             raise Refusal(f"the {label} branch contains a `{type(small).__name__}` statement")
-    return Branch(assignments)
+    return Branch(assignments, lines)
 
 
 def is_single_value(
@@ -241,17 +265,11 @@ def plan(
         try:
             check_speculatable(value, types, qualified_names, code)
         except Impurity as impurity:
-            raise Refusal(f"the untaken branch could fault or have an effect: {impurity}") from None
+            raise Unspeculatable(
+                f"the untaken branch could fault or have an effect: {impurity}"
+            ) from None
 
-    fresh_names = set(taken_names)
-
-    def fresh(base: str) -> str:
-        candidate, counter = base, 2
-        while candidate in fresh_names:
-            candidate, counter = f"{base}_{counter}", counter + 1
-        fresh_names.add(candidate)
-        return candidate
-
+    fresh = fresh_names(taken_names)
     hoisted: list[tuple[str, cst.BaseExpression]] = []
     # Tensor kinds are judged on the original (un-renamed) values.
     original_values: dict[str, cst.BaseExpression] = {}

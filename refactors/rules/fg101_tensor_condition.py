@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..cond_form import class_layers, plan_cond
 from ..predication import (
     RETURN,
     Branch,
     Refusal,
+    Unspeculatable,
     branch_from_block,
     is_single_value,
     names_in,
@@ -47,6 +49,13 @@ def _comments(node: cst.CSTNode) -> list[cst.EmptyLine]:
 
     node.visit(_Comments())
     return found
+
+
+def _statement_comments(block: cst.BaseSuite) -> list[cst.EmptyLine]:
+    """Comments of a block's statements (an indented block's header and footer stay with it)."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return _comments(block)
+    return [line for statement in block.body for line in _comments(statement)]
 
 
 def _mutated_in_place(function: cst.FunctionDef) -> set[str]:
@@ -230,19 +239,17 @@ class TensorConditionRule(Rule):
             return  # FG103 (predicated validation) owns `if c: raise …`
         message = self.MESSAGE.format(construct="`if`", condition=self.context.code(node.test))
         try:
-            replacement = self._predicate(node, function, likely)
+            replacement, title = self._predicate(node, function, likely)
         except Refusal as refusal:
             self.report(node.test, message, refusal_reason=str(refusal))
             return
         self.report(
-            node.test,
-            message,
-            changes={node: replacement},
-            imports=["torch"],
-            fix_title="Compute both branches and select with torch.where",
+            node.test, message, changes={node: replacement}, imports=["torch"], fix_title=title
         )
 
-    def _predicate(self, node: cst.If, function: cst.FunctionDef, likely) -> cst.CSTNode:
+    def _predicate(
+        self, node: cst.If, function: cst.FunctionDef, likely
+    ) -> tuple[cst.CSTNode | cst.FlattenSentinel, str]:
         # Which part of the test is about tensors is judged generously (``likely``);
         # the rewrite itself is planned on the strict kinds only.
         types = self.context.tensor_types(function)
@@ -272,46 +279,94 @@ class TensorConditionRule(Rule):
             condition = condition.with_changes(lpar=(), rpar=())
         then = branch_from_block(then_block, "true") if then_block is not None else Branch([])
         otherwise = branch_from_block(else_block, "false") if else_block is not None else None
-        outside = self._names_outside(function, node)
-        parameters = set(types.parameters)
-        layout = plan(
-            condition,
-            then,
-            otherwise,
-            types=types,
-            qualified_names=self.context.qualified_names,
-            code=self.context.code,
-            live=outside | names_in(node.test),
-            defined_before=self._assigned_outside(function, node) | parameters,
-            taken_names=self._all_names(function),
-        )
-        # torch.where returns a new tensor where the original kept the very same object
-        # (``if c: y = x``, or the old value of a one-armed ``if``); a later in-place
-        # update would then no longer reach the tensor the caller holds.
-        mutated = _mutated_in_place(function) & {target for target, _, _ in layout.selects}
-        if mutated:
-            names = ", ".join(f"`{name}`" for name in sorted(mutated))
-            raise Refusal(
-                f"{names} is updated in place later in the function; after the rewrite it "
-                "would be a new tensor instead of the one the branch chose"
-            )
-        statements = self._statements(layout)
-        comments = [*node.leading_lines, *_comments(node.with_changes(leading_lines=()))]
+        arguments = {
+            "types": types,
+            "qualified_names": self.context.qualified_names,
+            "code": self.context.code,
+            "live": self._names_outside(function, node) | names_in(node.test),
+            "defined_before": self._assigned_outside(function, node) | set(types.parameters),
+            "taken_names": self._all_names(function),
+        }
+        try:
+            layout = plan(condition, then, otherwise, **arguments)
+        except Unspeculatable as unspeculatable:
+            # torch.where would run the branch untaken; torch.cond runs only the taken one.
+            try:
+                cond = plan_cond(
+                    condition, then, otherwise, layers=self._layers(function), **arguments
+                )
+            except Refusal as refusal:
+                raise Refusal(
+                    f"{unspeculatable}; torch.cond, which runs only the taken branch, is not "
+                    f"proven safe either: {refusal}"
+                ) from None
+            self._check_not_mutated(function, cond.copied)
+            statements = cond.statements(self.context.module_reference("torch"))
+            kept = {
+                id(line.comment)
+                for body in (cond.true_body, cond.false_body)
+                for statement in body
+                for line in _comments(statement)
+            }
+            title = "Run only the taken branch with torch.cond"
+        else:
+            # torch.where returns a new tensor where the original kept the very same object
+            # (``if c: y = x``, or the old value of a one-armed ``if``).
+            self._check_not_mutated(function, {target for target, _, _ in layout.selects})
+            statements = self._statements(layout)
+            kept = set()
+            title = "Compute both branches and select with torch.where"
+        # Comments the new statements do not carry move above them.
+        moved = [
+            line
+            for line in _comments(node.with_changes(leading_lines=()))
+            if id(line.comment) not in kept
+        ]
         if static:
-            # Comments stay above the new `if`; the Python test keeps the static part.
+            # The Python test keeps the static part; comments from the rewritten
+            # branches go above the new statements, inside it.
             test = static[0]
             for part in static[1:]:
                 test = cst.BooleanOperation(test, cst.And(), part)
             body = node.body
+            inner = [line for line in _statement_comments(body) if id(line.comment) not in kept]
+            statements[0] = statements[0].with_changes(
+                leading_lines=[*inner, *statements[0].leading_lines]
+            )
             block = (
                 cst.IndentedBlock(body=statements)
                 if isinstance(body, cst.SimpleStatementSuite)
                 else body.with_changes(body=statements)
             )
-            return node.with_changes(test=test, body=block)
+            return node.with_changes(test=test, body=block), title
         first = statements[0]
-        statements[0] = first.with_changes(leading_lines=comments)
-        return cst.FlattenSentinel(statements)
+        statements[0] = first.with_changes(
+            leading_lines=[*node.leading_lines, *moved, *first.leading_lines]
+        )
+        return cst.FlattenSentinel(statements), title
+
+    def _check_not_mutated(self, function: cst.FunctionDef, names: set[str]) -> None:
+        # A later in-place update would no longer reach the tensor the caller holds.
+        mutated = _mutated_in_place(function) & names
+        if mutated:
+            listed = ", ".join(f"`{name}`" for name in sorted(mutated))
+            raise Refusal(
+                f"{listed} is updated in place later in the function; after the rewrite it "
+                "would be a new tensor instead of the one the branch chose"
+            )
+
+    def _layers(self, function: cst.FunctionDef) -> dict:
+        """The torch.nn layers of the class whose method ``function`` is (empty elsewhere)."""
+        block = self.context.parent(function)
+        class_def = self.context.parent(block) if block is not None else None
+        if not isinstance(class_def, cst.ClassDef):
+            return {}
+        cache = self.__dict__.setdefault("_class_layers", {})
+        if class_def not in cache:
+            cache[class_def] = class_layers(
+                class_def, self.context.qualified_names, self.context.code
+            )
+        return cache[class_def]
 
     def _statements(self, layout) -> list[cst.SimpleStatementLine]:
         torch = self.context.module_reference("torch")
