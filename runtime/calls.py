@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, breaks, cpython, higher_order
+from fullgraph.runtime import annotation_table, breaks, cpython, higher_order, shapes
 from fullgraph.runtime.capture import Unsupported
 from fullgraph.runtime.sources import (
     HookCountSource,
@@ -58,6 +58,14 @@ class CallHandling:
             cpython.replace_stack_item(state.frame, fn_depth, replacement)
             return None
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        sizes = self.shapes
+        if (
+            sizes is not None
+            and sizes.live
+            and not _steps_into(fn, target)
+            and not shapes.keeps_sizes(fn)
+        ):
+            sizes.concretize_all((args, kwargs))
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None
         if (
@@ -231,6 +239,17 @@ class CallHandling:
             callout.arg_syms = arg_syms
 
         return after
+
+
+def _steps_into(fn: Any, target: Any) -> bool:
+    """Whether the monitor follows the call (user code), so sizes may go in as they are."""
+    if isinstance(target, types.FunctionType):
+        return is_user_code(target.__code__)
+    if isinstance(fn, type):
+        init = getattr(fn, "__init__", None)
+        return isinstance(init, types.FunctionType) and is_user_code(init.__code__)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the Python method, if any
+    return isinstance(call, types.FunctionType) and is_user_code(call.__code__)
 
 
 class _Injected:

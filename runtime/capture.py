@@ -23,6 +23,7 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
+from fullgraph.runtime.shapes import ShapeTracker, SizeInt, evaluate_size, holds_size, map_sizes
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import (
     TorchFunctionMode,
@@ -147,6 +148,7 @@ class Segment:
     # (Inductor/AOTAutograd need none); the mock copies the result back.
     mutated_placeholders: list[torch.fx.Node] = dataclasses.field(default_factory=list)
     writebacks: list[tuple[Origin, int]] = dataclasses.field(default_factory=list)
+    size_nodes: dict[str, torch.fx.Node] = dataclasses.field(default_factory=dict)  # by expression
     # Graphs the segment's nodes call through ``get_attr`` (the branches of a torch.cond).
     submodules: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
 
@@ -224,6 +226,7 @@ class GraphTape:
         self.keepalive: list[Any] = []
         self.entry_grad_mode = torch.is_grad_enabled()
         self.unsupported: Unsupported | None = None
+        self.shapes: ShapeTracker | None = None  # set when input sizes vary (symbolic sizes)
 
     # -- tensor provenance -------------------------------------------------
     @property
@@ -269,8 +272,35 @@ class GraphTape:
         segment.env[id(tensor)] = node
         return node
 
+    def fake_of(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The tensor's fake twin with symbolic sizes (only while sizes are followed)."""
+        fake = self.shapes.fakes.get(id(tensor))
+        if fake is None:
+            origin = self.origin_of(tensor)
+            source = origin.source if isinstance(origin, ExternalOrigin) else None
+            fake = self.shapes.fake_of(tensor, source)
+        return fake
+
+    def _size_node(self, size: SizeInt) -> torch.fx.Node:
+        """Graph nodes computing a size from the inputs' sizes (``x.size(1) * 4``)."""
+        segment = self.current
+        text = size.expr.text()
+        node = segment.size_nodes.get(text)
+        if node is None:
+            node = evaluate_size(
+                size.expr,
+                lambda leaf: segment.graph.call_method(
+                    "size", (self.node_for(leaf.tensor), leaf.dim)
+                ),
+                lambda fn, a, b: segment.graph.call_function(fn, (a, b)),
+            )
+            segment.size_nodes[text] = node
+        return node
+
     def _scalar(self, value: Any) -> Any:
         """A constant, or a placeholder for a symbolic scalar lifted into the graph."""
+        if holds_size(value):
+            return map_sizes(value, self._size_node)
         sym = self.lift(value)
         if sym is None:
             return value
@@ -308,6 +338,8 @@ class GraphTape:
         name = _target_name(func)
         segment.op_count += 1
         segment.op_counts[name] = segment.op_counts.get(name, 0) + 1
+        if self.shapes is not None:
+            self.shapes.propagate(func, args, kwargs, result, self.fake_of)
         if isinstance(result, torch.Tensor):
             self.bind(result, node)
             return

@@ -136,9 +136,27 @@ class CompiledFunction:
         return self.fn
 
     def _monitor(self, args: tuple, kwargs: dict, injected: dict | None = None):
-        run = MonitorRun(
-            self._root_function(), args, kwargs, self.module, frozenset(self.varying), injected
+        run, result = None, None
+        try:
+            run = self._start_run(args, kwargs, injected)
+            result = self._run_and_record(run, args, kwargs)
+        finally:
+            if run is not None and run.shapes is not None:
+                result = run.shapes.close(result, run.mutations)
+        return result
+
+    def _start_run(self, args: tuple, kwargs: dict, injected: dict | None) -> MonitorRun:
+        return MonitorRun(
+            self._root_function(),
+            args,
+            kwargs,
+            self.module,
+            frozenset(self.varying),
+            injected,
+            dynamic=self.dynamic,
         )
+
+    def _run_and_record(self, run: MonitorRun, args: tuple, kwargs: dict):
         monitor = Monitor(run)
         self.stats.monitor_runs += 1
         result = monitor.execute(lambda: self.fn(*args, **kwargs))  # user exceptions propagate

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from fullgraph.runtime import torch_internals
+from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture import GraphTape, NodeOrigin, Unsupported
+from fullgraph.runtime.shapes import holds_size
 from fullgraph.runtime.torch_internals import tree_flatten
 
 if TYPE_CHECKING:
@@ -74,6 +75,10 @@ class BranchTape(GraphTape):
         return origin
 
     def _scalar(self, value: Any) -> Any:
+        if holds_size(value):
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT, "a torch.cond branch uses a tensor size that varies"
+            )
         sym = self.lift(value)
         if sym is None:
             return value

@@ -31,6 +31,7 @@ from fullgraph.runtime.capture import (
 )
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.guards import GUARD_PARAMS, tensor_check
+from fullgraph.runtime.shapes import SizeInt, holds_size
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.state import Mutation
 
@@ -176,6 +177,10 @@ class MockWriter:
     def value(self, value: Any) -> str:
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
+        if isinstance(value, SizeInt):
+            return value.expr.text()  # a size that varies: re-read from this call's inputs
+        if isinstance(value, torch.Size) and holds_size(tuple(value)):
+            return "torch.Size((" + "".join(self.value(item) + ", " for item in value) + "))"
         if id(value) in self.memo:
             return self.memo[id(value)]
         if id(value) in self.callout_results and not is_literal(value):

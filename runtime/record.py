@@ -124,7 +124,7 @@ def build_record(
     dynamic_backend: Backend | None = None,
 ) -> Record:
     """``dynamic``: {source: dims} whose sizes changed between calls; used (with
-    ``dynamic_backend``) only when no Python code in the run looked at a size."""
+    ``dynamic_backend``) only when every size the program read was followed symbolically."""
     if run.tape.unsupported is not None:
         where = run.unsupported[0] if run.unsupported else None
         raise RecordError(where, run.tape.unsupported.detail)
@@ -154,10 +154,10 @@ def build_record(
         run.symbolic_sources,
         run.entry_conditions,
         _distinct_inputs(run, input_sources),
-        dynamic=dynamic if dynamic and run.size_reads == 0 else None,
+        dynamic=dynamic if dynamic and run.size_generic() else None,
         values=_values_by_source(run),
     )
-    if dynamic and run.size_reads == 0 and dynamic_backend is not None:
+    if dynamic and run.size_generic() and dynamic_backend is not None:
         backend = dynamic_backend
     graphs = graph_modules(run)
     record_id = next(_record_ids)
@@ -193,7 +193,7 @@ def build_record(
         callout_names=[
             (c.function_name, c.location.line if c.location else 0) for c in run.tape.callouts
         ],
-        dynamic_shapes=bool(dynamic) and run.size_reads == 0,
+        dynamic_shapes=bool(dynamic) and run.size_generic(),
         tensor_shapes=[
             (s, tuple(v.shape)) for s, v in run.reads.items() if isinstance(v, torch.Tensor)
         ],

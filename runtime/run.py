@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, breaks
+from fullgraph.runtime import annotation_table, breaks, torch_internals
 from fullgraph.runtime.calls import CallHandling
 from fullgraph.runtime.capture import (
     DATA_DEPENDENT,
@@ -37,6 +37,7 @@ from fullgraph.runtime.capture import (
 )
 from fullgraph.runtime.codegen import is_literal
 from fullgraph.runtime.iteration import IterationTracking, _IteratorState
+from fullgraph.runtime.shapes import ShapeTracker, SizeInt, holds_size, plain
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
@@ -75,6 +76,7 @@ class MonitorRun(CallHandling, IterationTracking):
         module: torch.nn.Module | None,
         varying: set[Source] | frozenset = frozenset(),
         injected: dict | None = None,
+        dynamic: dict | None = None,
     ):
         self.fn = fn
         self.size_reads = 0  # tensor sizes Python saw (shape, size(), len ...)
@@ -109,6 +111,9 @@ class MonitorRun(CallHandling, IterationTracking):
         self.unsupported: list[breaks.GraphBreak] = []
         self.breaks: list[breaks.GraphBreak] = []
         self.tape = GraphTape(self.resolve_external, self.locate, self.lift)
+        # Input sizes seen to change between calls: followed as symbols (runtime/shapes.py).
+        self.shapes = ShapeTracker(self, dynamic) if dynamic else None
+        self.tape.shapes = self.shapes
         self.mode = CaptureMode(self.on_torch_call)
         self._module_index: dict[int, Source] | None = None
         if module is not None:
@@ -489,7 +494,7 @@ class MonitorRun(CallHandling, IterationTracking):
             result = func(*args, **kwargs)
             self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
             return result
-        if name in _SIZE_DEPENDENT_OPS:
+        if name in _SIZE_DEPENDENT_OPS and not self._static_sizes(args):
             self.size_reads += 1  # how many outputs depends on a size
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
             return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
@@ -499,7 +504,12 @@ class MonitorRun(CallHandling, IterationTracking):
             return result
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         versions = [_version(t) for t in tensors]
-        result = func(*args, **kwargs)
+        if self.shapes is not None and holds_size((args, kwargs)):
+            # The graph gets the sizes' expressions; the real call their numbers.
+            real_args, real_kwargs = plain((args, kwargs))
+            result = func(*real_args, **real_kwargs)
+        else:
+            result = func(*args, **kwargs)
         if self.tape.unsupported is not None:
             return result
         mutated = [t for t, v in zip(tensors, versions) if _version(t) != v]
@@ -509,13 +519,64 @@ class MonitorRun(CallHandling, IterationTracking):
             elif name in VALUE_READS:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
             elif name in _SIZE_READS or getset_descriptor_name(func) in _SIZE_READS:
-                self.size_reads += 1  # Python now depends on a size: no dynamic shapes
+                symbolic = self._symbolic_size(getset_descriptor_name(func) or name, args, result)
+                if symbolic is None:
+                    self.size_reads += 1  # Python now depends on a size: no dynamic shapes
+                else:
+                    result = symbolic
         except Unsupported as error:
             self.tape.unsupported = error
             self.unsupported.append(
                 self.locate(function_name=name, category=error.category, detail=error.detail)
             )
         return result
+
+    # -- sizes ---------------------------------------------------------------
+    def size_generic(self) -> bool:
+        """Whether the record may serve other input sizes (no size was baked in)."""
+        return self.size_reads == 0 and (self.shapes is None or self.shapes.active)
+
+    def _static_sizes(self, args: tuple) -> bool:
+        """Whether the tensor a size-dependent op works on has no varying size."""
+        if self.shapes is None or not self.shapes.active or not args:
+            return False
+        if not isinstance(args[0], torch.Tensor):
+            return False
+        try:
+            fake = self.tape.fake_of(args[0])
+        except Unsupported:
+            return False
+        return not any(torch_internals.is_symbolic(size) for size in fake.shape)
+
+    def _symbolic_size(self, name: str, args: tuple, result: Any) -> Any:
+        """The size(s) the program reads, as SizeInts where they vary (None: can't follow)."""
+        shapes = self.shapes
+        if shapes is None or not shapes.active or not args or not isinstance(args[0], torch.Tensor):
+            return None
+        try:
+            fake = self.tape.fake_of(args[0])
+        except Unsupported:
+            return None
+        sizes = [shapes.size_of(fake, dim, value) for dim, value in enumerate(args[0].shape)]
+        if any(size is None for size in sizes):
+            return None
+        if name in ("shape", "size") and isinstance(result, torch.Size):
+            return torch.Size(sizes)
+        if name == "size" and isinstance(result, int):
+            dim = args[1] if len(args) > 1 else None
+            if isinstance(dim, int) and not isinstance(dim, bool):
+                return sizes[dim]
+            return None
+        if name == "__len__" and sizes:
+            return sizes[0]
+        if name in ("numel", "nelement"):
+            total = 1
+            for size in sizes:
+                total = total * size
+            return total
+        if not any(isinstance(size, SizeInt) for size in sizes):
+            return result  # stride() and the like of a tensor whose sizes don't vary
+        return None
 
     def _torch_callout(self, func, args, kwargs, result, category) -> None:
         try:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fullgraph.runtime import cpython
+from fullgraph.runtime import cpython, shapes
 from fullgraph.runtime.symbolic import BINARY, COMPARE, Leaf, Op, Sym
 
 if TYPE_CHECKING:
@@ -161,6 +161,10 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
     """Account for ``ins`` in the shadow stack; may return an after-phase."""
     shadow = _sync(state)
     name = ins.opname
+    if run.shapes is not None and run.shapes.live:
+        shapes.check_instruction(
+            run.shapes, name, lambda depth: cpython.stack_item(state.frame, depth)
+        )
     handler = _HANDLERS.get(name)
     if handler is not None:
         return handler(run, state, ins, shadow)

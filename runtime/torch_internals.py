@@ -74,3 +74,67 @@ def compiling():
         yield
     finally:
         compiler._is_compiling_flag = previous
+
+
+# -- symbolic sizes (runtime/shapes.py) ----------------------------------------
+def fake_mode_with_symbols():
+    """A FakeTensorMode whose ShapeEnv makes a fresh symbol for every varying size.
+
+    No duck sizing (two sizes that happen to be equal stay independent) and no
+    0/1 specialization: the fake run must not assume anything a later call may
+    break, since its ShapeEnv guards are never checked.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    return FakeTensorMode(shape_env=ShapeEnv(duck_shape=False, specialize_zero_one=False))
+
+
+def fake_from(mode, tensor: torch.Tensor, dynamic_dims: set, name: str) -> torch.Tensor:
+    """A fake copy of ``tensor`` whose ``dynamic_dims`` are symbols, the rest static."""
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
+
+    if not dynamic_dims:
+        return mode.from_tensor(tensor, static_shapes=True)
+    sizes = [
+        DimDynamic.DYNAMIC if dim in dynamic_dims else DimDynamic.STATIC
+        for dim in range(tensor.dim())
+    ]
+    context = StatelessSymbolicContext(dynamic_sizes=sizes)
+    return mode.from_tensor(tensor, symbolic_context=context, source=ConstantSource(name))
+
+
+def is_symbolic(size) -> bool:
+    return (
+        isinstance(size, torch.SymInt)
+        and not size.node.is_constant()
+        and size.node.expr.free_symbols != set()
+    )
+
+
+def symbol_of(size):
+    """The sympy symbol of a size that is exactly one symbol, else None."""
+    if not isinstance(size, torch.SymInt):
+        return None
+    expr = size.node.expr
+    return expr if getattr(expr, "is_Symbol", False) else None
+
+
+def sympy_expr(size):
+    return size.node.expr
+
+
+def size_operation(expr):
+    """``(python operator, operands)`` of a sympy size expression, or None if not arithmetic."""
+    from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+
+    if expr.is_Add:
+        return "+", expr.args
+    if expr.is_Mul:
+        return "*", expr.args
+    if isinstance(expr, FloorDiv):
+        return "//", expr.args
+    if isinstance(expr, (Mod, PythonMod)):
+        return "%", expr.args
+    return None

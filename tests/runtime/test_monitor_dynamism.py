@@ -225,19 +225,6 @@ def test_a_varying_batch_size_compiles_one_size_generic_record():
     assert "v_A_0.shape[1] == 16" in compiled.records[0].guard_source
 
 
-def flatten_by_size(x):
-    return x.view(x.shape[0], -1).sum(1)
-
-
-def test_sizes_that_python_reads_stay_guarded_exactly():
-    compiled = fr.compile(flatten_by_size, backend="eager")
-    for batch in (2, 3, 5, 3):
-        x = torch.randn(batch, 4, 4)
-        torch.testing.assert_close(compiled(x), flatten_by_size(x))
-    assert not any(r.dynamic_shapes for r in compiled.records)
-    assert compiled.stats.hits == 1  # the repeated size
-
-
 @pytest.mark.inductor
 def test_a_varying_batch_size_with_inductor():
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))

@@ -1,0 +1,127 @@
+"""Sizes the program reads stay symbolic once input sizes vary (issue 3).
+
+After a second input size, the next monitoring run follows every size the
+program reads (``x.shape``, ``x.size(0)``, ``len(x)``) as an expression over
+the input sizes: the graph computes it, a comparison becomes a guard on the
+outcome, an output re-reads it.  One record then serves every size; only a
+use that needs the exact number (``range(s)``, ``f"{s}"``) pins it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import fullgraph.runtime as fr
+
+
+def flatten_by_size(x):
+    return x.view(x.shape[0], -1).sum(1)
+
+
+def test_a_size_read_to_reshape_gives_one_size_generic_record():
+    compiled = fr.compile(flatten_by_size, backend="eager")
+    for batch in (2, 3, 5, 7, 3):
+        x = torch.randn(batch, 4, 4)
+        torch.testing.assert_close(compiled(x), flatten_by_size(x))
+    assert compiled.stats.monitor_runs == 2
+    assert compiled.records[0].dynamic_shapes
+    assert "size(0)" in compiled.records[0].graphs[0].code
+
+
+class Attention(nn.Module):
+    """Causal self-attention written the usual way: sizes unpacked, sliced, rebuilt."""
+
+    def __init__(self, width: int = 16, heads: int = 4):
+        super().__init__()
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+        self.heads = heads
+        self.position = nn.Parameter(torch.randn(1, 64, width))
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        x = x + self.position[:, :length]
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        split = (*x.shape[:-1], self.heads, -1)
+        q, k, v = (t.view(split).transpose(1, 2) for t in (q, k, v))
+        scores = q @ k.transpose(-2, -1) / (width // self.heads) ** 0.5
+        future = torch.triu(torch.ones(length, length, dtype=torch.bool), 1)
+        weights = scores.masked_fill(future, float("-inf")).softmax(-1)
+        mixed = (weights @ v).transpose(1, 2).reshape(batch, length, width)
+        return self.out(mixed), length * batch
+
+
+def test_attention_that_reads_its_sizes_is_monitored_twice_for_any_number_of_sizes():
+    model = Attention()
+    compiled = fr.compile(model, backend="eager")
+    for batch, length in [(2, 5), (3, 7), (1, 9), (4, 1), (2, 12), (3, 7)]:
+        x = torch.randn(batch, length, 16)
+        (out, count), (expected, expected_count) = compiled(x), model(x)
+        torch.testing.assert_close(out, expected)
+        assert count == expected_count and type(count) is int
+    assert compiled.stats.monitor_runs == 2
+    # The returned number is re-read from each call's input, not replayed as a constant.
+    assert "A[0].shape[1]" in compiled.records[0].mock_source
+
+
+class LongInputsTruncated(nn.Module):
+    def forward(self, x):
+        if x.shape[1] > 8:
+            x = x[:, :8]
+        return x * 2
+
+
+def test_a_comparison_on_a_size_becomes_a_guard_on_its_outcome():
+    model = LongInputsTruncated()
+    compiled = fr.compile(model, backend="eager")
+    for length in (3, 4, 5, 6, 12, 13, 14, 5):
+        x = torch.randn(2, length)
+        torch.testing.assert_close(compiled(x), model(x))
+    # 3 then 4 (sizes vary), then 12 (the other side of the comparison): 3 runs.
+    assert compiled.stats.monitor_runs == 3
+    guards = "\n".join(r.guard_source for r in compiled.records)
+    assert "(A[0].shape[1] > 8)" in guards
+
+
+def steps_by_length(x):
+    total = x[:, 0]
+    for i in range(1, x.shape[1]):
+        total = total + x[:, i]
+    return total
+
+
+def test_a_size_that_decides_a_loop_count_is_pinned_by_the_guard():
+    compiled = fr.compile(steps_by_length, backend="eager")
+    for length in (3, 4, 5, 4, 3):
+        x = torch.randn(2, length)
+        torch.testing.assert_close(compiled(x), steps_by_length(x))
+    # range() needs the exact length: each length is its own record, reused on repeat.
+    assert compiled.stats.monitor_runs == 3
+    assert compiled.stats.hits == 2
+    assert any("A[0].shape[1] == 4" in r.guard_source for r in compiled.records)
+
+
+def print_shape(x):
+    print("shape", x.shape)
+    return x + 1
+
+
+def test_a_printed_shape_is_the_shape_of_each_call(capsys):
+    compiled = fr.compile(print_shape, backend="eager")
+    for batch in (2, 3, 5, 6):
+        compiled(torch.randn(batch, 4))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"shape torch.Size([{b}, 4])" for b in (2, 3, 5, 6)]
+    assert compiled.stats.monitor_runs == 2
+
+
+@pytest.mark.inductor
+def test_inductor_compiles_the_size_generic_graph(inductor_tolerance):
+    model = Attention()
+    compiled = fr.compile(model, backend="inductor")
+    for batch, length in [(2, 5), (3, 7), (1, 9), (4, 3)]:
+        x = torch.randn(batch, length, 16)
+        torch.testing.assert_close(compiled(x)[0], model(x)[0], **inductor_tolerance)
+    assert compiled.stats.monitor_runs == 2
