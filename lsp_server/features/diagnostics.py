@@ -1,9 +1,12 @@
 """Diagnostics: static rules as the user types, runtime findings after analyses.
 
 Static rules run on open at once and on change after a per-document debounce
-(``debounceMs``), in a worker thread so the protocol stays responsive.  When
-the text does not parse, the last good findings are carried over to the lines
-the edit did not touch, next to one information diagnostic saying why.
+(``debounceMs``), in a worker thread so the protocol stays responsive.  Each
+open document keeps a refactors ``IncrementalLinter``: the first lint of a file
+runs every rule, later ones only on the top-level statements an edit reached
+(with the same findings as ``lint_source``).  When the text does not parse, the
+last good findings are carried over to the lines the edit did not touch, next
+to one information diagnostic saying why.
 
 Clients that pull diagnostics (``textDocument/diagnostic``) get them on
 request and a ``workspace/diagnostic/refresh`` when runtime results arrive;
@@ -19,6 +22,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
+
 from fullgraph.lsp_server.features.findings import (
     StaticFinding,
     carry_over,
@@ -27,8 +33,6 @@ from fullgraph.lsp_server.features.findings import (
     to_diagnostic,
 )
 from fullgraph.lsp_server.server import SERVER, FullgraphServer
-from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
 
 log = logging.getLogger(__name__)
 
@@ -42,21 +46,34 @@ class DocumentState:
     syntax_error: Any = None  # the refactors' SourceSyntaxError when `text` did not parse
     good_text: str | None = None  # the last text that parsed, and its findings
     good_findings: list[StaticFinding] = dataclasses.field(default_factory=list)
+    # The refactors' IncrementalLinter of the document, with its per-chunk cache.
+    linter: Any = None
 
 
 # -- pure helpers -------------------------------------------------------------
 
 
 def lint(
-    refactors: Any, text: str, path: str, ignore: list[str]
+    refactors: Any, text: str, path: str, ignore: list[str], linter: Any = None
 ) -> tuple[list[StaticFinding], Any]:
-    """Run the static rules: (findings, None) or ([], the syntax error)."""
+    """Run the static rules (through ``linter`` when given): (findings, None) or ([], the error)."""
     try:
-        raw = refactors.lint_source(text, path)
+        raw = linter.lint(text) if linter is not None else refactors.lint_source(text, path)
     except refactors.SourceSyntaxError as error:
         return [], error
     rules = getattr(refactors, "RULES", {})
     return [static_finding(f, rules) for f in raw if f.code not in ignore], None
+
+
+def document_linter(refactors: Any, state: DocumentState, path: str) -> Any:
+    """The document's incremental linter, or None when the refactors backend has none."""
+    factory = getattr(refactors, "IncrementalLinter", None)
+    if factory is None:
+        return None
+    linter = state.linter
+    if not isinstance(linter, factory) or linter.path != path:
+        linter = factory(path)
+    return linter
 
 
 def advance(
@@ -98,8 +115,10 @@ def compute_static(server: FullgraphServer, uri: str, text: str) -> DocumentStat
     if refactors is None:
         return DocumentState(text)
     path = path_of(uri)
+    where = str(path) if path else uri
+    linter = document_linter(refactors, state, where)
     try:
-        findings, error = lint(refactors, text, str(path) if path else uri, server.settings.ignore)
+        findings, error = lint(refactors, text, where, server.settings.ignore, linter)
     except Exception as crash:  # a rule bug: keep what we had, say so once per document
         log.exception("static rules failed on %s", uri)
         if uri not in server.lint_failures_reported:
@@ -108,8 +127,8 @@ def compute_static(server: FullgraphServer, uri: str, text: str) -> DocumentStat
                 f"fullgraph: the static rules failed on {path or uri} ({crash!r}); see the log"
             )
         carried = carry_over(state.good_findings, state.good_text, text) if state.good_text else []
-        return DocumentState(text, carried, None, state.good_text, state.good_findings)
-    return advance(state, text, findings, error)
+        return DocumentState(text, carried, None, state.good_text, state.good_findings, linter)
+    return dataclasses.replace(advance(state, text, findings, error), linter=linter)
 
 
 async def refresh_static(server: FullgraphServer, uri: str) -> DocumentState | None:
@@ -233,7 +252,7 @@ def did_change(server: FullgraphServer, params: types.DidChangeTextDocumentParam
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(server: FullgraphServer, params: types.DidCloseTextDocumentParams) -> None:
-    """Forget a closed document and clear its diagnostics."""
+    """Forget a closed document (its linter too) and clear its diagnostics."""
     uri = params.text_document.uri
     handle = server.debounce_handles.pop(uri, None)
     if handle is not None:
