@@ -494,7 +494,7 @@ class MonitorRun(CallHandling, IterationTracking):
             result = func(*args, **kwargs)
             self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
             return result
-        if name in _SIZE_DEPENDENT_OPS and not self._static_sizes(args):
+        if name in _SIZE_DEPENDENT_OPS and not self._static_size(name, args, kwargs):
             self.size_reads += 1  # how many outputs depends on a size
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
             return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
@@ -536,17 +536,26 @@ class MonitorRun(CallHandling, IterationTracking):
         """Whether the record may serve other input sizes (no size was baked in)."""
         return self.size_reads == 0 and (self.shapes is None or self.shapes.active)
 
-    def _static_sizes(self, args: tuple) -> bool:
-        """Whether the tensor a size-dependent op works on has no varying size."""
+    def _static_size(self, name: str, args: tuple, kwargs: dict) -> bool:
+        """Whether a split/unbind/iteration works along a dimension whose size doesn't vary
+        (then its number of outputs doesn't either)."""
         if self.shapes is None or not self.shapes.active or not args:
             return False
         if not isinstance(args[0], torch.Tensor):
+            return False
+        position = 1 if name in ("unbind",) else 2
+        dim = kwargs.get("dim", args[position] if len(args) > position else 0)
+        if name == "__iter__":
+            dim = 0
+        if not isinstance(dim, int) or isinstance(dim, (bool, SizeInt)):
             return False
         try:
             fake = self.tape.fake_of(args[0])
         except Unsupported:
             return False
-        return not any(torch_internals.is_symbolic(size) for size in fake.shape)
+        if not -fake.dim() <= dim < fake.dim():
+            return False
+        return not torch_internals.is_symbolic(fake.shape[dim])
 
     def _symbolic_size(self, name: str, args: tuple, result: Any) -> Any:
         """The size(s) the program reads, as SizeInts where they vary (None: can't follow)."""

@@ -451,7 +451,6 @@ _TRANSPARENT_BUILTINS = (isinstance, type, id, len, print, tuple, list, max, min
 _TRANSPARENT_METHODS = frozenset(
     ["append", "extend", "copy", "count", "index", "get", "setdefault", "update", "add", "format"]
 )
-_SEQUENCES = (str, bytes, bytearray, list, tuple)
 
 
 def keeps_sizes(fn: Any) -> bool:
@@ -480,9 +479,10 @@ def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], A
     """Pin the sizes an instruction reads natively: indexing a Python sequence with a
     size, repeating a sequence by one, %-formatting one into a string."""
     if opname == "BINARY_OP":
+        # A sequence repeated by a size is caught by SizeInt's own __mul__/__rmul__.
         left, right = top(1), top(0)
-        if isinstance(left, _SEQUENCES) or isinstance(right, _SEQUENCES):
-            tracker.concretize_all((left, right))
+        if isinstance(left, (str, bytes, bytearray)) and holds_size(right):
+            tracker.concretize_all(right)  # "%d" % s formats the number natively
         return
     if opname not in ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR"):
         return

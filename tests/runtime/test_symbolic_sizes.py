@@ -125,3 +125,46 @@ def test_inductor_compiles_the_size_generic_graph(inductor_tolerance):
         x = torch.randn(batch, length, 16)
         torch.testing.assert_close(compiled(x)[0], model(x)[0], **inductor_tolerance)
     assert compiled.stats.monitor_runs == 2
+
+
+@pytest.mark.parametrize("architecture", ["bert", "gpt2"])
+def test_a_transformers_model_serves_new_batch_sizes_and_lengths_without_monitoring(
+    architecture,
+):
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers is a bench dependency, not a dev one"
+    )
+    sizes = {
+        "vocab_size": 100,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 64,
+    }
+    if architecture == "bert":
+        config = transformers.BertConfig(hidden_size=32, intermediate_size=64, **sizes)
+        model = transformers.BertModel(config)
+    else:
+        config = transformers.GPT2Config(
+            n_embd=32,
+            n_layer=2,
+            n_head=2,
+            n_positions=64,
+            vocab_size=100,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+        )
+        model = transformers.GPT2Model(config)
+    model.eval()
+    compiled = fr.compile(model, backend="eager")
+    with torch.no_grad():
+        for batch, length in [(2, 8), (2, 12), (3, 16), (1, 9), (2, 20), (4, 7)]:
+            ids = torch.randint(3, 100, (batch, length))
+            mask = torch.ones_like(ids)
+            ours = compiled(input_ids=ids, attention_mask=mask).last_hidden_state
+            eager = model(input_ids=ids, attention_mask=mask).last_hidden_state
+            torch.testing.assert_close(ours, eager)
+    # Length varies at the 2nd call, batch size at the 3rd: after that, every shape replays.
+    assert compiled.stats.monitor_runs == 3
+    assert compiled.stats.hits == 3
+    assert compiled.records[0].dynamic_shapes
