@@ -131,17 +131,18 @@ PRESERVING_FUNCTIONS = {
             "softsign",
             "sigmoid",
             "tanh",
-            "dropout",
         )
     },
+    "torch.nn.functional.dropout": ANY,
 }
 PRESERVING_METHODS = {
     **{name: ANY for name in ("relu", "clone", "neg", "negative", "sign")},
     **{name: FLOATING for name in ("sigmoid", "tanh", "sin", "cos", "erf", "abs")},
 }
 PRESERVING_MODULES = {
+    # Dropout rejects non-floating input in training and returns its input in evaluation.
     **{f"torch.nn.{name}": ANY for name in ("ReLU", "Identity")},
-    **{name: FLOATING for name in DROPOUT_MODULES},
+    **{name: ANY for name in DROPOUT_MODULES},
     **{
         f"torch.nn.{name}": FLOATING
         for name in ("GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "ELU", "Mish", "Hardswish")

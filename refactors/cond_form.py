@@ -33,183 +33,19 @@ import dataclasses
 import libcst as cst
 
 from . import cond_facts as facts
-from .predication import RETURN, Branch, Refusal, fresh_names, is_single_value, names_in
-from .tensor_types import Kind, TensorTypes
-from .torch_facts import (
-    DATA_DEPENDENT_BOOL_TORCH,
-    METADATA_ATTRIBUTES,
-    METADATA_METHODS,
-    TENSOR_ATTRIBUTES,
+from .predication import RETURN, Branch, Refusal, fresh_names, is_single_value
+from .same_metadata import (
+    Layer,
+    MetadataKeys,
+    argument_of,
+    is_self_attribute,
+    reads,
+    torch_names,
 )
+from .tensor_types import Kind, TensorTypes
+from .torch_facts import DATA_DEPENDENT_BOOL_TORCH
 
-ARITHMETIC = {
-    cst.Add: "add",
-    cst.Subtract: "sub",
-    cst.Multiply: "mul",
-    cst.Divide: "div",
-    cst.FloorDivide: "floordiv",
-    cst.Modulo: "mod",
-    cst.Power: "pow",
-    cst.MatrixMultiply: "matmul",
-    cst.BitAnd: "and",
-    cst.BitOr: "or",
-    cst.BitXor: "xor",
-    cst.LeftShift: "lshift",
-    cst.RightShift: "rshift",
-}
 BOOLEAN_REDUCTIONS = frozenset({"any", "all"})
-
-
-# -- the layers of the class ----------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Layer:
-    """A ``self.<attr>`` built once in the class from a ``torch.nn`` constructor."""
-
-    qualified_name: str
-    # Equal keys: equal result metadata for inputs of equal metadata (None: not known).
-    key: str | None
-    # Why torch.cond may not call it (None: it may).
-    refusal: str | None
-
-
-def _root_attribute(node: cst.BaseExpression) -> str | None:
-    """``attr`` when ``node`` is ``self.attr`` or an attribute/subscript chain on it."""
-    while isinstance(node, (cst.Attribute, cst.Subscript)):
-        value = node.value
-        if (
-            isinstance(node, cst.Attribute)
-            and isinstance(value, cst.Name)
-            and value.value == "self"
-        ):
-            return node.attr.value
-        node = value
-    return None
-
-
-def _stored_names(function: cst.FunctionDef) -> set[str]:
-    names: set[str] = set()
-
-    class _Stores(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            if isinstance(node.target, (cst.Name, cst.Tuple, cst.List)):
-                names.update(names_in(node.target))
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            names.update(names_in(node.target))
-
-        def visit_For(self, node: cst.For) -> None:
-            names.update(names_in(node.target))
-
-    function.body.visit(_Stores())
-    return names
-
-
-class _SelfAttributes(cst.CSTVisitor):
-    """``self.<attr>`` assignments of one method, and the attributes it changes otherwise."""
-
-    def __init__(self, method: cst.FunctionDef, assignments, modified: set[str]) -> None:
-        super().__init__()
-        self.method, self.assignments, self.modified = method, assignments, modified
-
-    def _target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._target(element.value, None)
-        elif _is_self_attribute(target):
-            self.assignments.setdefault(target.attr.value, []).append((value, self.method))
-        elif (root := _root_attribute(target)) is not None:
-            self.modified.add(root)  # `self.proj.weight = …` changes the layer
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._target(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node.target, None)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        # `self.proj.half()` converts the layer's parameters after construction.
-        func = node.func
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value in facts.CONVERTING_MODULE_METHODS
-            and (root := _root_attribute(func.value)) is not None
-        ):
-            self.modified.add(root)
-
-
-def class_layers(class_def: cst.ClassDef, qualified_names, code) -> dict[str, Layer]:
-    """The layers of ``class_def`` (``self.proj = nn.Linear(4, 4)``) that a branch may call."""
-    assignments: dict[str, list[tuple[cst.BaseExpression | None, cst.FunctionDef]]] = {}
-    modified: set[str] = set()
-    for method in class_def.body.body:
-        if isinstance(method, cst.FunctionDef):
-            method.body.visit(_SelfAttributes(method, assignments, modified))
-
-    layers: dict[str, Layer] = {}
-    for attribute, assigned in assignments.items():
-        if len(assigned) != 1 or not isinstance(assigned[0][0], cst.Call):
-            continue
-        call, method = assigned[0]
-        names = sorted(
-            n for n in torch_names(qualified_names, call.func) if n.startswith("torch.nn.")
-        )
-        if len(names) != 1:
-            continue
-        name = names[0]
-        key = None if attribute in modified else _constructor_key(name, call, method, code)
-        layers[attribute] = Layer(name, key, _layer_refusal(name, call, code))
-    return layers
-
-
-def _layer_refusal(name: str, call: cst.Call, code) -> str | None:
-    if name in facts.REFUSED_MODULES:
-        return f"a `{name}`, which {facts.REFUSED_MODULES[name]}"
-    if name not in facts.COND_MODULES:
-        return f"a `{name}`, not a layer the rule knows torch.cond can run"
-    if name in facts.INPLACE_PARAMETERS:
-        position, keyword = facts.INPLACE_PARAMETERS[name]
-        argument = _argument(call, position, keyword)
-        if argument is not None and not (
-            isinstance(argument, cst.Name) and argument.value in ("False", "None")
-        ):
-            return f"a `{name}` built with `{keyword}={code(argument)}`, which updates a tensor in place"
-    return None
-
-
-def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[position].value if position < len(positional) else None
-
-
-def _constructor_key(name: str, call: cst.Call, method: cst.FunctionDef, code) -> str | None:
-    if any(arg.star for arg in call.args):
-        return None
-    rebound = _stored_names(method)
-    read = set().union(*(names_in(arg.value) for arg in call.args)) - {"True", "False", "None"}
-    if read & rebound:
-        return None  # `nn.Linear(d, d)` with `d` rebound in between: the code is not the value
-    parameters = facts.LAYER_PARAMETERS.get(name)
-    arguments: list[tuple[str, str]] = []
-    for index, arg in enumerate(a for a in call.args if a.keyword is None):
-        if parameters is not None and index >= len(parameters):
-            return None
-        label = parameters[index] if parameters is not None else str(index)
-        arguments.append((label, code(arg.value)))
-    arguments += [(arg.keyword.value, code(arg.value)) for arg in call.args if arg.keyword]
-    ignored = facts.METADATA_FREE_PARAMETERS.get(name, frozenset())
-    kept = sorted((label, value) for label, value in arguments if label not in ignored)
-    # Names in the arguments mean what they mean in the method that builds the layer.
-    scope = f"@{method.name.value}" if read else ""
-    return f"{name}{scope}({', '.join(f'{label}={value}' for label, value in kept)})"
 
 
 # -- what a branch may contain ----------------------------------------------------------
@@ -282,7 +118,7 @@ class _Checker:
         names = torch_names(self.qualified_names, func)
         if names:
             self._check_torch_call(node, names)
-        elif _is_self_attribute(func):
+        elif is_self_attribute(func):
             layer = self.layers.get(func.attr.value)
             if layer is None:
                 raise Refusal(
@@ -326,321 +162,29 @@ class _Checker:
         ):
             raise Refusal(f"`{code(node)}` builds a module")
         for name in torch_names & facts.INPLACE_FUNCTION_PARAMETERS.keys():
-            argument = _argument(node, facts.INPLACE_FUNCTION_PARAMETERS[name], "inplace")
+            argument = argument_of(node, facts.INPLACE_FUNCTION_PARAMETERS[name], "inplace")
             if argument is not None and not (
                 isinstance(argument, cst.Name) and argument.value == "False"
             ):
                 raise Refusal(f"`{code(node)}` updates a tensor in place")
 
 
-def torch_names(qualified_names, func: cst.BaseExpression) -> set[str]:
-    """The ``torch.*`` names ``func`` refers to, when it is a dotted name.
-
-    Qualified names of ``torch.tanh(x).neg`` come out as ``torch.tanh.neg``: a
-    callee that is a method of a call's result is not a torch function.
-    """
-    node = func
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return set()
-    return {n for n in qualified_names(func) if n.startswith("torch.")}
-
-
-def _is_self_attribute(node: cst.BaseExpression) -> bool:
-    return (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    )
-
-
-# -- equal metadata ---------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Fact:
-    """What is known of a value a branch binds."""
-
-    # Equal meta keys: tensors of equal metadata.  Equal value keys: equal values.
-    meta: str | None
-    value: str | None
-    floating: bool
-    # The result is a new tensor: it cannot be the input itself or a view of it.
-    fresh: bool
-
-
-class MetadataKeys:
-    """Keys of expressions in one branch: equal keys prove equal metadata (or values).
-
-    A tensor that existed before the ``if`` is one object in both branches, so
-    its key is its name.  An operation's key is built from its callee and its
-    arguments' keys (tensors by metadata, other arguments by value), except
-    that an operation known to keep its input's metadata
-    (:data:`~fullgraph.refactors.cond_facts.PRESERVING_FUNCTIONS` …, or
-    arithmetic with a number on a floating-point tensor) has its input's key.
-    So ``self.up(x)`` and ``torch.tanh(self.down(x)) * 2`` get one key when
-    ``up`` and ``down`` are layers built alike.  ``None`` means unknown.
-    """
-
-    def __init__(self, types: TensorTypes, qualified_names, layers: dict[str, Layer]) -> None:
-        self.types, self.qualified_names, self.layers = types, qualified_names, layers
-        self.bound: dict[str, Fact] = {}
-
-    def bind(self, name: str, value: cst.BaseExpression) -> Fact:
-        fact = Fact(self.meta(value), self.value(value), self.floating(value), self.fresh(value))
-        self.bound[name] = fact
-        return fact
-
-    def fact(self, node: cst.BaseExpression) -> Fact:
-        return Fact(self.meta(node), self.value(node), self.floating(node), self.fresh(node))
-
-    def _tensor(self, node: cst.BaseExpression) -> bool:
-        return self.types.is_tensor(node)
-
-    # -- metadata --------------------------------------------------------------
-
-    def meta(self, node: cst.BaseExpression) -> str | None:
-        if isinstance(node, cst.Name):
-            if node.value in self.bound:
-                return self.bound[node.value].meta
-            return f"<{node.value}>" if self._tensor(node) else None
-        if isinstance(node, cst.Attribute):
-            if node.attr.value in TENSOR_ATTRIBUTES and self._tensor(node.value):
-                return _join(f".{node.attr.value}", self.meta(node.value))
-            return None
-        if isinstance(node, cst.UnaryOperation):
-            # -t, ~t and +t keep t's dtype whenever they succeed.
-            return self.meta(node.expression) if self._tensor(node.expression) else None
-        if isinstance(node, cst.BinaryOperation):
-            return self._meta_binary(node)
-        if isinstance(node, cst.Subscript):
-            indices = [self._index_key(element.slice) for element in node.slice]
-            if None in indices:
-                return None
-            return _join(f"[{', '.join(indices)}]", self.meta(node.value))
-        if isinstance(node, cst.Call):
-            return self._meta_call(node)
-        return None
-
-    def _meta_binary(self, node: cst.BinaryOperation) -> str | None:
-        operator = ARITHMETIC.get(type(node.operator))
-        if operator is None:
-            return None
-        left, right = node.left, node.right
-        left_tensor, right_tensor = self._tensor(left), self._tensor(right)
-        if left_tensor and right_tensor:
-            left_key, right_key = self.meta(left), self.meta(right)
-            # Same metadata on both sides: an elementwise op keeps it (true division
-            # keeps it for floating point only).
-            same = left_key is not None and left_key == right_key
-            if same and (
-                operator in ("add", "sub", "mul") or (operator == "div" and self.floating(left))
-            ):
-                return left_key
-            return _join(operator, left_key, right_key)
-        if left_tensor or right_tensor:
-            tensor, other = (left, right) if left_tensor else (right, left)
-            # A Python number keeps a floating-point tensor's dtype (but `2 / t` runs in
-            # float32 under autocast, and `**` is pow, which does too).
-            if (
-                _is_number(other)
-                and self.floating(tensor)
-                and (operator in ("add", "sub", "mul") or (operator == "div" and left_tensor))
-            ):
-                return self.meta(tensor)
-            tensor_key, other_key = self.meta(tensor), self.value(other)
-            keys = (tensor_key, other_key) if left_tensor else (other_key, tensor_key)
-            return _join(operator, *keys)
-        return None
-
-    def _meta_call(self, node: cst.Call) -> str | None:
-        callee = self._callee(node)
-        if callee is None or any(arg.star for arg in node.args):
-            return None
-        kind, name, receiver = callee
-        arguments = [a.value for a in node.args if a.keyword is None]
-        if receiver is not None:
-            arguments.insert(0, receiver)
-        keywords = [(a.keyword.value, a.value) for a in node.args if a.keyword is not None]
-        preserving = self._preserving(kind, name)
-        if (
-            preserving is not None
-            and arguments
-            and self._tensor(arguments[0])
-            and not any(self.types.kind(a) is not Kind.NOT_TENSOR for a in arguments[1:])
-            and not any(self.types.kind(v) is not Kind.NOT_TENSOR for _, v in keywords)
-            and (preserving == facts.ANY or self.floating(arguments[0]))
-        ):
-            return self.meta(arguments[0])
-        keys = [self._argument_key(a) for a in arguments]
-        keys += [_join(f"{k}=", self._argument_key(v)) for k, v in keywords]
-        return _join(f"{kind}:{name}", *keys)
-
-    def _argument_key(self, node: cst.BaseExpression) -> str | None:
-        return self.meta(node) if self._tensor(node) else self.value(node)
-
-    def _index_key(self, index: cst.BaseSlice) -> str | None:
-        if isinstance(index, cst.Slice):
-            parts = [index.lower, index.upper, index.step]
-            keys = ["" if p is None else self.value(p) for p in parts]
-            return None if None in keys else ":".join(keys)
-        if self.types.kind(index.value) is not Kind.NOT_TENSOR and not isinstance(
-            index.value, (cst.Ellipsis, cst.BaseNumber)
-        ):
-            return None
-        return self.value(index.value)
-
-    def _callee(self, node: cst.Call) -> tuple[str, str, cst.BaseExpression | None] | None:
-        """(kind, name, receiver) of the callee: a torch function, a tensor method or a layer."""
-        func = node.func
-        names = sorted(torch_names(self.qualified_names, func))
-        if names:
-            return "function", names[0], None
-        if _is_self_attribute(func):
-            layer = self.layers.get(func.attr.value)
-            if layer is None or layer.key is None:
-                return None
-            return "layer", layer.key, None
-        if isinstance(func, cst.Attribute) and self._tensor(func.value):
-            return "method", func.attr.value, func.value
-        return None
-
-    def _preserving(self, kind: str, name: str) -> str | None:
-        if kind == "function":
-            return facts.PRESERVING_FUNCTIONS.get(name)
-        if kind == "method":
-            return facts.PRESERVING_METHODS.get(name)
-        return facts.PRESERVING_MODULES.get(name.split("(", 1)[0].split("@", 1)[0])
-
-    # -- values ----------------------------------------------------------------
-
-    def value(self, node: cst.BaseExpression) -> str | None:
-        """A key for a non-tensor value: equal keys, equal values (None: unknown)."""
-        if isinstance(node, (cst.BaseNumber, cst.SimpleString)):
-            return f"{type(node).__name__}:{node.value}"
-        if isinstance(node, cst.Ellipsis):
-            return "..."
-        if isinstance(node, cst.Name):
-            if node.value in self.bound:
-                return self.bound[node.value].value
-            return f"<{node.value}>"
-        if isinstance(node, cst.Attribute):
-            if node.attr.value in METADATA_ATTRIBUTES and self._tensor(node.value):
-                return _join(f"meta.{node.attr.value}", self.meta(node.value))
-            return _join(f".{node.attr.value}", self.value(node.value))
-        if isinstance(node, cst.UnaryOperation) and _is_number(node):
-            return f"-{self.value(node.expression)}"
-        if isinstance(node, (cst.Tuple, cst.List)):
-            if any(isinstance(e, cst.StarredElement) for e in node.elements):
-                return None
-            return _join(type(node).__name__, *(self.value(e.value) for e in node.elements))
-        if isinstance(node, cst.Subscript):
-            indices = [self._index_key(element.slice) for element in node.slice]
-            if None in indices:
-                return None
-            return _join(f"[{', '.join(indices)}]", self.value(node.value))
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in METADATA_METHODS
-            and self._tensor(node.func.value)
-            and not any(a.keyword or a.star for a in node.args)
-        ):
-            arguments = [self.value(a.value) for a in node.args]
-            return _join(f"meta.{node.func.attr.value}", self.meta(node.func.value), *arguments)
-        return None
-
-    # -- dtype and freshness ---------------------------------------------------
-
-    def floating(self, node: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> bool:
-        """Whether ``node`` is provably floating point (a tensor, or a Python float)."""
-        if isinstance(node, cst.Float):
-            return True
-        if isinstance(node, cst.Name):
-            if node.value in self.bound:
-                return self.bound[node.value].floating
-            if node.value in seen or node.value in self.types.parameters:
-                return False
-            # A value from before the `if`: floating when every assignment of it is.
-            values = self.types.assigned.get(node.value, [])
-            outer = MetadataKeys(self.types, self.qualified_names, self.layers)
-            return bool(values) and all(
-                v is not None and outer.floating(v, seen | {node.value}) for v in values
-            )
-        if isinstance(node, cst.UnaryOperation):
-            return self.floating(node.expression, seen)
-        if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.Divide):
-                return True
-            if type(node.operator) in ARITHMETIC:
-                return self.floating(node.left, seen) or self.floating(node.right, seen)
-            return False
-        if isinstance(node, cst.Call):
-            callee = self._callee(node)
-            if callee is None:
-                return False
-            kind, name, receiver = callee
-            if kind == "function" and name in facts.FLOATING_FUNCTIONS:
-                return True
-            if kind == "method" and name in facts.FLOATING_METHODS:
-                return True
-            if kind == "layer" and name.split("(", 1)[0].split("@", 1)[0] in facts.FLOATING_MODULES:
-                return True
-            argument = (
-                receiver if receiver is not None else (node.args[0].value if node.args else None)
-            )
-            if argument is not None and self._preserving(kind, name) is not None:
-                return self.floating(argument, seen)
-        return False
-
-    def fresh(self, node: cst.BaseExpression) -> bool:
-        """Whether ``node`` is a new tensor, never its input or a view of it."""
-        if isinstance(node, cst.Name):
-            return node.value in self.bound and self.bound[node.value].fresh
-        if isinstance(node, cst.BinaryOperation):
-            return type(node.operator) in ARITHMETIC
-        if isinstance(node, cst.UnaryOperation):
-            return isinstance(node.operator, (cst.Minus, cst.BitInvert))
-        if not isinstance(node, cst.Call):
-            return False
-        func = node.func
-        if _is_self_attribute(func):
-            layer = self.layers.get(func.attr.value)
-            return (
-                layer is not None
-                and layer.qualified_name in facts.COND_MODULES
-                and layer.qualified_name not in facts.ALIASING_MODULES
-            )
-        names = torch_names(self.qualified_names, func)
-        if names & facts.ALIASING_FUNCTIONS:
-            return False
-        if names & (facts.PRESERVING_FUNCTIONS.keys() | facts.FLOATING_FUNCTIONS):
-            return True
-        return (
-            isinstance(func, cst.Attribute)
-            and self._tensor(func.value)
-            and func.attr.value in facts.PRESERVING_METHODS
-        )
-
-
-def _is_number(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        node = node.expression
-    return isinstance(node, (cst.Integer, cst.Float))
-
-
-def _join(head: str, *parts: str | None) -> str | None:
-    if any(part is None for part in parts):
-        return None
-    return f"{head}({', '.join(parts)})"  # type: ignore[arg-type]
-
-
 # -- the plan ---------------------------------------------------------------------------
 
 
-def is_boolean(node: cst.BaseExpression, types: TensorTypes, qualified_names) -> bool:
+def is_boolean(
+    node: cst.BaseExpression,
+    types: TensorTypes,
+    qualified_names,
+    seen: frozenset[str] = frozenset(),
+) -> bool:
     """Whether ``node`` is provably a ``torch.bool`` tensor (torch.cond's predicate)."""
+    if isinstance(node, cst.Name) and node.value not in seen:
+        values = types.assigned.get(node.value, [])
+        return bool(values) and all(
+            v is not None and is_boolean(v, types, qualified_names, seen | {node.value})
+            for v in values
+        )
     if isinstance(node, cst.Comparison):
         return len(node.comparisons) == 1 and not isinstance(
             node.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)
@@ -653,10 +197,10 @@ def is_boolean(node: cst.BaseExpression, types: TensorTypes, qualified_names) ->
             len(node.args) == 1
         )
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
-        return is_boolean(node.expression, types, qualified_names)
+        return is_boolean(node.expression, types, qualified_names, seen)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
-        return is_boolean(node.left, types, qualified_names) and is_boolean(
-            node.right, types, qualified_names
+        return is_boolean(node.left, types, qualified_names, seen) and is_boolean(
+            node.right, types, qualified_names, seen
         )
     return False
 
@@ -686,16 +230,28 @@ class CondPlan:
     def statements(self, torch: str) -> list[cst.BaseStatement]:
         """The two branch functions and the statement that calls torch.cond."""
         params = cst.Parameters(params=[cst.Param(cst.Name(name)) for name in self.operands])
+        # Blank lines between and after the nested functions, as formatters write them.
         defs = [
-            cst.FunctionDef(name=cst.Name(name), params=params, body=cst.IndentedBlock(body=body))
-            for name, body in ((self.true_name, self.true_body), (self.false_name, self.false_body))
+            cst.FunctionDef(
+                name=cst.Name(name),
+                params=params,
+                body=cst.IndentedBlock(body=body),
+                leading_lines=blank,
+            )
+            for name, body, blank in (
+                (self.true_name, self.true_body, []),
+                (self.false_name, self.false_body, [cst.EmptyLine(indent=False)]),
+            )
         ]
         call = self._call(torch, self.true_name, self.false_name)
         if self.targets == [RETURN]:
             line = f"return {call}"
         else:
             line = f"{', '.join(self.targets)} = {call}"
-        return [*defs, cst.parse_statement(line + "\n")]
+        statement = cst.parse_statement(line + "\n").with_changes(
+            leading_lines=[cst.EmptyLine(indent=False)]
+        )
+        return [*defs, statement]
 
     def expression(self, torch: str, code) -> cst.BaseExpression:
         """The torch.cond call with lambdas, for a conditional expression."""
@@ -709,26 +265,6 @@ def _copy(node: cst.BaseExpression) -> cst.BaseExpression:
     if not isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
         node = node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("clone")))
-
-
-def _reads(node: cst.BaseExpression) -> list[str]:
-    """Variable names ``node`` reads, in order (not attribute names or keywords)."""
-    found: list[str] = []
-
-    class _Reads(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            found.append(name.value)
-
-        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            attribute.value.visit(self)
-            return False
-
-        def visit_Arg(self, arg: cst.Arg) -> bool:
-            arg.value.visit(self)
-            return False
-
-    node.visit(_Reads())
-    return found
 
 
 def plan_cond(
@@ -753,93 +289,65 @@ def plan_cond(
             "needs a torch.bool predicate; write a comparison)"
         )
     otherwise = otherwise or Branch([])
+    branches = (then, otherwise)
     if then.returns != otherwise.returns:
         raise Refusal("only one branch returns; the other path continues after the `if`")
     checker = _Checker(types, qualified_names, code, layers)
-    for label, branch in (("true", then), ("false", otherwise)):
+    for label, branch in zip(("true", "false"), branches):
         for _, value in branch.assignments:
             try:
                 checker.check(value)
             except Refusal as refusal:
                 raise Refusal(f"the {label} branch cannot run in torch.cond: {refusal}") from None
-            if any(isinstance(n, cst.NamedExpr) for n in _walk(value)):
-                raise Refusal(f"the {label} branch binds a name with `:=`")
-
     targets = _targets(then, otherwise, live, defined_before)
-    keys = [MetadataKeys(types, qualified_names, layers) for _ in range(2)]
-    # Reads of each branch before its own binding: they come from outside the branch.
-    outside_reads: list[str] = []
-    rebound_reads: set[str] = set()
-    for branch, branch_keys in zip((then, otherwise), keys):
-        bound: set[str] = set()
+
+    # What each branch binds, in order; and the names it reads from outside itself.
+    excluded = frozenset(id(v) for branch in branches for _, v in branch.assignments)
+    keys = [MetadataKeys(types, qualified_names, layers, excluded) for _ in branches]
+    outside: list[str] = []
+    for branch, branch_keys in zip(branches, keys):
         for target, value in branch.assignments:
-            for name in _reads(value):
-                if name not in bound:
-                    outside_reads.append(name)
-                    if name in branch.names:
-                        rebound_reads.add(name)
+            outside += [name for name in reads(value) if name not in branch_keys.bound]
             if target != RETURN:
                 branch_keys.bind(target, value)
-                bound.add(target)
+        # A target the branch leaves alone is returned as it was before the `if`.
+        outside += [t for t in targets if t != RETURN and t not in branch.names]
 
-    results: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+    results: list[list[cst.BaseExpression]] = [[], []]
     copied: set[str] = set()
     for target in targets:
+        label = "the returned value" if target == RETURN else f"`{target}`"
         pair = []
-        facts_pair = []
-        for branch, branch_keys in zip((then, otherwise), keys):
+        for index, (branch, branch_keys) in enumerate(zip(branches, keys)):
             values = [v for t, v in branch.assignments if t == target]
             value = values[-1] if values else cst.Name(target)
-            if not values:
-                outside_reads.append(target)
-            label = "the returned value" if target == RETURN else f"`{target}`"
             if not types.is_tensor(value if target == RETURN else cst.Name(target)):
                 raise Refusal(f"{label} is not known to be a tensor in both branches")
-            fact = (
-                branch_keys.fact(value)
-                if target == RETURN
-                else (branch_keys.bound.get(target) or branch_keys.fact(value))
-            )
-            facts_pair.append((value, fact))
+            if target == RETURN or target not in branch_keys.bound:
+                fact = branch_keys.fact(value)
+            else:
+                fact = branch_keys.bound[target]
             result = value if target == RETURN else cst.Name(target)
             if not fact.fresh:
+                # torch.cond rejects a result that is an input (or a view of one).
                 result = _copy(result)
-                if target != RETURN:
-                    copied.add(target)
-            pair.append(result)
-        (true_value, true_fact), (false_value, false_fact) = facts_pair
-        if true_fact.meta is None or true_fact.meta != false_fact.meta:
+                copied.add(target)
+            results[index].append(result)
+            pair.append((value, fact.meta))
+        (true_value, true_key), (false_value, false_key) = pair
+        if true_key is None or true_key != false_key:
             label = "the returned values" if target == RETURN else f"the values of `{target}`"
             raise Refusal(
                 f"{label} (`{code(true_value)}` and `{code(false_value)}`) are not provably of "
                 "identical shape, dtype and layout, which torch.cond needs of both branches"
             )
-        results.append((pair[0], pair[1]))
 
-    locals_ = set(types.env) | set(types.parameters)
-    operands: list[str] = []
-    for name in dict.fromkeys(outside_reads):
-        if name not in locals_:
-            continue  # a global or builtin: the branch function reads it the same way
-        if types.is_tensor(cst.Name(name)):
-            operands.append(name)
-        elif name in rebound_reads:
-            raise Refusal(
-                f"`{name}` is read and then rebound in a branch, and it is not a tensor that "
-                "can be passed to torch.cond as an operand"
-            )
+    operands = _operands(outside, branches, types, defined_before)
     fresh = fresh_names(taken_names)
     true_name, false_name = fresh("true_branch"), fresh("false_branch")
-    bodies = []
-    for index, branch in enumerate((then, otherwise)):
-        values = [pair[index] for pair in results]
-        result = (
-            values[0]
-            if len(values) == 1
-            else cst.Tuple(elements=[cst.Element(v) for v in values], lpar=[], rpar=[])
-        )
-        bodies.append(_body(branch, result, targets))
-    (true_body, true_result), (false_body, false_result) = bodies
+    (true_body, true_result), (false_body, false_result) = (
+        _body(branch, branch_results, targets) for branch, branch_results in zip(branches, results)
+    )
     return CondPlan(
         code(condition),
         operands,
@@ -850,32 +358,42 @@ def plan_cond(
         false_body,
         true_result,
         false_result,
-        copied,
+        copied - {RETURN},
     )
 
 
-def _walk(node: cst.CSTNode):
-    found: list[cst.CSTNode] = []
-
-    class _All(cst.CSTVisitor):
-        def on_visit(self, inner: cst.CSTNode) -> bool:
-            found.append(inner)
-            return True
-
-    node.visit(_All())
-    return found
+def _operands(outside: list[str], branches, types: TensorTypes, defined_before: set[str]):
+    """The local tensors the branches read from outside themselves, in order of reading."""
+    local_names = set(types.env) | set(types.parameters)
+    operands = []
+    for name in dict.fromkeys(outside):
+        if name not in local_names:
+            continue  # a global or builtin: the branch function reads it the same way
+        rebound = any(name in branch.names for branch in branches)
+        if types.is_tensor(cst.Name(name)):
+            if name not in defined_before:
+                # Passing it would raise NameError on both paths, not only the one reading it.
+                raise Refusal(f"`{name}` is read by a branch but not bound before the `if`")
+            operands.append(name)
+        elif rebound:
+            # In the branch function the name is local: reading it first would fail.
+            raise Refusal(
+                f"`{name}` is read and then rebound in a branch, and it is not a tensor that "
+                "can be passed to torch.cond as an operand"
+            )
+    return operands
 
 
 def _targets(then: Branch, otherwise: Branch, live: set[str], defined_before: set[str]):
+    """What the branch functions return: the names live after the `if`, or [RETURN]."""
     if then.returns:
         return [RETURN]
     targets = []
     true_names, false_names = set(then.names), set(otherwise.names)
     for name in dict.fromkeys([*then.names, *otherwise.names]):
-        both = name in true_names and name in false_names
         if name not in live:
             continue  # a temporary of the branches: local to the branch function
-        if not both and name not in defined_before:
+        if (name not in true_names or name not in false_names) and name not in defined_before:
             side = "true" if name in true_names else "false"
             raise Refusal(
                 f"`{name}` is bound only when the condition is {side}; both branches must "
@@ -887,8 +405,13 @@ def _targets(then: Branch, otherwise: Branch, live: set[str], defined_before: se
     return targets
 
 
-def _body(branch: Branch, result: cst.BaseExpression, targets: list[str]):
-    """A branch function's body: the branch's lines, then ``return result``."""
+def _body(branch: Branch, results: list[cst.BaseExpression], targets: list[str]):
+    """A branch function's body (the branch's lines, then the return) and what it returns."""
+    result = (
+        results[0]
+        if len(results) == 1
+        else cst.Tuple(elements=[cst.Element(r) for r in results], lpar=[], rpar=[])
+    )
     lines = [line for line in branch.lines if not all(isinstance(s, cst.Pass) for s in line.body)]
     if targets == [RETURN]:
         if not lines:  # a conditional expression: nothing but the value
@@ -898,15 +421,12 @@ def _body(branch: Branch, result: cst.BaseExpression, targets: list[str]):
         returned = last.body[-1].with_changes(value=result)
         return [*lines[:-1], last.with_changes(body=[*last.body[:-1], returned])], result
     if (
-        len(targets) == 1
-        and len(lines) == 1
+        len(lines) == 1
         and len(lines[0].body) == 1
-        and isinstance(lines[0].body[0], (cst.Assign, cst.AnnAssign))
-        and len(branch.assignments) == 1
-        and branch.assignments[0][0] == targets[0]
+        and [target for target, _ in branch.assignments] == targets
     ):
         # `h = self.up(x)` alone: the function returns the value, keeping the line's comments.
         value = branch.assignments[0][1]
-        inlined = _copy(value) if isinstance(result, cst.Call) else value
-        return [lines[0].with_changes(body=[cst.Return(inlined)])], inlined
+        returned = value if isinstance(result, cst.Name) else _copy(value)
+        return [lines[0].with_changes(body=[cst.Return(returned)])], returned
     return [*lines, cst.SimpleStatementLine(body=[cst.Return(result)])], result

@@ -14,8 +14,10 @@ The plan for ``if c: <then> else: <else>`` (GraphMend's first transformation):
    ``if c: y = a else: y = b`` into ``y = torch.where(c, a, b)``.
 
 Every condition of legality is checked by :func:`plan`; a failed one raises
-:class:`Refusal` with the reason in words.  This module builds code strings
-from nodes; the rule turns them into libcst statements.
+:class:`Refusal` with the reason in words, :class:`Unspeculatable` when the
+only obstacle is a branch that must not run untaken (then the rule tries the
+``torch.cond`` form of :mod:`fullgraph.refactors.cond_form`).  This module
+builds code strings from nodes; the rule turns them into libcst statements.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """FG101: an ``if``, conditional expression or ``while`` decides on tensor data.
 
-Fix: predicated control flow (see :mod:`fullgraph.refactors.predication`).
+Fix: predicated control flow, ``torch.where`` (see :mod:`fullgraph.refactors.predication`)
+or, when a branch must not run untaken, ``torch.cond`` (see
+:mod:`fullgraph.refactors.cond_form`).
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from ..cond_form import class_layers, plan_cond
+from ..cond_form import plan_cond
 from ..predication import (
     RETURN,
     Branch,
@@ -21,6 +23,7 @@ from ..predication import (
 )
 from ..purity import Impurity, check_speculatable
 from ..rule import Invalid, Rule, Valid
+from ..same_metadata import class_layers
 
 
 def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -92,7 +95,10 @@ class TensorConditionRule(Rule):
         "loop whose condition is a tensor (a comparison or reduction on a tensor, "
         "`.any()`, `.all()`) or a Python bool computed from tensor data (`torch.equal`). "
         "Where it is proven safe it rewrites the `if` into predicated form: both branches "
-        "are computed and `torch.where` selects the result."
+        "are computed and `torch.where` selects the result. When a branch calls something "
+        "that must not run untaken (an embedding lookup whose index may be out of range, "
+        "dropout) it rewrites the `if` into `torch.cond` instead, which runs only the taken "
+        "branch: each branch becomes a small function of the tensors it reads."
     )
     WHY_IS_THIS_BAD = (
         "Python decides the branch by reading the tensor's value (`bool(t)`), and tensor "
@@ -116,11 +122,32 @@ class TensorConditionRule(Rule):
         "(`if self.training and x.sum() > 0`) stays a Python `if`. `torch.where` "
         "broadcasts both results, so the fix assumes both branches give tensors of one "
         "shape, as a program whose result does not depend on the branch taken does. "
-        "`while` loops are reported without a fix. A branch that calls code the rule cannot "
-        "prove free of effects and faults is reported without a fix rather than rewritten to "
-        "`torch.cond`: `torch.cond` runs one branch, but it requires both branches to "
-        "produce tensors of identical shape, dtype and strides (a transposed result already "
-        "fails), which the source does not show."
+        "`while` loops are reported without a fix.\n\n"
+        "`torch.cond` is used only where `torch.where` is refused because a branch could "
+        "fault or have an effect when not taken, and only when, in addition to the "
+        "conditions above on the shape of the `if`: the condition is provably a boolean "
+        "tensor (a single comparison, `.any()`, `.all()`); every call in the branches is a "
+        "torch function, a tensor method or a `torch.nn` layer built in the class that "
+        "torch.cond can run (no `print` or other Python side effects, no value reads such "
+        "as `.item()`, no in-place updates, no layer built with `inplace=True` or "
+        "`max_norm`, no BatchNorm, which updates its running statistics in training, no "
+        "operation whose shape depends on data, no tensor used as an index); and both "
+        "branches provably return tensors of identical shape, dtype, device, layout and "
+        "stride order, because torch.cond rejects anything else. The proof is "
+        "conservative: both results come from the same operation on arguments of equal "
+        "metadata (two layers built alike count as the same operation, `nn.Embedding(10, "
+        "4)` and `nn.Embedding(100, 4)` too), or from operations known to keep their "
+        "input's metadata (`relu`, `tanh`, `gelu`, `clone`, dropout, arithmetic with a "
+        "number on a floating-point tensor …; not `exp` or `softmax`, whose dtype "
+        "changes under autocast), or are a tensor from before the `if` (returned as a "
+        "copy, since torch.cond rejects a result that is its input; the fix is then "
+        "refused if that name is updated in place later). It assumes that layers built "
+        "alike keep the same parameter dtype, as when a model is converted as a whole; a "
+        "layer converted on its own in its class (`self.proj.half()`) breaks the proof. "
+        "The tensors a branch reads become torch.cond's operands; `self`, numbers and "
+        "globals are read by the branch functions as before. torch.cond compiles both "
+        "branches even in eager mode, so a branch that could never run for the inputs' "
+        "shapes and dtypes raises where the original only raised if that branch ran."
     )
     VALID = (
         Valid(
@@ -202,6 +229,77 @@ class TensorConditionRule(Rule):
                 "import torch\n\n\n"
                 "def f(x: torch.Tensor) -> torch.Tensor:\n"
                 "    return torch.where((x > 0).all(), x * 2, torch.zeros_like(x))\n"
+            ),
+        ),
+        Invalid(
+            "from torch import nn\n\n\n"
+            "class TwoTables(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.small = nn.Embedding(10, 4)\n"
+            "        self.large = nn.Embedding(100, 4)\n\n"
+            "    def forward(self, ids):\n"
+            "        h = ids.float()\n"
+            "        # only ids below 10 have a row in the small table\n"
+            "        if ids.max() < 10:\n"
+            "            h = self.small(ids)\n"
+            "        else:\n"
+            "            h = self.large(ids) * 2  # rare ids weigh more\n"
+            "        return h.sum(-1)\n",
+            expected_replacement=(
+                "from torch import nn\n"
+                "import torch\n\n\n"
+                "class TwoTables(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.small = nn.Embedding(10, 4)\n"
+                "        self.large = nn.Embedding(100, 4)\n\n"
+                "    def forward(self, ids):\n"
+                "        h = ids.float()\n\n"
+                "        # only ids below 10 have a row in the small table\n"
+                "        def true_branch(ids):\n"
+                "            return self.small(ids)\n\n"
+                "        def false_branch(ids):\n"
+                "            return self.large(ids) * 2  # rare ids weigh more\n\n"
+                "        h = torch.cond(ids.max() < 10, true_branch, false_branch, (ids,))\n"
+                "        return h.sum(-1)\n"
+            ),
+            line=13,
+            column=11,
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch import nn\n\n\n"
+            "class Pick(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.emb = nn.Embedding(10, 4)\n"
+            "        self.drop = nn.Dropout(0.1)\n\n"
+            "    def forward(self, ids, x):\n"
+            "        return self.drop(self.emb(ids)) if ids.max() < 10 else torch.tanh(x)\n",
+            refusal="are not provably of identical shape, dtype and layout",
+        ),
+        Invalid(
+            "import torch\n"
+            "from torch import nn\n\n\n"
+            "class Pick(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.small = nn.Embedding(10, 4)\n"
+            "        self.large = nn.Embedding(100, 4)\n\n"
+            "    def forward(self, ids):\n"
+            "        return self.small(ids) if ids.max() < 10 else self.large(ids).relu()\n",
+            expected_replacement=(
+                "import torch\n"
+                "from torch import nn\n\n\n"
+                "class Pick(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.small = nn.Embedding(10, 4)\n"
+                "        self.large = nn.Embedding(100, 4)\n\n"
+                "    def forward(self, ids):\n"
+                "        return torch.cond(ids.max() < 10, lambda ids: self.small(ids), "
+                "lambda ids: self.large(ids).relu(), (ids,))\n"
             ),
         ),
         Invalid(
@@ -339,10 +437,18 @@ class TensorConditionRule(Rule):
                 else body.with_changes(body=statements)
             )
             return node.with_changes(test=test, body=block), title
+        leading = [*node.leading_lines, *moved]
+        block = self.context.parent(node)
+        if (
+            isinstance(statements[0], cst.FunctionDef)
+            and isinstance(block, cst.IndentedBlock)
+            and block.body[0] is not node
+            and not (node.leading_lines and node.leading_lines[0].comment is None)
+        ):
+            # A nested function after other statements gets a blank line above it.
+            leading.insert(0, cst.EmptyLine(indent=False))
         first = statements[0]
-        statements[0] = first.with_changes(
-            leading_lines=[*node.leading_lines, *moved, *first.leading_lines]
-        )
+        statements[0] = first.with_changes(leading_lines=[*leading, *first.leading_lines])
         return cst.FlattenSentinel(statements), title
 
     def _check_not_mutated(self, function: cst.FunctionDef, names: set[str]) -> None:
@@ -441,22 +547,41 @@ class TensorConditionRule(Rule):
         types = self.context.tensor_types(function)
         code = self.context.code
         message = self.MESSAGE.format(construct="conditional expression", condition=code(node.test))
+        torch = self.context.module_reference("torch")
         try:
             self._check_ifexp(node, types)
+            select = cst.parse_expression(
+                f"{torch}.where({code(node.test)}, {code(node.body)}, {code(node.orelse)})"
+            )
+            title = "Select with torch.where"
+        except Unspeculatable as unspeculatable:
+            try:
+                cond = plan_cond(
+                    node.test,
+                    Branch([(RETURN, node.body)]),
+                    Branch([(RETURN, node.orelse)]),
+                    types=types,
+                    qualified_names=self.context.qualified_names,
+                    code=code,
+                    live=set(),
+                    # An expression binds nothing: every local it reads is bound elsewhere.
+                    defined_before=set(types.assigned) | set(types.parameters),
+                    taken_names=set(),
+                    layers=self._layers(function),
+                )
+            except Refusal as refusal:
+                reason = (
+                    f"{unspeculatable}; torch.cond, which runs only the taken branch, is not "
+                    f"proven safe either: {refusal}"
+                )
+                self.report(node.test, message, refusal_reason=reason)
+                return
+            select = cond.expression(torch, code)
+            title = "Run only the taken branch with torch.cond"
         except Refusal as refusal:
             self.report(node.test, message, refusal_reason=str(refusal))
             return
-        torch = self.context.module_reference("torch")
-        select = cst.parse_expression(
-            f"{torch}.where({code(node.test)}, {code(node.body)}, {code(node.orelse)})"
-        )
-        self.report(
-            node.test,
-            message,
-            changes={node: select},
-            imports=["torch"],
-            fix_title="Select with torch.where",
-        )
+        self.report(node.test, message, changes={node: select}, imports=["torch"], fix_title=title)
 
     def _check_ifexp(self, node: cst.IfExp, types) -> None:
         names, code = self.context.qualified_names, self.context.code
@@ -467,10 +592,11 @@ class TensorConditionRule(Rule):
         for value in (node.body, node.orelse):
             if not types.is_tensor(value):
                 raise Refusal(f"`{code(value)}` is not known to be a tensor")
+        for value in (node.body, node.orelse):
             try:
                 check_speculatable(value, types, names, code)
             except Impurity as impurity:
-                raise Refusal(
+                raise Unspeculatable(
                     f"the untaken branch could fault or have an effect: {impurity}"
                 ) from None
 
