@@ -189,7 +189,7 @@ def generate_guard(
         condition, why = value_check(name, value, source, ns, dynamic)
         writer.check(condition, f"{why} of {source.expr()}")
     for condition in conditions:  # branches taken on symbolic arguments
-        writer.check(condition.source(literal), "branch on a symbolic value")
+        writer.check(condition.source(literal), condition.why)
     for first, second in aliases:
         if _identity_guarded(reads.get(first)):
             continue  # both paths are checked against the same object already

@@ -130,6 +130,8 @@ def build_record(
         raise RecordError(where, run.tape.unsupported.detail)
     if getattr(run, "callout_failed", False):
         raise RecordError(None, "a dynamic call raised an exception that the program caught")
+    if run.shapes is not None:
+        run.shapes.install_assumptions()  # before size_generic() is asked: it may give up
     input_sources = _external_inputs(run)
     ns = Namespace()
     for name, value in run.globals_consts.values():

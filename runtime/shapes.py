@@ -426,11 +426,61 @@ class ShapeTracker:
             expr = SizeOp(symbol, expr, part)
         return expr
 
+    # -- what the fake run assumed ----------------------------------------------
+    def install_assumptions(self) -> None:
+        """Add what the fake run assumed about sizes to the record's entry conditions.
+
+        While following the sizes, torch's ShapeEnv decides some questions by the
+        sizes at hand (``s0 == 3`` when a batch of 3 meets 3 channels, ``s0 != 1``
+        for broadcasting) and from then on treats the answer as a fact: a symbol may
+        even become a constant.  The sizes the program saw were computed under
+        those facts, so the record holds only while they hold: each becomes a
+        guard condition.  One that cannot be written as Python ends size-generic
+        capture for this run."""
+        if not self.active:
+            return
+        env = self.mode.shape_env
+        texts = []
+        for symbol, value in torch_internals.shape_replacements(env):
+            if symbol not in self.symbols:
+                continue
+            texts.append((self._render(symbol), "==", self._render(value)))
+        for expr in torch_internals.shape_guards(env):
+            texts.append((self._render(expr), None, None))
+        for left, op, right in texts:
+            if left is None or (op is not None and right is None):
+                self.fail("a size assumption of the fake run cannot be checked in Python")
+                return
+            text = left if op is None else f"({left} {op} {right})"
+            self.run._add_condition(
+                Condition(
+                    SizeSym(True, text), "truth", True, "size fact the sizes were derived under"
+                )
+            )
+
+    def _render(self, expr: Any) -> str | None:
+        """A sympy expression over input sizes as Python text (None: not expressible)."""
+        if getattr(expr, "is_Symbol", False):
+            leaf = self.symbols.get(expr)
+            return leaf.text() if leaf is not None else None
+        if getattr(expr, "is_Integer", False) or expr is True or expr is False:
+            return repr(int(expr)) if getattr(expr, "is_Integer", False) else repr(bool(expr))
+        form = torch_internals.sympy_form(expr)
+        if form is None:
+            return None
+        template, args = form
+        parts = [self._render(arg) for arg in args]
+        if any(part is None for part in parts):
+            return None
+        return template(parts)
+
     # -- what the program did with a size --------------------------------------
     def condition(self, text: str, outcome: bool) -> None:
         if self.run.paused or self.closed:
             return  # a callout formatting its argument, not a decision of the program
-        self.run._add_condition(Condition(SizeSym(outcome, text), "truth", outcome))
+        self.run._add_condition(
+            Condition(SizeSym(outcome, text), "truth", outcome, "the program compared sizes")
+        )
 
     def concretize_all(self, value: Any) -> None:
         """Every size in ``value`` is used for its exact number (e.g. passed to ``range``)."""
@@ -442,7 +492,12 @@ class ShapeTracker:
         if self.run.paused or self.closed:
             return
         self.run._add_condition(
-            Condition(SizeSym(size.plain, size.expr.text()), "equal", size.plain)
+            Condition(
+                SizeSym(size.plain, size.expr.text()),
+                "equal",
+                size.plain,
+                "a size the program used as an exact number",
+            )
         )
 
 

@@ -108,6 +108,7 @@ class Condition:
     sym: Sym
     kind: str  # "truth" or "equal"
     expected: Any
+    why: str = "branch on a symbolic value"  # the guard line's comment
 
     def source(self, literal) -> str:
         if self.kind == "truth":

@@ -138,3 +138,55 @@ def size_operation(expr):
     if isinstance(expr, (Mod, PythonMod)):
         return "%", expr.args
     return None
+
+
+def shape_replacements(env) -> list:
+    """``(symbol, expression)`` pairs a ShapeEnv substituted (a symbol found equal to another)."""
+    return list(getattr(env, "replacements", {}).items())
+
+
+def shape_guards(env) -> list:
+    """The boolean size facts a ShapeEnv relied on (sympy expressions)."""
+    return [guard.expr for guard in getattr(env, "guards", [])]
+
+
+def sympy_form(expr):
+    """``(render(parts) -> str, operands)`` for the sympy forms size facts use, else None."""
+    import sympy
+    from torch.utils._sympy.functions import CleanDiv, FloorDiv, Mod, PythonMod
+
+    def joined(symbol):
+        return lambda parts: "(" + f" {symbol} ".join(parts) + ")"
+
+    relations = {
+        sympy.Eq: "==",
+        sympy.Ne: "!=",
+        sympy.Lt: "<",
+        sympy.Le: "<=",
+        sympy.Gt: ">",
+        sympy.Ge: ">=",
+    }
+    for kind, symbol in relations.items():
+        if isinstance(expr, kind):
+            return joined(symbol), expr.args
+    if expr.is_Add:
+        return joined("+"), expr.args
+    if expr.is_Mul:
+        return joined("*"), expr.args
+    if isinstance(expr, (FloorDiv, CleanDiv)):
+        return joined("//"), expr.args
+    if isinstance(expr, (Mod, PythonMod)):
+        return joined("%"), expr.args
+    if isinstance(expr, sympy.And):
+        return joined("and"), expr.args
+    if isinstance(expr, sympy.Or):
+        return joined("or"), expr.args
+    if isinstance(expr, sympy.Not):
+        return (lambda parts: f"(not {parts[0]})"), expr.args
+    if isinstance(expr, sympy.Max):
+        return (lambda parts: "max(" + ", ".join(parts) + ")"), expr.args
+    if isinstance(expr, sympy.Min):
+        return (lambda parts: "min(" + ", ".join(parts) + ")"), expr.args
+    if expr.is_Pow and expr.args[1].is_Integer and int(expr.args[1]) > 0:
+        return (lambda parts: f"({parts[0]} ** {parts[1]})"), expr.args
+    return None

@@ -56,7 +56,7 @@ class Attention(nn.Module):
 def test_attention_that_reads_its_sizes_is_monitored_twice_for_any_number_of_sizes():
     model = Attention()
     compiled = fr.compile(model, backend="eager")
-    for batch, length in [(2, 5), (3, 7), (1, 9), (4, 1), (2, 12), (3, 7)]:
+    for batch, length in [(2, 5), (3, 7), (4, 9), (2, 3), (5, 12), (3, 7)]:
         x = torch.randn(batch, length, 16)
         (out, count), (expected, expected_count) = compiled(x), model(x)
         torch.testing.assert_close(out, expected)
@@ -64,6 +64,18 @@ def test_attention_that_reads_its_sizes_is_monitored_twice_for_any_number_of_siz
     assert compiled.stats.monitor_runs == 2
     # The returned number is re-read from each call's input, not replayed as a constant.
     assert "A[0].shape[1]" in compiled.records[0].mock_source
+
+
+def test_a_size_of_one_gets_a_record_of_its_own():
+    model = Attention()
+    compiled = fr.compile(model, backend="eager")
+    for batch, length in [(2, 5), (3, 7), (4, 9), (1, 6), (1, 8), (2, 1), (3, 1)]:
+        x = torch.randn(batch, length, 16)
+        torch.testing.assert_close(compiled(x)[0], model(x)[0])
+    # The size-generic record was built assuming sizes other than 1 (as broadcasting
+    # decides differently for 1); batch 1 and length 1 each get a record, reused.
+    assert compiled.stats.monitor_runs == 4
+    assert compiled.stats.hits == 3
 
 
 class LongInputsTruncated(nn.Module):
@@ -121,7 +133,7 @@ def test_a_printed_shape_is_the_shape_of_each_call(capsys):
 def test_inductor_compiles_the_size_generic_graph(inductor_tolerance):
     model = Attention()
     compiled = fr.compile(model, backend="inductor")
-    for batch, length in [(2, 5), (3, 7), (1, 9), (4, 3)]:
+    for batch, length in [(2, 5), (3, 7), (5, 9), (4, 3)]:
         x = torch.randn(batch, length, 16)
         torch.testing.assert_close(compiled(x)[0], model(x)[0], **inductor_tolerance)
     assert compiled.stats.monitor_runs == 2
@@ -158,7 +170,7 @@ def test_a_transformers_model_serves_new_batch_sizes_and_lengths_without_monitor
     model.eval()
     compiled = fr.compile(model, backend="eager")
     with torch.no_grad():
-        for batch, length in [(2, 8), (2, 12), (3, 16), (1, 9), (2, 20), (4, 7)]:
+        for batch, length in [(2, 8), (2, 12), (3, 16), (2, 9), (4, 20), (3, 7)]:
             ids = torch.randint(3, 100, (batch, length))
             mask = torch.ones_like(ids)
             ours = compiled(input_ids=ids, attention_mask=mask).last_hidden_state
@@ -168,3 +180,5 @@ def test_a_transformers_model_serves_new_batch_sizes_and_lengths_without_monitor
     assert compiled.stats.monitor_runs == 3
     assert compiled.stats.hits == 3
     assert compiled.records[0].dynamic_shapes
+    # Broadcasting assumed a batch other than 1: a batch of 1 is a record of its own.
+    assert "(K['attention_mask'].shape[0] != 1)" in compiled.records[0].guard_source
