@@ -1,15 +1,18 @@
 """How long the language server takes to lint a large file as the user types.
 
-The server re-runs the static rules on a document after each debounced edit;
-issue 6 asks for at most 200 ms on a 2,000-line file.  This measures exactly
-what the server does per edit: ``fullgraph.refactors.lint_source`` plus the
-conversion of every finding into an LSP diagnostic in UTF-16, on a generated
-file of nn.Module classes full of graph-break patterns and non-ASCII text.
+The server lints a document when it is opened and again after each debounced
+edit; issue 6 asks for at most 200 ms per edit on a 2,000-line file.  This
+measures what the server does: it opens a generated file of nn.Module classes
+full of graph-break patterns and non-ASCII text once with a refactors
+``IncrementalLinter`` (the *first lint*, every rule on every statement), then
+per run changes one constant inside a different class and times the re-lint
+plus the conversion of every finding into an LSP diagnostic in UTF-16.
 
     .venv/bin/python bench/lsp_latency.py [--lines 2000] [--runs 15] [--json]
 
-Prints the median and worst time; exits 1 when the median is over the budget.
-Not a test: timing on a shared CI machine would make a flaky one.
+Prints the first lint and the median and worst time per edit; exits 1 when
+the median per edit is over the budget.  Not a test: timing on a shared CI
+machine would make a flaky one.
 """
 
 from __future__ import annotations
@@ -52,6 +55,14 @@ def generate(lines: int) -> str:
     return "".join(parts)
 
 
+def edit_block(source: str, index: int, run: int) -> str:
+    """``source`` with the constant of one line inside class ``Block{index}`` changed."""
+    start = source.index(f"class Block{index}(")
+    line = source.index("            h = h * ", start)
+    end = source.index("\n", line)
+    return source[:line] + f"            h = h * {run + 3}" + source[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=2000)
@@ -62,40 +73,51 @@ def main(argv: list[str] | None = None) -> int:
 
     from fullgraph.lsp_server.features.findings import static_finding, to_diagnostic
     from fullgraph.lsp_server.positions import PositionMapper
-    from fullgraph.refactors import RULES, lint_source
+    from fullgraph.refactors import RULES, IncrementalLinter, lint_source
+
+    def diagnostics_of(text: str, raw: list) -> list:
+        mapper = PositionMapper(text, "utf-16")
+        findings = [static_finding(f, RULES) for f in raw]
+        return [to_diagnostic(f, mapper, root=None, docs_base_url="https://x") for f in findings]
 
     source = generate(options.lines)
-    lint_ms, convert_ms = [], []
-    diagnostics = []
-    lint_source(source, "bench.py")  # warm caches (imports, rule tables)
-    for _ in range(options.runs):
+    blocks = source.count("class Block")
+    lint_source(generate(60), "warm.py")  # warm caches (imports, rule tables)
+    linter = IncrementalLinter("bench.py")
+    start = time.perf_counter()
+    diagnostics = diagnostics_of(source, linter.lint(source))
+    first_ms = (time.perf_counter() - start) * 1000
+    lint_ms, convert_ms, relinted = [], [], []
+    for run in range(options.runs):
+        # A different class each run, spread over the file.
+        source = edit_block(source, (run * 37) % blocks, run)
         start = time.perf_counter()
-        findings = [static_finding(f, RULES) for f in lint_source(source, "bench.py")]
+        raw = linter.lint(source)
         linted = time.perf_counter()
-        mapper = PositionMapper(source, "utf-16")
-        diagnostics = [
-            to_diagnostic(f, mapper, root=None, docs_base_url="https://x") for f in findings
-        ]
+        diagnostics = diagnostics_of(source, raw)
         lint_ms.append((linted - start) * 1000)
         convert_ms.append((time.perf_counter() - linted) * 1000)
+        relinted.append(linter.relinted)
     total = [a + b for a, b in zip(lint_ms, convert_ms)]
     result = {
         "lines": source.count("\n"),
         "findings": len(diagnostics),
+        "first_lint_ms": round(first_ms, 1),
         "runs": options.runs,
         "median_ms": round(statistics.median(total), 1),
         "max_ms": round(max(total), 1),
         "lint_median_ms": round(statistics.median(lint_ms), 1),
         "diagnostics_median_ms": round(statistics.median(convert_ms), 1),
+        "chunks_relinted_max": max(relinted),
         "budget_ms": options.budget_ms,
     }
     if options.json:
         print(json.dumps(result))
     else:
         print(
-            f"lint + diagnostics of {result['lines']} lines ({result['findings']} findings): "
-            f"median {result['median_ms']} ms, worst {result['max_ms']} ms "
-            f"(rules {result['lint_median_ms']} ms, LSP conversion "
+            f"{result['lines']} lines ({result['findings']} findings): first lint "
+            f"{result['first_lint_ms']} ms; per edit median {result['median_ms']} ms, worst "
+            f"{result['max_ms']} ms (rules {result['lint_median_ms']} ms, LSP conversion "
             f"{result['diagnostics_median_ms']} ms; budget {options.budget_ms:.0f} ms)"
         )
     return 0 if result["median_ms"] <= options.budget_ms else 1

@@ -27,6 +27,7 @@ findings, only later.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
@@ -49,6 +50,13 @@ class ChunkNames:
     calls: frozenset[str]
     # ``from m import *`` binds names nobody can list: every chunk depends on it.
     star_import: bool = False
+    # For a chunk of plain imports only: each bound name -> how it is imported. Other
+    # chunks depend on such a chunk only through the bindings of the names they use.
+    imports: tuple[tuple[str, tuple], ...] | None = None
+
+    def bindings(self, names: frozenset[str] | set[str]) -> tuple:
+        """What another chunk that uses ``names`` can see of this import chunk."""
+        return tuple(binding for binding in self.imports or () if binding[0] in names)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +90,7 @@ def split_chunks(
     first_lines: list[int] = []
     previous_end = 0
     for statement in tree.body:
-        first = min([statement.lineno, *(d.lineno for d in _decorators(statement))])
+        first = _first_line(statement)
         continued = first > 1 and _ends_with_backslash(source, starts, first - 1)
         if groups and (first <= previous_end or continued):
             groups[-1].append(statement)
@@ -128,6 +136,7 @@ class _NameCollector(ast.NodeVisitor):
         self.defines: set[str] = set()
         self.calls: set[str] = set()
         self.star_import = False
+        self.imported: list[tuple[str, tuple]] = []
         self.depth = 0
 
     def _bind(self, name: str | None) -> None:
@@ -227,8 +236,13 @@ class _NameCollector(ast.NodeVisitor):
                 self.star_import = True
                 continue
             bound = alias.asname or alias.name.split(".")[0]
-            self.uses.add(bound)
             self._bind(bound)
+            if isinstance(node, ast.Import):
+                self.imported.append((bound, ("import", alias.name, alias.asname)))
+            else:
+                self.imported.append(
+                    (bound, ("from", node.module, node.level, alias.name, alias.asname))
+                )
 
     visit_Import = _import
     visit_ImportFrom = _import
@@ -259,13 +273,100 @@ def chunk_names(statements: Sequence[ast.stmt]) -> ChunkNames:
     collector = _NameCollector()
     for statement in statements:
         collector.visit(statement)
+    only_imports = not collector.star_import and all(
+        isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements
+    )
     return ChunkNames(
         frozenset(collector.binds),
         frozenset(collector.uses),
         frozenset(collector.defines),
         frozenset(collector.calls),
         collector.star_import,
+        tuple(sorted(collector.imported)) if only_imports else None,
     )
+
+
+def rechunk(
+    old_source: str, old_chunks: Sequence[Chunk], new_source: str, cache: dict[str, ChunkNames]
+) -> list[Chunk] | None:
+    """The chunks of ``new_source``, parsing only the chunks that differ from ``old_source``.
+
+    The changed text is widened to whole chunks (and one more before it when the
+    change starts exactly where a chunk does, since new lines there belong to the
+    chunk above).  When that part parses on its own, it starts with a statement
+    (its first character is unchanged, or the chunk before was taken too) and
+    ends where an unchanged statement starts, so the whole file parses into the
+    same statements.  None when it does not parse: the caller parses the whole.
+    """
+    if not old_chunks:
+        return None
+    prefix = _common_prefix(old_source, new_source)
+    suffix = _common_suffix(old_source, new_source, min(len(old_source), len(new_source)) - prefix)
+    low, high = prefix, len(old_source) - suffix
+    starts = [chunk.start_offset for chunk in old_chunks]
+    first = bisect.bisect_right(starts, low) - 1
+    if first > 0 and starts[first] == low:
+        first -= 1
+    last = max(first, bisect.bisect_right(starts, max(high - 1, low)) - 1)
+    start = starts[first]
+    end = starts[last + 1] if last + 1 < len(starts) else len(old_source)
+    delta = len(new_source) - len(old_source)
+    text = new_source[start : end + delta]
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    region = split_chunks(text, cache, tree)
+    if text and not region:
+        return None  # only comments left: they belong to the chunk above
+    if region and _ends_with_backslash(text, line_starts(text), region[-1].start_line):
+        return None  # split_chunks joins the next chunk to a line ending in a backslash
+    if region and first > 0 and _first_line(tree.body[0]) != 1:
+        return None
+    line = old_chunks[first].start_line
+    placed = [
+        dataclasses.replace(
+            chunk, start_line=chunk.start_line + line - 1, start_offset=chunk.start_offset + start
+        )
+        for chunk in region
+    ]
+    line_delta = sum(c.line_count for c in region) - sum(
+        c.line_count for c in old_chunks[first : last + 1]
+    )
+    after = [
+        dataclasses.replace(
+            chunk, start_line=chunk.start_line + line_delta, start_offset=chunk.start_offset + delta
+        )
+        for chunk in old_chunks[last + 1 :]
+    ]
+    return [*old_chunks[:first], *placed, *after]
+
+
+def _first_line(statement: ast.stmt) -> int:
+    return min([statement.lineno, *(d.lineno for d in _decorators(statement))])
+
+
+def _common_prefix(a: str, b: str) -> int:
+    # Halving on slice equality: each comparison runs at memcmp speed.
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[len(a) - middle :] == b[len(b) - middle :]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 class DependencyIndex:

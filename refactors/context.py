@@ -73,6 +73,9 @@ class RuleContext:
         self.path = path
         self.wrapper = wrapper
         self.module = wrapper.module
+        # All at once: libcst walks the tree once for the providers that do not depend on
+        # each other (parents with expression contexts), instead of once per request.
+        wrapper.resolve_many((meta.ParentNodeProvider, meta.QualifiedNameProvider))
         self.functions: dict[cst.FunctionDef, FunctionInfo] = find_functions(wrapper, entrypoints)
         self.suppressions = find_suppressions(source)
         self.findings: list[Finding] = []

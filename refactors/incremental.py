@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import gc
 import io
 import logging
 import re
@@ -39,7 +40,7 @@ from collections.abc import Collection, Sequence
 import libcst as cst
 import libcst.metadata as meta
 
-from .chunking import Chunk, ChunkNames, DependencyIndex, split_chunks
+from .chunking import Chunk, ChunkNames, DependencyIndex, rechunk, split_chunks
 from .context import RuleContext, _Replace
 from .engine import _parse, lint_source, run_rules
 from .findings import Finding, Fix, TextEdit
@@ -49,6 +50,8 @@ from .text_edits import diff_edits
 logger = logging.getLogger(__name__)
 
 _FIRST_NEWLINE = re.compile(r"\r\n|\r|\n")
+# Linting this many chunks at once is an opening, not an edit.
+_MANY_CHUNKS = 16
 
 
 class _FallBack(Exception):
@@ -207,22 +210,20 @@ class IncrementalLinter:
         self.entrypoints = tuple(entrypoints)
         self._names: dict[str, ChunkNames] = {}
         self._results: dict[tuple, list[_Found]] = {}
+        # The last source that parsed and its chunks: an edit re-parses only what it changed.
+        self._last: tuple[str, tuple[Chunk, ...]] | None = None
         # How many chunks the last lint ran the rules on (the rest came from the cache).
         self.relinted = 0
 
     def lint(self, source: str) -> list[Finding]:
         """Findings of ``source``, sorted by position; raises SourceSyntaxError like lint_source."""
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+        chunks = self._chunks(source)
+        if chunks is None:
             _parse(source, self.path)  # raises SourceSyntaxError with CPython's message
             return self._whole_file(source, "ast rejects what libcst parses")
         if "torch" not in source:
             self.relinted = 0
             return []  # as lint_source: every rule is about torch code
-        chunks = tuple(split_chunks(source, self._names, tree))
-        # Keep only the names of chunks that still exist, so the cache does not grow.
-        self._names = {chunk.text: chunk.names for chunk in chunks}
         layout = _layout(source)
         snapshot = _Snapshot(source, chunks, layout, self.path, self.codes, self.entrypoints)
         index = DependencyIndex(chunks)
@@ -233,7 +234,7 @@ class IncrementalLinter:
                 layout,
                 self.codes,
                 self.entrypoints,
-                tuple(chunks[i].text for i in needed),
+                _inputs(chunks, needed, position),
                 needed.index(position),
             )
             keys.append(key)
@@ -248,11 +249,33 @@ class IncrementalLinter:
             results[keys[position]] = found
         self._results = results
         self.relinted = len(missing)
+        if len(missing) >= _MANY_CHUNKS:
+            # libcst's scope analysis leaves reference cycles (scopes <-> assignments): after
+            # a large lint, free them now rather than in a collection during a later edit,
+            # which would then take some hundred ms longer than the edit itself.
+            gc.collect()
         findings = []
         for position, chunk in enumerate(chunks):
             for found in results[keys[position]]:
                 findings.append(self._place(found, chunk, position, snapshot))
         return findings
+
+    def _chunks(self, source: str) -> tuple[Chunk, ...] | None:
+        """The chunks of ``source``, or None when it does not parse."""
+        chunks = None
+        if self._last is not None:
+            chunks = rechunk(*self._last, source, self._names)
+        if chunks is None:
+            try:
+                tree = ast.parse(source)
+            except (SyntaxError, ValueError):
+                return None
+            chunks = split_chunks(source, self._names, tree)
+        chunks = tuple(chunks)
+        self._last = (source, chunks)
+        # Keep only the names of chunks that still exist, so the cache does not grow.
+        self._names = {chunk.text: chunk.names for chunk in chunks}
+        return chunks
 
     def _whole_file(self, source: str, reason: str) -> list[Finding]:
         logger.warning("linting %s as a whole: %s", self.path, reason)
@@ -308,6 +331,23 @@ class IncrementalLinter:
         return dataclasses.replace(
             finding, line=finding.line + shift, end_line=finding.end_line + shift, fix=fix
         )
+
+
+def _inputs(chunks: Sequence[Chunk], needed: list[int], position: int) -> tuple:
+    """What the findings of chunk ``position`` are a function of: the text of what it needs.
+
+    A chunk of plain imports counts only through the names the others use, so
+    that adding an import to a line every class depends on re-lints nothing.
+    """
+    used: set[str] = set()
+    for index in needed:
+        used |= chunks[index].names.uses
+    return tuple(
+        chunks[index].names.bindings(used)
+        if index != position and chunks[index].names.imports is not None
+        else chunks[index].text
+        for index in needed
+    )
 
 
 # -- fixes ----------------------------------------------------------------------------
