@@ -122,8 +122,9 @@ class _Checker:
             layer = self.layers.get(func.attr.value)
             if layer is None:
                 raise Refusal(
-                    f"`{code(func)}` is called, and it is not a torch.nn layer built in this "
-                    "class, so the rule cannot prove it free of effects and graph breaks"
+                    f"`{code(func)}` is called, and it is not a torch.nn layer built once in "
+                    "this class and left alone by its subclasses, so the rule cannot prove it "
+                    "free of effects and graph breaks"
                 )
             if layer.refusal is not None:
                 raise Refusal(f"`{code(func)}` is {layer.refusal}")

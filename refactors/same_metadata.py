@@ -171,16 +171,33 @@ class _SelfAttributes(cst.CSTVisitor):
             self.modified.add(root)
 
 
-def class_layers(class_def: cst.ClassDef, qualified_names, code) -> dict[str, Layer]:
-    """The layers of ``class_def`` (``self.proj = nn.Linear(4, 4)``) that a branch may call."""
+def _self_attributes(class_def: cst.ClassDef):
     assignments: dict[str, list[tuple[cst.BaseExpression | None, cst.FunctionDef]]] = {}
     modified: set[str] = set()
     for method in class_def.body.body:
         if isinstance(method, cst.FunctionDef):
             method.body.visit(_SelfAttributes(method, assignments, modified))
+    return assignments, modified
+
+
+def class_layers(
+    class_def: cst.ClassDef, qualified_names, code, subclasses: list[cst.ClassDef] = ()
+) -> dict[str, Layer]:
+    """The layers of ``class_def`` (``self.proj = nn.Linear(4, 4)``) that a branch may call.
+
+    An attribute a subclass (in ``subclasses``) assigns or changes may hold another
+    layer when the method runs on the subclass: it is left out.
+    """
+    assignments, modified = _self_attributes(class_def)
+    overridden: set[str] = set()
+    for subclass in subclasses:
+        sub_assignments, sub_modified = _self_attributes(subclass)
+        overridden |= sub_assignments.keys() | sub_modified
 
     layers: dict[str, Layer] = {}
     for attribute, assigned in assignments.items():
+        if attribute in overridden:
+            continue
         if len(assigned) != 1 or not isinstance(assigned[0][0], cst.Call):
             continue
         call, method = assigned[0]
@@ -206,7 +223,10 @@ def _layer_refusal(name: str, call: cst.Call, code) -> str | None:
         if argument is not None and not (
             isinstance(argument, cst.Name) and argument.value in ("False", "None")
         ):
-            return f"a `{name}` built with `{keyword}={code(argument)}`, which updates a tensor in place"
+            return (
+                f"a `{name}` built with `{keyword}={code(argument)}`, which updates a tensor "
+                "in place"
+            )
     return None
 
 

@@ -8,6 +8,7 @@ or, when a branch must not run untaken, ``torch.cond`` (see
 from __future__ import annotations
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from ..cond_form import plan_cond
 from ..predication import (
@@ -470,9 +471,33 @@ class TensorConditionRule(Rule):
         cache = self.__dict__.setdefault("_class_layers", {})
         if class_def not in cache:
             cache[class_def] = class_layers(
-                class_def, self.context.qualified_names, self.context.code
+                class_def,
+                self.context.qualified_names,
+                self.context.code,
+                self._subclasses(class_def),
             )
         return cache[class_def]
+
+    def _subclasses(self, class_def: cst.ClassDef) -> list[cst.ClassDef]:
+        """Classes of this file derived from ``class_def``, directly or not (by base name)."""
+        classes: list[cst.ClassDef] = []
+
+        class _Classes(cst.CSTVisitor):
+            def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                classes.append(node)
+
+        self.context.module.visit(_Classes())
+        names, found = {class_def.name.value}, []
+        changed = True
+        while changed:
+            changed = False
+            for candidate in classes:
+                bases = {get_full_name_for_node(arg.value) for arg in candidate.bases}
+                if candidate not in found and candidate is not class_def and bases & names:
+                    found.append(candidate)
+                    names.add(candidate.name.value)
+                    changed = True
+        return found
 
     def _statements(self, layout) -> list[cst.SimpleStatementLine]:
         torch = self.context.module_reference("torch")

@@ -75,6 +75,7 @@ def test_preserving_method_keeps_metadata(name: str) -> None:
     _check_preserving(name, lambda t: getattr(t, name)(), cond_facts.PRESERVING_METHODS[name])
 
 
+@pytest.mark.filterwarnings("ignore:dropout")  # Dropout2d/3d on 2-D samples
 @pytest.mark.parametrize("name", sorted(cond_facts.PRESERVING_MODULES))
 def test_preserving_layer_keeps_metadata(name: str) -> None:
     layer = _resolve(name)()
@@ -122,6 +123,7 @@ LAYERS = (
     "        self.act = nn.ReLU(inplace=True)\n"
     "        self.capped = nn.Embedding(100, 4, max_norm=1.0)\n"
     "        self.block = Block()\n"
+    "        self.rnn = nn.LSTM(4, 4)\n"
     "\n"
 )
 BLOCK = "class Block(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
@@ -283,7 +285,7 @@ REFUSALS = [
     ("h = self.norm(self.small(ids))", "h = self.large(ids)", "running statistics"),
     ("h = self.act(self.small(ids))", "h = self.large(ids)", "built with `inplace=True`"),
     ("h = self.capped(ids)", "h = self.large(ids)", "built with `max_norm=1.0`"),
-    ("h = self.block(self.small(ids))", "h = self.large(ids)", "not a torch.nn layer built"),
+    ("h = self.block(self.small(ids))", "h = self.large(ids)", "not a torch.nn layer built once"),
     ("h = self.small(ids).add_(1)", "h = self.large(ids)", "updates a tensor in place"),
     ("h = F.relu(self.small(ids), inplace=True)", "h = self.large(ids)", "in place"),
     ("h = self.small(ids)[ids > 0]", "h = self.large(ids)", "may be a tensor"),
@@ -301,6 +303,26 @@ REFUSALS = [
         "h = self.small(ids)\n    k = 1",
         "h = self.large(ids)\n    k = 2",
         "not known to be a tensor",
+    ),
+    ("h = self.rnn(self.small(ids))", "h = self.large(ids)", "not a layer the rule knows"),
+    (
+        "torch.manual_seed(0)\n    h = self.small(ids)",
+        "h = self.large(ids)",
+        "expression statement",
+    ),
+    ("h = self.small(ids) * torch.manual_seed(0)", "h = self.large(ids)", "outside the graph"),
+    ("h = self.small(ids) * torch.equal(ids, ids)", "h = self.large(ids)", "into Python"),
+    ("h = torch.relu_(self.small(ids))", "h = self.large(ids)", "updates a tensor in place"),
+    ("h = nn.Linear(4, 4)(self.small(ids))", "h = self.large(ids)", "builds a module"),
+    ("h = self.small(*[ids])", "h = self.large(ids)", "unpacks arguments"),
+    ("h = self.small(ids.nonzero())", "h = self.large(ids)", "depends on data"),
+    ("h = self.small(ids) * (not ids)", "h = self.large(ids)", "reads a tensor's value"),
+    ("h = self.small(ids) * (ids in ids)", "h = self.large(ids)", "reads a tensor's values"),
+    ("h = self.small(ids)\n    h = h.sum()", "h = self.large(ids)", "not provably of identical"),
+    (
+        "t = g * 1\n    h = self.small(ids)",
+        "g = ids.float()\n    h = self.large(ids)",
+        "`g` is read by a branch but not bound before the `if`",
     ),
 ]
 
@@ -321,6 +343,15 @@ def test_refused_cond_form_names_the_failed_condition(true: str, false: str, rea
     reasons = [f.refusal_reason or "" for f in findings]
     assert any(reason in text for text in reasons), reasons
     assert all(f.fix is None for f in findings)
+
+
+def test_branches_whose_values_are_all_unused_are_refused() -> None:
+    findings = _refusal(
+        "if ids.max() < 10:\n    t = self.small(ids)\nelse:\n    t = self.large(ids)\nreturn ids\n"
+    )
+    (finding,) = findings
+    assert finding.fix is None
+    assert "no value the branches compute is used" in finding.refusal_reason
 
 
 def test_condition_must_be_a_boolean_tensor() -> None:
@@ -363,3 +394,22 @@ def test_where_form_is_preferred_when_both_branches_can_run() -> None:
     )
     fixed = fix_source(source, codes={"FG101"})
     assert "torch.where(" in fixed and "torch.cond(" not in fixed
+
+
+def test_layer_a_subclass_rebuilds_has_no_known_metadata() -> None:
+    source = _module(
+        "def forward(self, ids):\n"
+        "    if ids.max() < 10:\n"
+        "        h = self.small(ids)\n"
+        "    else:\n"
+        "        h = self.large(ids)\n"
+        "    return h\n"
+    )
+    source += (
+        "\n\nclass Wider(M):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.large = nn.Embedding(100, 8)\n"
+    )
+    (finding,) = [f for f in lint_source(source) if f.code == "FG101"]
+    assert finding.fix is None and "left alone by its subclasses" in finding.refusal_reason
