@@ -48,6 +48,9 @@ class ChunkNames:
     defines: frozenset[str]
     # Names called as ``f(...)`` or ``self.f(...)`` (how regions.py builds the call tree).
     calls: frozenset[str]
+    # Whether a function here may start a compiled region by itself: it is decorated
+    # (a compile decorator or not) or named ``forward``; configured entrypoints aside.
+    may_compile: bool = False
     # ``from m import *`` binds names nobody can list: every chunk depends on it.
     star_import: bool = False
     # For a chunk of plain imports only: each bound name -> how it is imported. Other
@@ -128,7 +131,13 @@ def _ends_with_backslash(source: str, starts: list[int], line: int) -> bool:
 
 
 class _NameCollector(ast.NodeVisitor):
-    """Walks a chunk's statements; ``depth`` counts the function/class scopes entered."""
+    """Walks a chunk's statements; ``depth`` counts the function/class scopes entered.
+
+    A name local to the function it is used in (or to an enclosing one) is no
+    use of a module-level name, so ``x`` in every method does not tie every
+    chunk to a module-level ``x``.  Locals are only the bindings that libcst's
+    scope analysis also counts (not ``del``, not comprehension targets).
+    """
 
     def __init__(self) -> None:
         self.binds: set[str] = set()
@@ -137,20 +146,27 @@ class _NameCollector(ast.NodeVisitor):
         self.calls: set[str] = set()
         self.star_import = False
         self.imported: list[tuple[str, tuple]] = []
+        self.may_compile = False
         self.depth = 0
+        self.locals: list[set[str]] = []  # one set per enclosing function
 
     def _bind(self, name: str | None) -> None:
         if name is not None and self.depth == 0:
             self.binds.add(name)
 
-    def _scoped(self, body: Iterable[ast.AST]) -> None:
+    def _scoped(self, body: Iterable[ast.AST], local_names: set[str] | None = None) -> None:
         self.depth += 1
+        if local_names is not None:
+            self.locals.append(local_names)
         for node in body:
             self.visit(node)
+        if local_names is not None:
+            self.locals.pop()
         self.depth -= 1
 
     def visit_Name(self, node: ast.Name) -> None:
-        self.uses.add(node.id)
+        if not any(node.id in scope for scope in self.locals):
+            self.uses.add(node.id)
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self._bind(node.id)
 
@@ -174,12 +190,13 @@ class _NameCollector(ast.NodeVisitor):
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.defines.add(node.name)
         self.binds.add(node.name)
+        self.may_compile = self.may_compile or bool(node.decorator_list) or node.name == "forward"
         # Decorators, defaults and annotations are evaluated in the enclosing scope.
         for part in [*node.decorator_list, *_defaults(node.args), node.returns]:
             if part is not None:
                 self.visit(part)
         self._annotations(node)
-        self._scoped(node.body)
+        self._scoped(node.body, _function_locals(node))
 
     visit_FunctionDef = _function
     visit_AsyncFunctionDef = _function
@@ -269,6 +286,58 @@ def _defaults(arguments: ast.arguments) -> list[ast.expr]:
     return [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
 
 
+# Nested scopes whose bindings are not the function's own.
+_OTHER_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def _function_locals(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names ``function`` binds itself: parameters, assignments, imports, nested defs."""
+    arguments = function.args
+    names = {
+        arg.arg
+        for arg in [
+            *arguments.posonlyargs,
+            *arguments.args,
+            *arguments.kwonlyargs,
+            arguments.vararg,
+            arguments.kwarg,
+        ]
+        if arg is not None
+    }
+    declared_global: set[str] = set()
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, _OTHER_SCOPES):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if alias.name != "*"
+            )
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.Global):
+            declared_global.update(node.names)
+        pending.extend(ast.iter_child_nodes(node))
+    return names - declared_global
+
+
 def chunk_names(statements: Sequence[ast.stmt]) -> ChunkNames:
     collector = _NameCollector()
     for statement in statements:
@@ -281,6 +350,7 @@ def chunk_names(statements: Sequence[ast.stmt]) -> ChunkNames:
         frozenset(collector.uses),
         frozenset(collector.defines),
         frozenset(collector.calls),
+        collector.may_compile,
         collector.star_import,
         tuple(sorted(collector.imported)) if only_imports else None,
     )
@@ -370,30 +440,55 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
 
 
 class DependencyIndex:
-    """Which chunks bind, and which call, each name; answers :meth:`needed` per chunk."""
+    """Which chunks bind, define and call each name; answers :meth:`needed` per chunk.
 
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
+    ``entrypoints`` are the linter's (qualified names of functions that start a
+    compiled region): a chunk defining a function of that name may compile.
+    """
+
+    def __init__(self, chunks: Sequence[Chunk], entrypoints: Iterable[str] = ()) -> None:
         self.chunks = chunks
         self.binders: dict[str, list[int]] = {}
+        self.definers: dict[str, list[int]] = {}
         self.callers: dict[str, list[int]] = {}
         self.star_imports = [i for i, chunk in enumerate(chunks) if chunk.names.star_import]
         for index, chunk in enumerate(chunks):
             for name in chunk.names.binds:
                 self.binders.setdefault(name, []).append(index)
+            for name in chunk.names.defines:
+                self.definers.setdefault(name, []).append(index)
             for name in chunk.names.calls:
                 self.callers.setdefault(name, []).append(index)
+        self.compiled = self._compiled({re.split(r"[.:]", name)[-1] for name in entrypoints})
+
+    def _compiled(self, entry_names: set[str]) -> set[int]:
+        """Chunks that may hold a compiled function: a region's start, or called from one."""
+        found = {
+            index
+            for index, chunk in enumerate(self.chunks)
+            if chunk.names.may_compile or chunk.names.defines & entry_names
+        }
+        pending = list(found)
+        while pending:
+            for name in self.chunks[pending.pop()].names.calls:
+                for callee in self.definers.get(name, ()):
+                    if callee not in found:
+                        found.add(callee)
+                        pending.append(callee)
+        return found
 
     def needed(self, index: int) -> list[int]:
         """The chunks to lint with chunk ``index`` (itself included), in file order."""
         chunks = self.chunks
-        # Callers first: whether a function is compiled depends on who calls it.
+        # Callers first: whether a function is compiled depends on who calls it (only
+        # callers that may be compiled themselves pass a region on).
         callers = {index}
         pending = [index]
         while pending:
             current = pending.pop()
             for name in chunks[current].names.defines:
                 for caller in self.callers.get(name, ()):
-                    if caller not in callers:
+                    if caller not in callers and caller in self.compiled:
                         callers.add(caller)
                         pending.append(caller)
         # Then everything any of them uses, and what that uses in turn.

@@ -226,7 +226,7 @@ class IncrementalLinter:
             return []  # as lint_source: every rule is about torch code
         layout = _layout(source)
         snapshot = _Snapshot(source, chunks, layout, self.path, self.codes, self.entrypoints)
-        index = DependencyIndex(chunks)
+        index = DependencyIndex(chunks, self.entrypoints)
         keys, missing = [], []
         for position in range(len(chunks)):
             needed = index.needed(position)
@@ -378,7 +378,7 @@ def _fix_edits(snapshot: _Snapshot, position: int, finding: Finding) -> list[Tex
 
 def _fix_edits_from_partial(snapshot: _Snapshot, position: int, finding: Finding) -> list[TextEdit]:
     whole = cst.parse_module(snapshot.source)
-    included = DependencyIndex(snapshot.chunks).needed(position)
+    included = DependencyIndex(snapshot.chunks, snapshot.entrypoints).needed(position)
     partial = _partial(snapshot.layout, snapshot.chunks, included)
     # Only the finding's rule: rules do not see each other's findings.
     context = _lint_partial(
