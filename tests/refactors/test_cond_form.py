@@ -23,6 +23,7 @@ import pytest
 import torch
 from torch import nn
 
+import fullgraph.runtime
 from fullgraph.refactors import cond_facts, fix_source, lint_source
 
 DTYPES = [torch.bool, torch.int64, torch.float32, torch.float16, torch.bfloat16]
@@ -232,6 +233,27 @@ def test_cond_form_keeps_results_and_removes_the_break(form: str) -> None:
             warnings.simplefilter("ignore")
             counts.append(torch._dynamo.explain(module.M())(*args).graph_break_count)
     assert counts == [1, 0]
+
+
+def _runtime_breaks(module: types.ModuleType, forward_args: int) -> int:
+    torch.manual_seed(0)
+    args = (_ids(0), 3.0)[:forward_args]
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = fullgraph.runtime.explain(module.M(), *args).to_json()
+    return sum(1 for found in report["breaks"] if found["code"] == "FG202")
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_cond_form_removes_the_runtime_break(form: str) -> None:
+    forward, _ = FORMS[form]
+    source = _module(forward)
+    fixed = fix_source(source, codes={"FG101"})
+    forward_args = 2 if "scale" in forward else 1
+    original = _load(source, "cond_runtime_original")
+    rewritten = _load(fixed, "cond_runtime_fixed")
+    before = _runtime_breaks(original, forward_args)
+    assert (before, _runtime_breaks(rewritten, forward_args)) == (1, 0)
 
 
 def test_dropout_in_training_draws_the_same_random_numbers() -> None:
