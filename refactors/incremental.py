@@ -80,7 +80,8 @@ def _layout(source: str) -> _Layout:
     newline = match.group() if match else "\n"
     indent = "    "
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        # Universal newlines: a file may break lines with a lone "\r".
+        for token in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             if token.type == tokenize.INDENT:
                 indent = token.string
                 break

@@ -88,6 +88,7 @@ def _sources() -> dict[str, str]:
                 sources[f"{folder.name}/{path.stem}"] = path.read_text(encoding="utf-8")
     sources["layout"] = LAYOUT
     sources["crlf-tabs"] = CRLF_TABS
+    sources["cr"] = CRLF_TABS.replace("\r\n", "\r")
     return sources
 
 
@@ -150,7 +151,7 @@ def whole_file_fixes(caplog):
 def test_same_findings_and_fixes_as_the_whole_file(name: str, whole_file_fixes) -> None:
     source = SOURCES[name]
     # Entrypoints change which functions are compiled; the sources written for it try them.
-    configured = name in ("layout", "crlf-tabs", "incremental/cross_chunk")
+    configured = name in ("layout", "crlf-tabs", "cr", "incremental/cross_chunk")
     for entrypoints in ((), ("helper", "first", "f")) if configured else ((),):
         linter = IncrementalLinter(entrypoints=entrypoints)
         both = _lint_both(linter, source, entrypoints=entrypoints)
