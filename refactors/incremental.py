@@ -34,7 +34,9 @@ import gc
 import io
 import logging
 import re
+import threading
 import tokenize
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 
 import libcst as cst
@@ -180,6 +182,38 @@ class _Found:
     fix_title: str | None
 
 
+class _SharedResults:
+    """Chunk results of every linter in the process, the most recently used kept.
+
+    A key holds everything the findings depend on, never the path, so a document
+    closed and opened again, or a second file with the same classes, is linted
+    from here; linters run in the language server's worker threads, hence the lock.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple, list[_Found]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> list[_Found] | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, found: list[_Found]) -> None:
+        with self._lock:
+            self._entries[key] = found
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+
+
+# Some files' worth of chunks; a key holds the text of its chunk and of what it needs.
+_SHARED = _SharedResults(capacity=4000)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Snapshot:
     """One version of the document, everything a fix needs to be built later."""
@@ -239,15 +273,22 @@ class IncrementalLinter:
                 needed.index(position),
             )
             keys.append(key)
-            if key not in self._results:
+        results = {}
+        for position, key in enumerate(keys):
+            found = self._results.get(key)
+            if found is None:
+                found = _SHARED.get(key)
+            if found is None:
                 missing.append(position)
-        results = {key: self._results[key] for key in keys if key in self._results}
+            else:
+                results[key] = found
         try:
             fresh = self._lint_chunks(snapshot, index, missing)
         except _FallBack as reason:
             return self._whole_file(source, str(reason))
         for position, found in fresh.items():
             results[keys[position]] = found
+            _SHARED.put(keys[position], found)
         self._results = results
         self.relinted = len(missing)
         if len(missing) >= _MANY_CHUNKS:

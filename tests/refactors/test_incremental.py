@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fullgraph.refactors import RULES, SourceSyntaxError, apply_edits, lint_source
+from fullgraph.refactors import RULES, SourceSyntaxError, apply_edits, incremental, lint_source
 from fullgraph.refactors.chunking import line_starts, rechunk, split_chunks
 from fullgraph.refactors.incremental import IncrementalLinter
 
@@ -141,6 +141,12 @@ def _assert_same(source: str, whole, incremental, fixes: int | None = None) -> N
 
 
 @pytest.fixture
+def own_cache(monkeypatch):
+    """No results from other tests' linters: counts of re-linted chunks are this test's."""
+    monkeypatch.setattr(incremental, "_SHARED", incremental._SharedResults(capacity=4000))
+
+
+@pytest.fixture
 def whole_file_fixes(caplog):
     """The messages of fixes that had to be taken from a whole-file lint."""
     caplog.set_level(logging.WARNING, logger="fullgraph.refactors.incremental")
@@ -229,7 +235,7 @@ def _assert_same_chunks(before: str, after: str) -> None:
         assert partly == split_chunks(after)
 
 
-def test_an_edit_relints_only_the_chunks_it_reaches() -> None:
+def test_an_edit_relints_only_the_chunks_it_reaches(own_cache) -> None:
     source = (FIXTURES / "incremental" / "cross_chunk.py").read_text(encoding="utf-8")
     linter = IncrementalLinter()
     linter.lint(source)
@@ -253,7 +259,7 @@ def test_an_edit_relints_only_the_chunks_it_reaches() -> None:
     assert linter.relinted == 1  # the first chunk, which holds the new lines
 
 
-def test_bench_file_edit_relints_one_block(whole_file_fixes) -> None:
+def test_bench_file_edit_relints_one_block(whole_file_fixes, own_cache) -> None:
     source = _bench_source(120)
     linter = IncrementalLinter("bench.py")
     _assert_same(source, lint_source(source), linter.lint(source), fixes=4)
@@ -267,6 +273,16 @@ def test_bench_file_edit_relints_one_block(whole_file_fixes) -> None:
     assert linter.relinted == 1
     _assert_same(edited, whole, incremental, fixes=2)
     assert whole_file_fixes() == []
+
+
+def test_a_document_opened_again_is_not_linted_again(own_cache) -> None:
+    source = (FIXTURES / "incremental" / "cross_chunk.py").read_text(encoding="utf-8")
+    first = IncrementalLinter("a.py")
+    expected = [_visible(f) for f in first.lint(source)]
+    assert first.relinted > 0
+    again = IncrementalLinter("a.py")
+    assert [_visible(f) for f in again.lint(source)] == expected
+    assert again.relinted == 0
 
 
 def test_a_fix_applies_to_the_text_it_was_found_in() -> None:
