@@ -271,6 +271,25 @@ class SizeInt(int):
         return (int, (self._exact(),))
 
 
+def size_sym(value: Any) -> SizeSym | None:
+    """A symbolic value for a size, or a ``torch.Size``/tuple/list of sizes (None: holds none)."""
+    if not holds_size(value) or not isinstance(value, (SizeInt, tuple, list)):
+        return None
+    return SizeSym(plain(value), _build_text(value))
+
+
+def _build_text(value: Any) -> str:
+    """Python text that rebuilds ``value`` with each size re-read from the inputs."""
+    if isinstance(value, SizeInt):
+        return value.expr.text()
+    if isinstance(value, (tuple, list)):
+        items = "".join(_build_text(item) + ", " for item in value)
+        if isinstance(value, torch.Size):
+            return f"torch.Size(({items}))"
+        return f"[{items}]" if isinstance(value, list) else f"({items})"
+    return repr(value)
+
+
 def holds_size(value: Any) -> bool:
     """Whether ``value`` (a number, slice, ``torch.Size`` or pytree of them) holds a SizeInt."""
     return any(isinstance(leaf, SizeInt) for leaf in _leaves(value))
@@ -322,6 +341,7 @@ class ShapeTracker:
         self.symbols: dict[Any, SizeLeaf] = {}  # sympy symbol -> input dimension
         self.failure: str | None = None
         self.closed = False  # set when the run ends: sizes left behind act as plain ints
+        self.formatting = False  # an f-string the taint tracking rebuilds is formatting sizes
         self.live = False  # whether the program holds any SizeInt yet
 
     @property
@@ -377,7 +397,7 @@ class ShapeTracker:
             flat, spec = tree_flatten((args, kwargs))
             flat = [fake_of(item) if isinstance(item, torch.Tensor) else item for item in flat]
             fake_args, fake_kwargs = map_sizes(tree_unflatten(flat, spec), self.symint)
-            with self.mode:
+            with torch_internals.fake_run(self.mode):
                 fake_result = func(*fake_args, **fake_kwargs)
         except Exception as error:  # noqa: BLE001 - any failure: sizes are not followed
             self.fail(f"{getattr(func, '__name__', func)}: {type(error).__name__}: {error}"[:200])
@@ -489,7 +509,7 @@ class ShapeTracker:
                 self.concretize(leaf)
 
     def concretize(self, size: SizeInt) -> None:
-        if self.run.paused or self.closed:
+        if self.run.paused or self.closed or self.formatting:
             return
         self.run._add_condition(
             Condition(

@@ -90,6 +90,17 @@ def fake_mode_with_symbols():
     return FakeTensorMode(shape_env=ShapeEnv(duck_shape=False, specialize_zero_one=False))
 
 
+@contextlib.contextmanager
+def fake_run(mode):
+    """Run torch calls on fake tensors the way Dynamo does: with the Python dispatcher,
+    whose size-generic decompositions (``constant_pad_nd``, ``lstm`` ...) keep sizes
+    symbolic where some C++ meta functions would fix them to today's numbers."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    with mode, enable_python_dispatcher():
+        yield
+
+
 def fake_from(mode, tensor: torch.Tensor, dynamic_dims: set, name: str) -> torch.Tensor:
     """A fake copy of ``tensor`` whose ``dynamic_dims`` are symbols, the rest static."""
     from torch._dynamo.source import ConstantSource

@@ -129,6 +129,20 @@ def test_a_printed_shape_is_the_shape_of_each_call(capsys):
     assert compiled.stats.monitor_runs == 2
 
 
+def report_sizes(x):
+    print(f"batch {x.size(0)} of {tuple(x.shape)}")
+    return x.relu()
+
+
+def test_an_f_string_of_sizes_is_rebuilt_from_each_call(capsys):
+    compiled = fr.compile(report_sizes, backend="eager")
+    for batch in (2, 3, 5, 6):
+        compiled(torch.randn(batch, 4))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"batch {b} of ({b}, 4)" for b in (2, 3, 5, 6)]
+    assert compiled.stats.monitor_runs == 2  # the message did not pin the batch size
+
+
 @pytest.mark.inductor
 def test_inductor_compiles_the_size_generic_graph(inductor_tolerance):
     model = Attention()
