@@ -33,20 +33,25 @@ import dataclasses
 import libcst as cst
 
 from . import cond_facts as facts
-from .predication import RETURN, Branch, Refusal, fresh_names, is_single_value
+from .predication import (
+    RETURN,
+    Branch,
+    Refusal,
+    fresh_names,
+    is_boolean,
+    is_single_value,
+    not_boolean,
+    torch_names,
+)
 from .same_metadata import (
     Layer,
     MetadataKeys,
     argument_of,
     is_self_attribute,
     reads,
-    torch_names,
 )
 from .tensor_types import Kind, TensorTypes
 from .torch_facts import DATA_DEPENDENT_BOOL_TORCH
-
-BOOLEAN_REDUCTIONS = frozenset({"any", "all"})
-
 
 # -- what a branch may contain ----------------------------------------------------------
 
@@ -173,39 +178,6 @@ class _Checker:
 # -- the plan ---------------------------------------------------------------------------
 
 
-def is_boolean(
-    node: cst.BaseExpression,
-    types: TensorTypes,
-    qualified_names,
-    seen: frozenset[str] = frozenset(),
-) -> bool:
-    """Whether ``node`` is provably a ``torch.bool`` tensor (torch.cond's predicate)."""
-    if isinstance(node, cst.Name) and node.value not in seen:
-        values = types.assigned.get(node.value, [])
-        return bool(values) and all(
-            v is not None and is_boolean(v, types, qualified_names, seen | {node.value})
-            for v in values
-        )
-    if isinstance(node, cst.Comparison):
-        return len(node.comparisons) == 1 and not isinstance(
-            node.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)
-        )
-    if isinstance(node, cst.Call):
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in BOOLEAN_REDUCTIONS:
-            return not node.args and types.is_tensor(func.value)
-        return bool(torch_names(qualified_names, func) & {"torch.any", "torch.all"}) and (
-            len(node.args) == 1
-        )
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
-        return is_boolean(node.expression, types, qualified_names, seen)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
-        return is_boolean(node.left, types, qualified_names, seen) and is_boolean(
-            node.right, types, qualified_names, seen
-        )
-    return False
-
-
 @dataclasses.dataclass
 class CondPlan:
     """``targets = torch.cond(condition, true_name, false_name, (operands…))`` and the two defs."""
@@ -285,10 +257,7 @@ def plan_cond(
     if not types.is_tensor(condition) or not is_single_value(condition, types, qualified_names):
         raise Refusal(f"the condition `{code(condition)}` is not provably a one-element tensor")
     if not is_boolean(condition, types, qualified_names):
-        raise Refusal(
-            f"the condition `{code(condition)}` is not provably a boolean tensor (torch.cond "
-            "needs a torch.bool predicate; write a comparison)"
-        )
+        raise Refusal(not_boolean(condition, code))
     otherwise = otherwise or Branch([])
     branches = (then, otherwise)
     if then.returns != otherwise.returns:

@@ -53,6 +53,7 @@ SCALAR_METHODS = frozenset(
     }
 )
 SCALAR_TORCH = frozenset(f"torch.{name}" for name in SCALAR_METHODS)
+BOOLEAN_REDUCTIONS = frozenset({"any", "all"})
 
 
 class Refusal(Exception):
@@ -180,6 +181,53 @@ def branch_from_block(block: cst.BaseSuite, label: str) -> Branch:
     return Branch(assignments, lines)
 
 
+def torch_names(qualified_names, func: cst.BaseExpression) -> set[str]:
+    """The ``torch.*`` names ``func`` refers to, when it is a dotted name.
+
+    Qualified names of ``torch.tanh(x).neg`` come out as ``torch.tanh.neg``: a
+    callee that is a method of a call's result is not a torch function.
+    """
+    node = func
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return set()
+    return {n for n in qualified_names(func) if n.startswith("torch.")}
+
+
+def is_boolean(
+    node: cst.BaseExpression,
+    types: TensorTypes,
+    qualified_names,
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether ``node`` is provably a ``torch.bool`` tensor (torch.cond's predicate)."""
+    if isinstance(node, cst.Name) and node.value not in seen:
+        values = types.assigned.get(node.value, [])
+        return bool(values) and all(
+            v is not None and is_boolean(v, types, qualified_names, seen | {node.value})
+            for v in values
+        )
+    if isinstance(node, cst.Comparison):
+        return len(node.comparisons) == 1 and not isinstance(
+            node.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+        )
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in BOOLEAN_REDUCTIONS:
+            return not node.args and types.is_tensor(func.value)
+        return bool(torch_names(qualified_names, func) & {"torch.any", "torch.all"}) and (
+            len(node.args) == 1
+        )
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        return is_boolean(node.expression, types, qualified_names, seen)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
+        return is_boolean(node.left, types, qualified_names, seen) and is_boolean(
+            node.right, types, qualified_names, seen
+        )
+    return False
+
+
 def is_single_value(
     node: cst.BaseExpression,
     types: TensorTypes,
@@ -216,6 +264,28 @@ def is_single_value(
     return False
 
 
+def check_no_inplace_layer(node: cst.BaseExpression, layers: dict, code) -> None:
+    """Raise :class:`Impurity` if ``node`` calls a layer built to update its input in place.
+
+    ``layers`` maps ``self.<attr>`` to :class:`fullgraph.refactors.same_metadata.Layer`;
+    ``self.act = nn.ReLU(inplace=True)`` is pure by its class, but running it untaken
+    would change the tensor the other branch reads.
+    """
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == "self"
+                and getattr(layers.get(func.attr.value), "inplace", False)
+            ):
+                raise Impurity(f"`{code(call)}` updates its input in place")
+
+    node.visit(_Calls())
+
+
 def not_a_tensor(condition: cst.BaseExpression, types: TensorTypes, code) -> str:
     """Why a condition cannot be used as a tensor, in words."""
     if types.kind(condition) is Kind.UNKNOWN:
@@ -226,6 +296,13 @@ def not_a_tensor(condition: cst.BaseExpression, types: TensorTypes, code) -> str
     return (
         f"the condition `{code(condition)}` is a Python bool computed from tensor data, not a "
         "tensor that torch.where can select with"
+    )
+
+
+def not_boolean(condition: cst.BaseExpression, code) -> str:
+    return (
+        f"the condition `{code(condition)}` is not provably a boolean tensor (torch.where and "
+        "torch.cond take a torch.bool condition; write a comparison such as `!= 0`)"
     )
 
 
@@ -251,6 +328,7 @@ def plan(
     live: set[str],
     defined_before: set[str],
     taken_names: set[str],
+    layers: dict | None = None,
 ) -> Plan:
     """Check every legality condition and lay out the rewrite (or raise :class:`Refusal`)."""
     if not types.is_tensor(condition):
@@ -260,12 +338,15 @@ def plan(
             f"the condition `{code(condition)}` is not provably a single value "
             "(torch.where would broadcast it instead of raising like `if` does)"
         )
+    if not is_boolean(condition, types, qualified_names):
+        raise Refusal(not_boolean(condition, code))
     otherwise = otherwise or Branch([])
     if then.returns != otherwise.returns:
         raise Refusal("only one branch returns; the other path continues after the `if`")
     for _, value in then.assignments + otherwise.assignments:
         try:
             check_speculatable(value, types, qualified_names, code)
+            check_no_inplace_layer(value, layers or {}, code)
         except Impurity as impurity:
             raise Unspeculatable(
                 f"the untaken branch could fault or have an effect: {impurity}"

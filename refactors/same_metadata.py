@@ -25,7 +25,7 @@ import dataclasses
 import libcst as cst
 
 from . import cond_facts as facts
-from .predication import names_in
+from .predication import names_in, torch_names
 from .tensor_types import Kind, TensorTypes
 from .torch_facts import METADATA_ATTRIBUTES, METADATA_METHODS, TENSOR_ATTRIBUTES
 
@@ -44,20 +44,6 @@ ARITHMETIC = {
     cst.LeftShift: "lshift",
     cst.RightShift: "rshift",
 }
-
-
-def torch_names(qualified_names, func: cst.BaseExpression) -> set[str]:
-    """The ``torch.*`` names ``func`` refers to, when it is a dotted name.
-
-    Qualified names of ``torch.tanh(x).neg`` come out as ``torch.tanh.neg``: a
-    callee that is a method of a call's result is not a torch function.
-    """
-    node = func
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return set()
-    return {n for n in qualified_names(func) if n.startswith("torch.")}
 
 
 def is_self_attribute(node: cst.BaseExpression) -> bool:
@@ -100,6 +86,8 @@ class Layer:
     key: str | None
     # Why torch.cond may not call it (None: it may).
     refusal: str | None
+    # Built to update its input in place (`nn.ReLU(inplace=True)`): never run untaken.
+    inplace: bool = False
 
 
 def _root_attribute(node: cst.BaseExpression) -> str | None:
@@ -208,7 +196,8 @@ def class_layers(
             continue
         name = names[0]
         key = None if attribute in modified else _constructor_key(name, call, method, code)
-        layers[attribute] = Layer(name, key, _layer_refusal(name, call, code))
+        inplace = _inplace_argument(name, call) is not None
+        layers[attribute] = Layer(name, key, _layer_refusal(name, call, code), inplace)
     return layers
 
 
@@ -217,17 +206,24 @@ def _layer_refusal(name: str, call: cst.Call, code) -> str | None:
         return f"a `{name}`, which {facts.REFUSED_MODULES[name]}"
     if name not in facts.COND_MODULES:
         return f"a `{name}`, not a layer the rule knows torch.cond can run"
-    if name in facts.INPLACE_PARAMETERS:
-        position, keyword = facts.INPLACE_PARAMETERS[name]
-        argument = argument_of(call, position, keyword)
-        if argument is not None and not (
-            isinstance(argument, cst.Name) and argument.value in ("False", "None")
-        ):
-            return (
-                f"a `{name}` built with `{keyword}={code(argument)}`, which updates a tensor "
-                "in place"
-            )
+    argument = _inplace_argument(name, call)
+    if argument is not None:
+        keyword = facts.INPLACE_PARAMETERS[name][1]
+        return (
+            f"a `{name}` built with `{keyword}={code(argument)}`, which updates a tensor in place"
+        )
     return None
+
+
+def _inplace_argument(name: str, call: cst.Call) -> cst.BaseExpression | None:
+    """The constructor argument that makes the layer update a tensor in place, if any."""
+    if name not in facts.INPLACE_PARAMETERS:
+        return None
+    position, keyword = facts.INPLACE_PARAMETERS[name]
+    argument = argument_of(call, position, keyword)
+    if argument is None or (isinstance(argument, cst.Name) and argument.value in ("False", "None")):
+        return None
+    return argument
 
 
 def argument_of(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:

@@ -17,9 +17,12 @@ from ..predication import (
     Refusal,
     Unspeculatable,
     branch_from_block,
+    check_no_inplace_layer,
+    is_boolean,
     is_single_value,
     names_in,
     not_a_tensor,
+    not_boolean,
     plan,
 )
 from ..purity import Impurity, check_speculatable
@@ -385,15 +388,14 @@ class TensorConditionRule(Rule):
             "live": self._names_outside(function, node) | names_in(node.test),
             "defined_before": self._assigned_outside(function, node) | set(types.parameters),
             "taken_names": self._all_names(function),
+            "layers": self._layers(function),
         }
         try:
             layout = plan(condition, then, otherwise, **arguments)
         except Unspeculatable as unspeculatable:
             # torch.where would run the branch untaken; torch.cond runs only the taken one.
             try:
-                cond = plan_cond(
-                    condition, then, otherwise, layers=self._layers(function), **arguments
-                )
+                cond = plan_cond(condition, then, otherwise, **arguments)
             except Refusal as refusal:
                 raise Refusal(
                     f"{unspeculatable}; torch.cond, which runs only the taken branch, is not "
@@ -574,7 +576,7 @@ class TensorConditionRule(Rule):
         message = self.MESSAGE.format(construct="conditional expression", condition=code(node.test))
         torch = self.context.module_reference("torch")
         try:
-            self._check_ifexp(node, types)
+            self._check_ifexp(node, types, self._layers(function))
             select = cst.parse_expression(
                 f"{torch}.where({code(node.test)}, {code(node.body)}, {code(node.orelse)})"
             )
@@ -608,18 +610,21 @@ class TensorConditionRule(Rule):
             return
         self.report(node.test, message, changes={node: select}, imports=["torch"], fix_title=title)
 
-    def _check_ifexp(self, node: cst.IfExp, types) -> None:
+    def _check_ifexp(self, node: cst.IfExp, types, layers) -> None:
         names, code = self.context.qualified_names, self.context.code
         if not types.is_tensor(node.test):
             raise Refusal(not_a_tensor(node.test, types, code))
         if not is_single_value(node.test, types, names):
             raise Refusal(f"the condition `{code(node.test)}` is not provably a single value")
+        if not is_boolean(node.test, types, names):
+            raise Refusal(not_boolean(node.test, code))
         for value in (node.body, node.orelse):
             if not types.is_tensor(value):
                 raise Refusal(f"`{code(value)}` is not known to be a tensor")
         for value in (node.body, node.orelse):
             try:
                 check_speculatable(value, types, names, code)
+                check_no_inplace_layer(value, layers, code)
             except Impurity as impurity:
                 raise Unspeculatable(
                     f"the untaken branch could fault or have an effect: {impurity}"

@@ -405,6 +405,34 @@ def test_layer_converted_after_construction_has_no_known_metadata() -> None:
     assert finding.fix is None and "not provably of identical" in finding.refusal_reason
 
 
+def test_layer_built_in_place_never_runs_untaken() -> None:
+    # nn.ReLU is pure by its class, but inplace=True would change `ids` for the other branch.
+    findings = _refusal(
+        "if ids.max() < 10:\n    h = self.act(ids)\nelse:\n    h = ids * 2\nreturn h\n"
+    )
+    (finding,) = findings
+    assert finding.fix is None and "`self.act(ids)` updates its input in place" in (
+        finding.refusal_reason
+    )
+
+
+@pytest.mark.parametrize("form", ["where", "cond"])
+def test_comments_of_a_branch_behind_a_static_conjunct_are_kept(form: str) -> None:
+    value = "self.small(ids)" if form == "cond" else "ids * 2"
+    source = _module(
+        "def forward(self, ids):\n"
+        "    if self.training and ids.max() < 10:\n"
+        "        # the first comment\n"
+        f"        h = {value}  # the second comment\n"
+        "    else:\n"
+        f"        h = {value.replace('small', 'large').replace('2', '3')}\n"
+        "    return h\n"
+    )
+    fixed = fix_source(source, codes={"FG101"})
+    assert f"torch.{form}(" in fixed
+    assert "# the first comment" in fixed and "# the second comment" in fixed
+
+
 def test_where_form_is_preferred_when_both_branches_can_run() -> None:
     source = _module(
         "def forward(self, x: torch.Tensor):\n"

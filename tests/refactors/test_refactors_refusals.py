@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+
 from fullgraph.refactors import fix_source, lint_source
 
 HEADER = "import torch\nfrom torch import nn\n\n\ndef helper(x):\n    return x\n\n\n"
@@ -44,6 +45,8 @@ REFUSALS = [
         "`z` is bound only when the condition is true",
     ),
     ("FG101", "if x > 0:\n    y = x\nreturn y\n", "not provably a single value"),
+    ("FG101", "if x.sum():\n    y = x * 2\nreturn y\n", "not provably a boolean tensor"),
+    ("FG101", "return x * 2 if x.sum() else x\n", "not provably a boolean tensor"),
     (
         "FG101",
         "if torch.equal(x, y):\n    y = x * 2\nreturn y\n",
