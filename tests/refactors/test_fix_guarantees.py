@@ -23,10 +23,11 @@ import types
 import warnings
 from pathlib import Path
 
-import fullgraph.runtime
 import libcst as cst
 import pytest
 import torch
+
+import fullgraph.runtime
 from fullgraph.refactors import fix_source, lint_source
 
 FIXTURES = Path(__file__).parent / "fixtures"

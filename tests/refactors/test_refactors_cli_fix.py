@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+
 from fullgraph.refactors import fix_source
 
 pytestmark = pytest.mark.skipif(

@@ -18,6 +18,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 import torch
+
 from fullgraph.refactors import apply_edits, fix_source, lint_source
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"

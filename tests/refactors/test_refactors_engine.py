@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+
 from fullgraph.refactors import SourceSyntaxError, apply_edits, fix_source, lint_source
 
 BRANCHY = (

@@ -6,9 +6,10 @@ import functools
 import sys
 import types
 
-import fullgraph.runtime
 import pytest
 import torch
+
+import fullgraph.runtime
 from fullgraph.refactors import fix_source, lint_source
 
 SOURCE = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from fullgraph.refactors.support import check, defer_side_effects, deferred
 
 

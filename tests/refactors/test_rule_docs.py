@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from fullgraph.refactors import RULES
 from fullgraph.refactors.docs import main, render_all, stale_pages
 

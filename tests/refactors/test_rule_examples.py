@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+
 from fullgraph.refactors import RULES, apply_edits, fix_source, lint_source
 from fullgraph.refactors.rule import Invalid, Valid
 
