@@ -13,11 +13,12 @@ touched.  This module does the cheap part with :mod:`ast` (a whole-file
 - :class:`ChunkNames` records, per chunk, the names through which the rules
   see other chunks: what it binds at module level (plus every ``def`` and
   ``class`` name), what it uses, which functions it defines and calls.
-- :func:`dependencies` says which chunks must be linted together with a chunk
-  for its findings to be exactly those of a whole-file lint: the callers of
-  its functions, transitively (they decide whether a function is compiled),
-  and then everything those chunks use, transitively (imports and other
-  module-level bindings, base classes, called functions and their bodies).
+- :meth:`DependencyIndex.needed` says which chunks must be linted together
+  with a chunk for its findings to be exactly those of a whole-file lint: the
+  callers of its functions that may be compiled, transitively (they decide
+  whether a function is compiled), the subclasses of its classes, and then
+  everything those chunks use, transitively (imports and other module-level
+  bindings, base classes, called functions and their bodies).
 
 Every set here over-approximates what the rules read (any identifier counts
 as a use); a chunk linted with more real chunks around it gets the same
@@ -51,6 +52,10 @@ class ChunkNames:
     # Whether a function here may start a compiled region by itself: it is decorated
     # (a compile decorator or not) or named ``forward``; configured entrypoints aside.
     may_compile: bool = False
+    # Classes defined at any depth, and the identifiers in their bases: FG101 looks for
+    # the subclasses of a class anywhere in the file (by base name).
+    classes: frozenset[str] = frozenset()
+    base_names: frozenset[str] = frozenset()
     # ``from m import *`` binds names nobody can list: every chunk depends on it.
     star_import: bool = False
     # For a chunk of plain imports only: each bound name -> how it is imported. Other
@@ -147,6 +152,8 @@ class _NameCollector(ast.NodeVisitor):
         self.star_import = False
         self.imported: list[tuple[str, tuple]] = []
         self.may_compile = False
+        self.classes: set[str] = set()
+        self.base_names: set[str] = set()
         self.depth = 0
         self.locals: list[set[str]] = []  # one set per enclosing function
 
@@ -224,6 +231,9 @@ class _NameCollector(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.binds.add(node.name)
+        self.classes.add(node.name)
+        for base in node.bases:
+            self.base_names.update(n.id for n in ast.walk(base) if isinstance(n, ast.Name))
         # Classes of the same name share their ``self.<attr>`` facts (regions.py keys by name).
         self.uses.add(node.name)
         for part in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
@@ -351,6 +361,8 @@ def chunk_names(statements: Sequence[ast.stmt]) -> ChunkNames:
         frozenset(collector.defines),
         frozenset(collector.calls),
         collector.may_compile,
+        frozenset(collector.classes),
+        frozenset(collector.base_names),
         collector.star_import,
         tuple(sorted(collector.imported)) if only_imports else None,
     )
@@ -451,10 +463,13 @@ class DependencyIndex:
         self.binders: dict[str, list[int]] = {}
         self.definers: dict[str, list[int]] = {}
         self.callers: dict[str, list[int]] = {}
+        self.subclassers: dict[str, list[int]] = {}
         self.star_imports = [i for i, chunk in enumerate(chunks) if chunk.names.star_import]
         for index, chunk in enumerate(chunks):
             for name in chunk.names.binds:
                 self.binders.setdefault(name, []).append(index)
+            for name in chunk.names.base_names:
+                self.subclassers.setdefault(name, []).append(index)
             for name in chunk.names.defines:
                 self.definers.setdefault(name, []).append(index)
             for name in chunk.names.calls:
@@ -491,6 +506,14 @@ class DependencyIndex:
                     if caller not in callers and caller in self.compiled:
                         callers.add(caller)
                         pending.append(caller)
+        # The subclasses of its classes, which may rebuild their layers.
+        pending = [index]
+        while pending:
+            for name in chunks[pending.pop()].names.classes:
+                for subclass in self.subclassers.get(name, ()):
+                    if subclass not in callers:
+                        callers.add(subclass)
+                        pending.append(subclass)
         # Then everything any of them uses, and what that uses in turn.
         found = set(callers) | set(self.star_imports)
         pending = list(found)

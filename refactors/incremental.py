@@ -54,6 +54,9 @@ logger = logging.getLogger(__name__)
 _FIRST_NEWLINE = re.compile(r"\r\n|\r|\n")
 # Linting this many chunks at once is an opening, not an edit.
 _MANY_CHUNKS = 16
+# Whether many missing chunks are linted in one partial module (see _lint_chunks);
+# the equivalence test turns it off to lint every chunk with only what it needs.
+_GROUP_MISSING = True
 
 
 class _FallBack(Exception):
@@ -336,7 +339,7 @@ class IncrementalLinter:
         """
         if not missing:
             return {}
-        if len(missing) > 1 and len(missing) * 4 >= len(snapshot.chunks):
+        if _GROUP_MISSING and len(missing) > 1 and len(missing) * 4 >= len(snapshot.chunks):
             included = sorted(set().union(*(index.needed(position) for position in missing)))
             groups = [(included, missing)]
         else:

@@ -154,7 +154,13 @@ def whole_file_fixes(caplog):
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
-def test_same_findings_and_fixes_as_the_whole_file(name: str, whole_file_fixes) -> None:
+def test_same_findings_and_fixes_as_the_whole_file(
+    name: str, whole_file_fixes, monkeypatch
+) -> None:
+    # Each chunk in a partial module of only the chunks it needs, as after an edit (an
+    # opening lints them together, which would hide a dependency the linter missed).
+    monkeypatch.setattr(incremental, "_GROUP_MISSING", False)
+    monkeypatch.setattr(incremental, "_SHARED", incremental._SharedResults(capacity=4000))
     source = SOURCES[name]
     # Entrypoints change which functions are compiled; the sources written for it try them.
     configured = name in ("layout", "crlf-tabs", "cr", "incremental/cross_chunk")
@@ -239,10 +245,11 @@ def test_an_edit_relints_only_the_chunks_it_reaches(own_cache) -> None:
     source = (FIXTURES / "incremental" / "cross_chunk.py").read_text(encoding="utf-8")
     linter = IncrementalLinter()
     linter.lint(source)
-    # An edit inside `Sub` reaches only its own chunk.
+    # An edit inside `Sub` reaches its own chunk and that of its base class `Base`
+    # (FG101 looks at the subclasses of a class), no other.
     edited = source.replace("return x * 2", "return x * 3")
     _assert_same(edited, lint_source(edited), linter.lint(edited))
-    assert linter.relinted == 1
+    assert linter.relinted == 2
     # `helper` is compiled because `entry` calls it: once `entry` stops calling it, the
     # unchanged `helper` chunk is linted again and its side effects are no longer breaks.
     edited = edited.replace("return helper(x) + ping(x)", "return ping(x)")
@@ -273,6 +280,18 @@ def test_bench_file_edit_relints_one_block(whole_file_fixes, own_cache) -> None:
     assert linter.relinted == 1
     _assert_same(edited, whole, incremental, fixes=2)
     assert whole_file_fixes() == []
+
+
+def test_a_subclass_elsewhere_is_seen_when_its_base_class_is_edited(own_cache, monkeypatch) -> None:
+    monkeypatch.setattr(incremental, "_GROUP_MISSING", False)
+    source = (FIXTURES / "incremental" / "subclass_rebuilds.py").read_text(encoding="utf-8")
+    linter = IncrementalLinter()
+    linter.lint(source)
+    edited = source.replace("nn.Embedding(10, 4)", "nn.Embedding(10, 4, padding_idx=0)")
+    findings = linter.lint(edited)
+    _assert_same(edited, lint_source(edited), findings)
+    (finding,) = [f for f in findings if f.code == "FG101"]
+    assert "left alone by its subclasses" in finding.refusal_reason
 
 
 def test_a_document_opened_again_is_not_linted_again(own_cache) -> None:
