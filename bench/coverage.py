@@ -11,7 +11,13 @@ for each of the two systems:
   backend="eager")``; Dynamo: ``torch.compile(fullgraph=True,
   backend="eager")``; a failure to compile counts as not equal).
 
-It prints a table and the four headline figures; ``--json PATH`` also writes
+- *sizes settle*: over five calls whose batch grows by 0, 1, 3, 2 and 5 rows,
+  results equal eager's and the last three (new) sizes need no further
+  compilation (fullgraph: no monitoring run; Dynamo: ``torch.compile`` with
+  its default automatic dynamic shapes compiles no graph).  Programs whose
+  eager code rejects another batch size are left out of this figure.
+
+It prints a table and the six headline figures; ``--json PATH`` also writes
 them.  A runtime that is not complete yet is measured as it is: whatever it
 raises is counted as a failure and named in the table.
 
@@ -64,6 +70,8 @@ class Row:
     fullgraph_equal: Outcome
     dynamo_one_graph: Outcome
     dynamo_equal: Outcome
+    fullgraph_sizes: Outcome
+    dynamo_sizes: Outcome
 
 
 def _failure(exc: BaseException) -> Outcome:
@@ -88,6 +96,34 @@ def _equal_over_calls(program, compiled_callable: Callable) -> Outcome:
         except AssertionError:
             return Outcome(False, f"differs on call {seed + 1}")
     return Outcome(True, "")
+
+
+NOT_APPLICABLE = "n/a"
+
+
+def _sizes_settle(program, make_compiled: Callable, compiles: Callable[[Any], int]) -> Outcome:
+    """Equal to eager as the batch grows, with no compilation for the last three sizes."""
+    eager_model = program.make_model()
+    compiled = make_compiled(program.make_model())
+    late = 0
+    for call, extra in enumerate(loader.BATCH_GROWTH):
+        try:
+            torch.manual_seed(call)
+            expected = eager_model(*loader.with_batch_grown(program.make_inputs(call), extra))
+        except Exception:  # noqa: BLE001 - written for one batch size: not measured
+            return Outcome(False, NOT_APPLICABLE)
+        before = compiles(compiled)
+        torch.manual_seed(call)
+        actual = compiled(*loader.with_batch_grown(program.make_inputs(call), extra))
+        if call >= 2:
+            late += compiles(compiled) - before
+        try:
+            torch.testing.assert_close(
+                loader.comparable_output(actual), loader.comparable_output(expected)
+            )
+        except AssertionError:
+            return Outcome(False, f"differs at +{extra} rows")
+    return Outcome(late == 0, f"{late} late")
 
 
 def _load_runtime() -> tuple[Any, Any, BaseException | None]:
@@ -124,6 +160,39 @@ def measure_fullgraph(program, fg_compile, fg_explain, missing) -> tuple[Outcome
     return one_graph, equal
 
 
+def measure_fullgraph_sizes(program, fg_compile, missing) -> Outcome:
+    if missing is not None:
+        return _failure(missing)
+    try:
+        return _sizes_settle(
+            program,
+            lambda model: fg_compile(model, backend="eager"),
+            lambda compiled: compiled.stats.monitor_runs,
+        )
+    except Exception as exc:  # noqa: BLE001  any failure is a measured outcome
+        return _failure(exc)
+
+
+def measure_dynamo_sizes(program) -> Outcome:
+    torch._dynamo.reset()
+    graphs = [0]
+
+    def counting(gm, example_inputs):
+        graphs[0] += 1
+        return gm.forward
+
+    try:
+        return _sizes_settle(
+            program,
+            lambda model: torch.compile(model, backend=counting),
+            lambda compiled: graphs[0],
+        )
+    except Exception as exc:  # noqa: BLE001  any failure is a measured outcome
+        return _failure(exc)
+    finally:
+        torch._dynamo.reset()
+
+
 def measure_dynamo(program) -> tuple[Outcome, Outcome]:
     torch._dynamo.reset()
     try:
@@ -157,6 +226,8 @@ def measure(names: list[str]) -> list[Row]:
         with _quiet():
             fg_one, fg_equal = measure_fullgraph(program, fg_compile, fg_explain, missing)
             dyn_one, dyn_equal = measure_dynamo(program)
+            fg_sizes = measure_fullgraph_sizes(program, fg_compile, missing)
+            dyn_sizes = measure_dynamo_sizes(program)
         rows.append(
             Row(
                 name,
@@ -166,6 +237,8 @@ def measure(names: list[str]) -> list[Row]:
                 fg_equal,
                 dyn_one,
                 dyn_equal,
+                fg_sizes,
+                dyn_sizes,
             )
         )
         print(f"  measured {name}", file=sys.stderr, flush=True)
@@ -177,16 +250,25 @@ def _percent(rows: list[Row], field: str) -> float:
 
 
 def headline(rows: list[Row]) -> dict[str, Any]:
+    # A program whose eager code rejects a second batch size is not measured for sizes.
+    sized = [
+        row
+        for row in rows
+        if NOT_APPLICABLE not in (row.fullgraph_sizes.detail, row.dynamo_sizes.detail)
+    ]
     return {
         "programs": len(rows),
         "breakless_programs": sum(row.marked_breaks == 0 for row in rows),
+        "resizable_programs": len(sized),
         "fullgraph": {
             "one_graph_percent": _percent(rows, "fullgraph_one_graph"),
             "equal_percent": _percent(rows, "fullgraph_equal"),
+            "sizes_settle_percent": _percent(sized, "fullgraph_sizes"),
         },
         "dynamo": {
             "one_graph_percent": _percent(rows, "dynamo_one_graph"),
             "equal_percent": _percent(rows, "dynamo_equal"),
+            "sizes_settle_percent": _percent(sized, "dynamo_sizes"),
         },
     }
 
@@ -199,6 +281,8 @@ def format_table(rows: list[Row]) -> str:
         "fullgraph equal",
         "dynamo one graph",
         "dynamo equal",
+        "fullgraph sizes",
+        "dynamo sizes",
     )
     lines = [
         (
@@ -208,6 +292,8 @@ def format_table(rows: list[Row]) -> str:
             row.fullgraph_equal.cell(),
             row.dynamo_one_graph.cell(),
             row.dynamo_equal.cell(),
+            row.fullgraph_sizes.cell(),
+            row.dynamo_sizes.cell(),
         )
         for row in rows
     ]
@@ -226,7 +312,9 @@ def format_headline(figures: dict[str, Any]) -> str:
         f"captured as one graph:        fullgraph {fg['one_graph_percent']:5.1f}%   "
         f"Dynamo {dyn['one_graph_percent']:5.1f}%\n"
         f"equal to eager over 3 calls:  fullgraph {fg['equal_percent']:5.1f}%   "
-        f"Dynamo {dyn['equal_percent']:5.1f}%"
+        f"Dynamo {dyn['equal_percent']:5.1f}%\n"
+        f"sizes settle ({figures['resizable_programs']} resizable): fullgraph "
+        f"{fg['sizes_settle_percent']:5.1f}%   Dynamo {dyn['sizes_settle_percent']:5.1f}%"
     )
 
 

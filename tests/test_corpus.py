@@ -95,6 +95,30 @@ def test_compiled_matches_eager_and_hits_skip_monitoring(name):
             assert stats.hits == len(SEEDS) - 1, stats
 
 
+@needs_compile
+@pytest.mark.parametrize("name", _params(COMPILE_GAPS))
+def test_compiled_matches_eager_as_the_batch_size_changes(name):
+    """Sizes that vary become symbolic (docs/runtime.md): the results must not notice."""
+    program = loader.load_program(name)
+    eager_model = program.make_model()
+    compiled = runtime.compile(program.make_model(), backend="eager")
+    for call, extra in enumerate(loader.BATCH_GROWTH):
+        inputs = loader.with_batch_grown(program.make_inputs(call), extra)
+        try:
+            torch.manual_seed(call)
+            expected = eager_model(*inputs)
+        except Exception as error:  # noqa: BLE001 - a program written for one batch size
+            pytest.skip(f"eager rejects a batch {extra} rows larger: {type(error).__name__}")
+        inputs = loader.with_batch_grown(program.make_inputs(call), extra)
+        torch.manual_seed(call)
+        actual = compiled(*inputs)
+        torch.testing.assert_close(
+            loader.comparable_output(actual),
+            loader.comparable_output(expected),
+            msg=lambda m, extra=extra: f"batch grown by {extra} differs from eager: {m}",
+        )
+
+
 @needs_explain
 @pytest.mark.parametrize("name", _params(EXPLAIN_GAPS))
 def test_explain_reports_expected_graphs_and_breaks(name):

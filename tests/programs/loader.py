@@ -22,6 +22,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import torch
+
 PROGRAMS_DIR = Path(__file__).resolve().parent
 
 # Codes a marker may name: the runtime's break categories that split a graph.
@@ -44,9 +46,7 @@ class ExpectedBreak:
 
 def program_names() -> list[str]:
     """Names of every program in the corpus, sorted."""
-    return sorted(
-        path.stem for path in PROGRAMS_DIR.glob("*.py") if path.stem not in _NOT_PROGRAMS
-    )
+    return sorted(path.stem for path in PROGRAMS_DIR.glob("*.py") if path.stem not in _NOT_PROGRAMS)
 
 
 def program_path(name: str) -> Path:
@@ -135,3 +135,30 @@ def output_leaves(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return [leaf for item in value for leaf in output_leaves(item)]
     return [value]
+
+
+# Extra rows per call for the varying-size checks: two sizes, then three new ones.
+BATCH_GROWTH = (0, 1, 3, 2, 5)
+
+
+def with_batch_grown(inputs: tuple, extra: int) -> tuple:
+    """``inputs`` with a batch ``extra`` rows larger (rows repeated cyclically).
+
+    The batch is the first dimension of the first tensor; every tensor whose
+    first dimension has that size grows with it, everything else is left as
+    it is.  Returns ``inputs`` itself when it holds no tensor with a dimension.
+    """
+    from torch.utils._pytree import tree_flatten, tree_map
+
+    tensors = [t for t in tree_flatten(inputs)[0] if isinstance(t, torch.Tensor) and t.dim()]
+    if not tensors or extra == 0:
+        return inputs
+    batch = tensors[0].shape[0]
+    rows = torch.arange(batch + extra) % batch
+
+    def grow(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and value.dim() and value.shape[0] == batch:
+            return value[rows].clone()
+        return value
+
+    return tree_map(grow, inputs)
