@@ -60,12 +60,10 @@ class _Checker:
     """Refuses branch code that torch.cond cannot compile or that has an effect it drops."""
 
     def __init__(self, types: TensorTypes, qualified_names, code, layers) -> None:
-        self.types, self.qualified_names, self.code, self.layers = (
-            types,
-            qualified_names,
-            code,
-            layers,
-        )
+        self.types = types
+        self.qualified_names = qualified_names
+        self.code = code
+        self.layers = layers
 
     def check(self, node: cst.BaseExpression) -> None:
         code = self.code
