@@ -54,9 +54,9 @@ logger = logging.getLogger(__name__)
 _FIRST_NEWLINE = re.compile(r"\r\n|\r|\n")
 # Linting this many chunks at once is an opening, not an edit.
 _MANY_CHUNKS = 16
-# Whether many missing chunks are linted in one partial module (see _lint_chunks);
-# the equivalence test turns it off to lint every chunk with only what it needs.
-_GROUP_MISSING = True
+# Missing chunks are linted together in partial modules of up to this many characters
+# (see _lint_chunks); the equivalence test sets 0 to lint every chunk with only what it needs.
+_GROUP_CHARACTERS = 2_000
 
 
 class _FallBack(Exception):
@@ -331,19 +331,27 @@ class IncrementalLinter:
     def _lint_chunks(
         self, snapshot: _Snapshot, index: DependencyIndex, missing: list[int]
     ) -> dict[int, list[_Found]]:
-        """Lint the ``missing`` chunks: one partial module each, or the whole file at once.
+        """Lint the ``missing`` chunks, several at a time in one partial module.
 
-        A chunk linted among more chunks than it needs gets the same findings, so
-        when many chunks are missing (opening a file) one pass over all of them
-        costs less than a partial module each.
+        A chunk linted among more chunks than it needs gets the same findings, and
+        each partial module costs a fixed overhead (providers, rule set-up), so
+        neighbouring chunks share one, up to a size: some rules look at the
+        whole module for each statement they check, which grows with its square.
         """
-        if not missing:
-            return {}
-        if _GROUP_MISSING and len(missing) > 1 and len(missing) * 4 >= len(snapshot.chunks):
-            included = sorted(set().union(*(index.needed(position) for position in missing)))
-            groups = [(included, missing)]
-        else:
-            groups = [(index.needed(position), [position]) for position in missing]
+        groups: list[tuple[list[int], list[int]]] = []
+        included: set[int] = set()
+        positions: list[int] = []
+        for position in missing:
+            needed = set(index.needed(position))
+            merged = included | needed
+            size = sum(len(snapshot.chunks[i].text) for i in merged)
+            if positions and size > _GROUP_CHARACTERS:
+                groups.append((sorted(included), positions))
+                merged, positions = needed, []
+            included = merged
+            positions.append(position)
+        if positions:
+            groups.append((sorted(included), positions))
         fresh: dict[int, list[_Found]] = {}
         for included, positions in groups:
             partial = _partial(snapshot.layout, snapshot.chunks, included)

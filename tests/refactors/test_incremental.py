@@ -159,7 +159,7 @@ def test_same_findings_and_fixes_as_the_whole_file(
 ) -> None:
     # Each chunk in a partial module of only the chunks it needs, as after an edit (an
     # opening lints them together, which would hide a dependency the linter missed).
-    monkeypatch.setattr(incremental, "_GROUP_MISSING", False)
+    monkeypatch.setattr(incremental, "_GROUP_CHARACTERS", 0)
     monkeypatch.setattr(incremental, "_SHARED", incremental._SharedResults(capacity=4000))
     source = SOURCES[name]
     # Entrypoints change which functions are compiled; the sources written for it try them.
@@ -283,7 +283,7 @@ def test_bench_file_edit_relints_one_block(whole_file_fixes, own_cache) -> None:
 
 
 def test_a_subclass_elsewhere_is_seen_when_its_base_class_is_edited(own_cache, monkeypatch) -> None:
-    monkeypatch.setattr(incremental, "_GROUP_MISSING", False)
+    monkeypatch.setattr(incremental, "_GROUP_CHARACTERS", 0)
     source = (FIXTURES / "incremental" / "subclass_rebuilds.py").read_text(encoding="utf-8")
     linter = IncrementalLinter()
     linter.lint(source)
