@@ -10,9 +10,11 @@ A chunk is linted inside a *partial module*: the chunks it depends on
 (:meth:`~fullgraph.refactors.chunking.DependencyIndex.needed`) in file order,
 behind a two-line ``if 1:`` header that makes libcst pick the file's own
 indentation and newline (new code in a fix is written with them).  Its
-findings are cached under the exact text of that partial module, with lines
-relative to the chunk, and moved to wherever the chunk now starts.  The
-findings are those of :func:`~fullgraph.refactors.engine.lint_source` on the
+findings are cached, with lines relative to the chunk, under the text of the
+chunks it needs (of a line of imports, only the bindings they use), and
+moved to wherever the chunk now starts; the cache is shared by the linters of
+a process, so a document opened again is not linted again.  The findings
+are those of :func:`~fullgraph.refactors.engine.lint_source` on the
 whole file (``tests/refactors/test_incremental.py`` checks it on every
 fixture and on random edits); only a rule that crashes differs, since its
 findings are lost for the partial modules it crashes on rather than the file.
@@ -430,7 +432,7 @@ def _fix_edits(snapshot: _Snapshot, position: int, finding: Finding) -> list[Tex
 
 
 def _fix_edits_from_partial(snapshot: _Snapshot, position: int, finding: Finding) -> list[TextEdit]:
-    whole = cst.parse_module(snapshot.source)
+    whole = _whole_module(snapshot.source)
     included = DependencyIndex(snapshot.chunks, snapshot.entrypoints).needed(position)
     partial = _partial(snapshot.layout, snapshot.chunks, included)
     # Only the finding's rule: rules do not see each other's findings.
@@ -473,6 +475,22 @@ def _fix_edits_from_partial(snapshot: _Snapshot, position: int, finding: Finding
         logger.exception("could not build the fix of %s in %s", finding.code, snapshot.path)
         return []
     return diff_edits(snapshot.source, new_source)
+
+
+_last_whole: tuple[str, cst.Module] | None = None
+_last_whole_lock = threading.Lock()
+
+
+def _whole_module(source: str) -> cst.Module:
+    """``source`` parsed, the last one kept: an editor asks for the fixes of a line at once."""
+    global _last_whole
+    with _last_whole_lock:
+        if _last_whole is not None and _last_whole[0] == source:
+            return _last_whole[1]
+    module = cst.parse_module(source)
+    with _last_whole_lock:
+        _last_whole = (source, module)
+    return module
 
 
 def _replacements(
