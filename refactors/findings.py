@@ -44,8 +44,12 @@ class Fix:
     ``fix_source`` applying it).  A rewrite that cannot be built has no edits.
     """
 
-    def __init__(self, title: str, edits: list[TextEdit] | None = None,
-                 build: Callable[[], list[TextEdit]] | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        edits: list[TextEdit] | None = None,
+        build: Callable[[], list[TextEdit]] | None = None,
+    ) -> None:
         if (edits is None) == (build is None):
             raise ValueError("give the edits or a function that builds them")
         self.title = title

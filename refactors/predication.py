@@ -26,7 +26,7 @@ import dataclasses
 
 import libcst as cst
 
-from .purity import Impurity, check_speculatable
+from .purity import Impurity, check_speculatable, torch_names
 from .tensor_types import Kind, TensorTypes
 
 RETURN = "<return>"
@@ -179,20 +179,6 @@ def branch_from_block(block: cst.BaseSuite, label: str) -> Branch:
         else:
             raise Refusal(f"the {label} branch contains a `{type(small).__name__}` statement")
     return Branch(assignments, lines)
-
-
-def torch_names(qualified_names, func: cst.BaseExpression) -> set[str]:
-    """The ``torch.*`` names ``func`` refers to, when it is a dotted name.
-
-    Qualified names of ``torch.tanh(x).neg`` come out as ``torch.tanh.neg``: a
-    callee that is a method of a call's result is not a torch function.
-    """
-    node = func
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return set()
-    return {n for n in qualified_names(func) if n.startswith("torch.")}
 
 
 def is_boolean(

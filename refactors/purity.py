@@ -162,21 +162,33 @@ def _check_subscript(node: cst.Subscript, types, qualified_names, code) -> None:
             )
 
 
+def torch_names(qualified_names, func: cst.BaseExpression) -> set[str]:
+    """The ``torch.*`` names ``func`` refers to, when it is a dotted name.
+
+    Qualified names of ``torch.tanh(x).neg`` come out as ``torch.tanh.neg``: a
+    callee that is a method of a call's result is not a torch function.
+    """
+    node = func
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return set()
+    return {n for n in qualified_names(func) if n.startswith("torch.")}
+
+
 def _check_call(node: cst.Call, types, qualified_names, code) -> None:
-    names = qualified_names(node.func)
     func = node.func
-    torch_names = {n for n in names if n.startswith("torch.")}
-    if torch_names:
-        if torch_names & EFFECTFUL_TORCH:
+    names = torch_names(qualified_names, func)
+    if names:
+        if names & EFFECTFUL_TORCH:
             raise Impurity(f"`{code(node)}` has an effect (random numbers or I/O)")
-        if torch_names & FAULTING_TORCH:
+        if names & FAULTING_TORCH:
             raise Impurity(f"`{code(node)}` can fault on some data")
         if any(
-            n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.")
-            for n in torch_names
+            n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.") for n in names
         ):
             raise Impurity(f"`{code(node)}` builds a module")
-        if any(n.rsplit(".", 1)[-1].endswith("_") for n in torch_names):
+        if any(n.rsplit(".", 1)[-1].endswith("_") for n in names):
             raise Impurity(f"`{code(node)}` updates a tensor in place")
     elif types.submodule(func) is not None:
         layer = types.submodule(func)
@@ -192,6 +204,8 @@ def _check_call(node: cst.Call, types, qualified_names, code) -> None:
             raise Impurity(f"`{code(node)}` can fault on some data")
         check_speculatable(func.value, types, qualified_names, code)
     else:
+        if isinstance(func, cst.Call):  # nn.Linear(4, 4)(x): what the inner call does first
+            _check_call(func, types, qualified_names, code)
         raise Impurity(
             f"`{code(node.func)}` is called, and the rule cannot prove the call free of "
             "effects and faults when its branch is not taken"

@@ -137,7 +137,6 @@ NON_TENSOR_TORCH = frozenset(
         "torch.manual_seed",
         "torch.set_grad_enabled",
         "torch.compile",
-        "torch.cond",
         "torch._assert_async",
         "torch.is_storage",
         "torch.typename",

@@ -463,3 +463,18 @@ def test_layer_a_subclass_rebuilds_has_no_known_metadata() -> None:
     )
     (finding,) = [f for f in lint_source(source) if f.code == "FG101"]
     assert finding.fix is None and "left alone by its subclasses" in finding.refusal_reason
+
+
+def test_a_torch_cond_result_is_a_tensor_for_later_rewrites():
+    source = (
+        "import torch\n\n\n"
+        "def f(x):\n"
+        "    h = torch.cond(x.mean() > 0, lambda a: a + 1, lambda a: a - 1, (x,))\n"
+        "    if h.sum() > 1:\n"
+        "        h = h * 3\n"
+        "    else:\n"
+        "        h = h - 3\n"
+        "    return h\n"
+    )
+    (finding,) = [f for f in lint_source(source) if f.code == "FG101"]
+    assert finding.fix is not None, finding.refusal_reason

@@ -57,6 +57,12 @@ REFUSALS = [
     ("FG101", "if x.sum() > 0:\n    y = torch.rand_like(x)\nreturn y\n", "random numbers"),
     ("FG101", "if x.sum() > 0:\n    y = helper(x)\nreturn y\n", "cannot prove the call free"),
     ("FG101", "if x.sum() > 0:\n    y = x.add_(1)\nreturn y\n", "updates a tensor in place"),
+    # A method of a call's result is not the torch function of that name (torch.tanh.nonzero).
+    (
+        "FG101",
+        "if x.sum() > 0:\n    y = torch.tanh(x).nonzero()\nreturn y\n",
+        "`torch.tanh(x).nonzero()` can fault on some data",
+    ),
     (
         "FG101",
         "if x.sum() > 0:\n    return x\nelse:\n    y = -x\nreturn y\n",
