@@ -9,7 +9,8 @@ touched.  This module does the cheap part with :mod:`ast` (a whole-file
   first line of a top-level statement (its first decorator for a ``def`` or
   ``class``) and runs up to the next chunk, so the blank and comment lines
   between two statements belong to the one above.  Statements that share a
-  line (``a = 1; b = 2``) stay in one chunk.
+  line (``a = 1; b = 2``) stay in one chunk.  After an edit, :func:`rechunk`
+  parses only the chunks the edit changed.
 - :class:`ChunkNames` records, per chunk, the names through which the rules
   see other chunks: what it binds at module level (plus every ``def`` and
   ``class`` name), what it uses, which functions it defines and calls.
@@ -43,7 +44,8 @@ class ChunkNames:
 
     # Bound at module level (assignments, imports, ``global``), and every def/class name.
     binds: frozenset[str]
-    # Every identifier the chunk mentions, ``self.<attribute>`` names and its class names.
+    # The identifiers the chunk mentions (but names local to their function),
+    # ``self.<attribute>`` names and its class names.
     uses: frozenset[str]
     # Functions defined at any depth (a call by name reaches all of them).
     defines: frozenset[str]
