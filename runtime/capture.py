@@ -23,11 +23,19 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.shapes import ShapeTracker, SizeInt, evaluate_size, holds_size, map_sizes
+from fullgraph.runtime.shapes import (
+    CalloutResultSource,
+    ShapeTracker,
+    SizeInt,
+    evaluate_size,
+    holds_size,
+    map_sizes,
+)
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import (
     TorchFunctionMode,
     getset_descriptor_name,
+    is_symbolic,
     set_grad_enabled_op,
     tree_flatten,
     tree_unflatten,
@@ -227,6 +235,7 @@ class GraphTape:
         self.entry_grad_mode = torch.is_grad_enabled()
         self.unsupported: Unsupported | None = None
         self.shapes: ShapeTracker | None = None  # set when input sizes vary (symbolic sizes)
+        self.generic_sizes = False  # the record is compiled for any size (set at build time)
 
     # -- tensor provenance -------------------------------------------------
     @property
@@ -277,9 +286,20 @@ class GraphTape:
         fake = self.shapes.fakes.get(id(tensor))
         if fake is None:
             origin = self.origin_of(tensor)
-            source = origin.source if isinstance(origin, ExternalOrigin) else None
+            source = None
+            if isinstance(origin, ExternalOrigin):
+                source = origin.source
+            elif isinstance(origin, CalloutOrigin):
+                source = CalloutResultSource(origin.index, origin.path)
             fake = self.shapes.fake_of(tensor, source)
         return fake
+
+    def varying_dims(self, tensor: torch.Tensor) -> frozenset:
+        """The dimensions of ``tensor`` the size-generic graphs treat as symbols."""
+        fake = self.shapes.fakes.get(id(tensor)) if self.shapes is not None else None
+        if fake is None:
+            return frozenset()
+        return frozenset(d for d, size in enumerate(fake.shape) if is_symbolic(size))
 
     def _size_node(self, size: SizeInt) -> torch.fx.Node:
         """Graph nodes computing a size from the inputs' sizes (``x.size(1) * 4``)."""

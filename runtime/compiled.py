@@ -48,6 +48,9 @@ class CompiledFunction:
         self.records: list[Record] = []
         self.varying: set = set()  # sources of scalars seen to change: lifted, not guarded
         self.dynamic: dict = {}  # sources of tensors whose sizes changed -> dims
+        # Set once a record with tensor-returning callouts (nonzero, x[mask]) missed: the
+        # sizes of those results are followed as symbols from then on.
+        self.follow_sizes = False
         self.stats = Stats()
         self.last_report: Report | None = None
         functools.update_wrapper(
@@ -111,6 +114,8 @@ class CompiledFunction:
         """What changed since the latest record: scalars become symbolic (lifted into the
         graph) and tensor sizes dynamic (the next record is compiled size-generic)."""
         for record in self.records[:1]:
+            if record.tensor_callouts:
+                self.follow_sizes = True
             scope = {
                 **record.guard_namespace,
                 "A": args,
@@ -154,6 +159,7 @@ class CompiledFunction:
             frozenset(self.varying),
             injected,
             dynamic=self.dynamic,
+            follow_sizes=self.follow_sizes or bool(self.dynamic),
         )
 
     def _run_and_record(self, run: MonitorRun, args: tuple, kwargs: dict):

@@ -382,7 +382,7 @@ def generate_mock(
             call = f"R[{callout.index}] if {callout.index} in R else {call}"
         writer.lines.append(f"c{callout.index} = made[{callout.index}] = {call}  {comment}")
         if callout.guard_result:
-            writer.lines.append(f"if not ({_midguard(callout, writer.ns)}):  # mid-guard")
+            writer.lines.append(f"if not ({_midguard(callout, writer.ns, tape)}):  # mid-guard")
             writer.lines.append("    return MISS")
         for condition in callout.conditions:
             writer.lines.append(f"if not ({condition.source(literal)}):  # mid-guard (symbolic)")
@@ -431,11 +431,13 @@ def _needs_midguard(callout) -> bool:
     return callout.guard_result or bool(callout.conditions)
 
 
-def _midguard(callout, ns: Namespace) -> str:
+def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
     name = f"c{callout.index}"
     value = callout.result
     if isinstance(value, torch.Tensor):
-        return tensor_check(name, value, ns)
+        # In a size-generic record the sizes of a callout's tensor are symbols too.
+        dims = tape.varying_dims(value) if tape.generic_sizes else frozenset()
+        return tensor_check(name, value, ns, dims)
     if value is None or isinstance(value, bool):
         return f"{name} is {value!r}"
     if is_literal(value):

@@ -23,6 +23,7 @@ from fullgraph.runtime.guards import generate_guard
 from fullgraph.runtime.mock import MISS, Symbols, generate_mock
 from fullgraph.runtime.run import MonitorRun
 from fullgraph.runtime.sources import Source
+from fullgraph.runtime.torch_internals import tree_flatten
 
 _record_ids = itertools.count()
 
@@ -45,6 +46,7 @@ class Record:
     scalar_reads: list = dataclasses.field(default_factory=list)  # (Source, value) guarded by value
     tensor_shapes: list = dataclasses.field(default_factory=list)  # (Source, shape) of tensors read
     dynamic_shapes: bool = False  # compiled for sizes that vary
+    tensor_callouts: bool = False  # a callout returns tensors (their sizes may vary)
     rerun_safe: bool = True  # a callout raising in the mock can be re-run eagerly
     resume_on_miss: bool = False  # on a mid-guard miss, monitor next with the callouts' results
     callout_names: list = dataclasses.field(default_factory=list)
@@ -132,6 +134,9 @@ def build_record(
         raise RecordError(None, "a dynamic call raised an exception that the program caught")
     if run.shapes is not None:
         run.shapes.install_assumptions()  # before size_generic() is asked: it may give up
+    # Size-generic: input sizes that varied, or sizes of callout results, are symbols.
+    generic = run.shapes is not None and run.size_generic() and bool(run.shapes.symbols)
+    run.tape.generic_sizes = generic
     input_sources = _external_inputs(run)
     ns = Namespace()
     for name, value in run.globals_consts.values():
@@ -156,10 +161,10 @@ def build_record(
         run.symbolic_sources,
         run.entry_conditions,
         _distinct_inputs(run, input_sources),
-        dynamic=dynamic if dynamic and run.size_generic() else None,
+        dynamic=dynamic if generic else None,
         values=_values_by_source(run),
     )
-    if dynamic and run.size_generic() and dynamic_backend is not None:
+    if generic and dynamic_backend is not None:
         backend = dynamic_backend
     graphs = graph_modules(run)
     record_id = next(_record_ids)
@@ -195,7 +200,8 @@ def build_record(
         callout_names=[
             (c.function_name, c.location.line if c.location else 0) for c in run.tape.callouts
         ],
-        dynamic_shapes=bool(dynamic) and run.size_generic(),
+        dynamic_shapes=generic,
+        tensor_callouts=any(_holds_tensor(c.result) for c in run.tape.callouts),
         tensor_shapes=[
             (s, tuple(v.shape)) for s, v in run.reads.items() if isinstance(v, torch.Tensor)
         ],
@@ -235,3 +241,7 @@ def _external_inputs(run: MonitorRun) -> list[Source]:
             if isinstance(origin, ExternalOrigin) and origin.source not in sources:
                 sources.append(origin.source)
     return sources
+
+
+def _holds_tensor(value: Any) -> bool:
+    return any(isinstance(leaf, torch.Tensor) for leaf in tree_flatten(value)[0])

@@ -77,6 +77,7 @@ class MonitorRun(CallHandling, IterationTracking):
         varying: set[Source] | frozenset = frozenset(),
         injected: dict | None = None,
         dynamic: dict | None = None,
+        follow_sizes: bool | None = None,
     ):
         self.fn = fn
         self.size_reads = 0  # tensor sizes Python saw (shape, size(), len ...)
@@ -112,7 +113,9 @@ class MonitorRun(CallHandling, IterationTracking):
         self.breaks: list[breaks.GraphBreak] = []
         self.tape = GraphTape(self.resolve_external, self.locate, self.lift)
         # Input sizes seen to change between calls: followed as symbols (runtime/shapes.py).
-        self.shapes = ShapeTracker(self, dynamic) if dynamic else None
+        if follow_sizes is None:
+            follow_sizes = bool(dynamic)
+        self.shapes = ShapeTracker(self, dynamic or {}) if follow_sizes else None
         self.tape.shapes = self.shapes
         self.mode = CaptureMode(self.on_torch_call)
         self._module_index: dict[int, Source] | None = None

@@ -71,6 +71,27 @@ class SizeOp:
 
 SizeExpr = SizeLeaf | SizeOp
 
+
+@dataclasses.dataclass(frozen=True)
+class CalloutResultSource(Source):
+    """A tensor a callout returned (``nonzero``, ``x[mask]``), as the mock names it."""
+
+    index: int
+    path: tuple = ()
+
+    def expr(self) -> str:
+        return f"leaves(c{self.index})[{self.path[0]}]" if self.path else f"c{self.index}"
+
+
+def _depth(expr: Any) -> int:
+    """Index of the latest callout a size expression depends on (-1: only the inputs)."""
+    if isinstance(expr, SizeLeaf):
+        return expr.source.index if isinstance(expr.source, CalloutResultSource) else -1
+    if isinstance(expr, SizeOp):
+        return max(_depth(expr.left), _depth(expr.right))
+    return -1
+
+
 _OPERATORS: dict[str, Callable] = {
     "+": operator.add,
     "-": operator.sub,
@@ -100,15 +121,19 @@ def evaluate_size(
 class SizeSym(Sym):
     """A size expression as a symbolic value for guard conditions."""
 
-    def __init__(self, value: Any, text: str):
+    def __init__(self, value: Any, text: str, depth: int = -1):
         self.value = value
         self._text = text
+        self.depth = depth  # checked on entry (-1) or right after that callout
 
     def expr(self) -> str:
         return self._text
 
     def leaves(self) -> list:
-        return []  # only input sizes: checked on entry
+        return []
+
+    def callout_depth(self) -> int:
+        return self.depth
 
 
 # -- sizes the program holds ------------------------------------------------
@@ -191,7 +216,8 @@ class SizeInt(int):
         if self.tracker.closed:
             return outcome
         right = other.expr if isinstance(other, SizeInt) else other
-        self.tracker.condition(f"({self.expr.text()} {symbol} {_text(right)})", outcome)
+        depth = max(_depth(self.expr), _depth(right))
+        self.tracker.condition(f"({self.expr.text()} {symbol} {_text(right)})", outcome, depth)
         return outcome
 
     def __lt__(self, other):
@@ -215,7 +241,7 @@ class SizeInt(int):
     def __bool__(self):
         outcome = self.plain != 0
         if not self.tracker.closed:
-            self.tracker.condition(f"({self.expr.text()} != 0)", outcome)
+            self.tracker.condition(f"({self.expr.text()} != 0)", outcome, _depth(self.expr))
         return outcome
 
     def __abs__(self):
@@ -275,7 +301,8 @@ def size_sym(value: Any) -> SizeSym | None:
     """A symbolic value for a size, or a ``torch.Size``/tuple/list of sizes (None: holds none)."""
     if not holds_size(value) or not isinstance(value, (SizeInt, tuple, list)):
         return None
-    return SizeSym(plain(value), _build_text(value))
+    depth = max(_depth(leaf.expr) for leaf in _leaves(value) if isinstance(leaf, SizeInt))
+    return SizeSym(plain(value), _build_text(value), depth)
 
 
 def _build_text(value: Any) -> str:
@@ -377,9 +404,13 @@ class ShapeTracker:
         fake = self.fakes.get(id(tensor))
         if fake is not None:
             return fake
-        dims = self.dynamic.get(source, set()) if source is not None else set()
-        if dims and not _mock_visible(source):
-            dims = set()
+        if isinstance(source, CalloutResultSource):
+            # Its sizes may change with every call (that is why it is a callout).
+            dims = set(range(tensor.dim()))
+        else:
+            dims = self.dynamic.get(source, set()) if source is not None else set()
+            if dims and not _mock_visible(source):
+                dims = set()
         fake = torch_internals.fake_from(self.mode, tensor, dims, f"fg{len(self.fakes)}")
         for dim in dims:
             symbol = torch_internals.symbol_of(fake.shape[dim])
@@ -460,23 +491,36 @@ class ShapeTracker:
         if not self.active:
             return
         env = self.mode.shape_env
-        texts = []
+        facts = []
         for symbol, value in torch_internals.shape_replacements(env):
             if symbol not in self.symbols:
                 continue
-            texts.append((self._render(symbol), "==", self._render(value)))
+            left, right = self._render(symbol), self._render(value)
+            text = None if left is None or right is None else f"({left} == {right})"
+            facts.append((text, self._fact_depth([symbol, value])))
         for expr in torch_internals.shape_guards(env):
-            texts.append((self._render(expr), None, None))
-        for left, op, right in texts:
-            if left is None or (op is not None and right is None):
+            facts.append((self._render(expr), self._fact_depth([expr])))
+        for text, depth in facts:
+            if text is None:
                 self.fail("a size assumption of the fake run cannot be checked in Python")
                 return
-            text = left if op is None else f"({left} {op} {right})"
             self.run._add_condition(
                 Condition(
-                    SizeSym(True, text), "truth", True, "size fact the sizes were derived under"
+                    SizeSym(True, text, depth),
+                    "truth",
+                    True,
+                    "size fact the sizes were derived under",
                 )
             )
+
+    def _fact_depth(self, exprs: list) -> int:
+        depths = [-1]
+        for expr in exprs:
+            for symbol in getattr(expr, "free_symbols", ()):
+                leaf = self.symbols.get(symbol)
+                if leaf is not None:
+                    depths.append(_depth(leaf))
+        return max(depths)
 
     def _render(self, expr: Any) -> str | None:
         """A sympy expression over input sizes as Python text (None: not expressible)."""
@@ -495,11 +539,11 @@ class ShapeTracker:
         return template(parts)
 
     # -- what the program did with a size --------------------------------------
-    def condition(self, text: str, outcome: bool) -> None:
+    def condition(self, text: str, outcome: bool, depth: int = -1) -> None:
         if self.run.paused or self.closed:
             return  # a callout formatting its argument, not a decision of the program
         self.run._add_condition(
-            Condition(SizeSym(outcome, text), "truth", outcome, "the program compared sizes")
+            Condition(SizeSym(outcome, text, depth), "truth", outcome, "the program compared sizes")
         )
 
     def concretize_all(self, value: Any) -> None:
@@ -513,7 +557,7 @@ class ShapeTracker:
             return
         self.run._add_condition(
             Condition(
-                SizeSym(size.plain, size.expr.text()),
+                SizeSym(size.plain, size.expr.text(), _depth(size.expr)),
                 "equal",
                 size.plain,
                 "a size the program used as an exact number",

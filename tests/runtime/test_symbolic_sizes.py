@@ -129,6 +129,26 @@ def test_a_printed_shape_is_the_shape_of_each_call(capsys):
     assert compiled.stats.monitor_runs == 2
 
 
+def mean_of_positive_rows(x):
+    rows = x[x.sum(1) > 0]  # as many rows as the data says: a callout
+    return rows.mean(0) * rows.shape[0]
+
+
+def test_a_callout_whose_result_size_varies_settles_on_one_record():
+    compiled = fr.compile(mean_of_positive_rows, backend="eager")
+    generator = torch.Generator().manual_seed(0)
+    counts = set()
+    for _ in range(8):
+        x = torch.randn(6, 3, generator=generator)
+        x[0] = 1.0  # at least one positive row
+        counts.add(int((x.sum(1) > 0).sum()))
+        torch.testing.assert_close(compiled(x), mean_of_positive_rows(x))
+    assert len(counts) >= 3  # the data really gave results of several sizes
+    # The first miss on the result's size makes it symbolic: one more record serves all.
+    assert compiled.stats.monitor_runs == 2
+    assert "leaves(c0)[0].shape" in compiled.records[0].mock_source
+
+
 def report_sizes(x):
     print(f"batch {x.size(0)} of {tuple(x.shape)}")
     return x.relu()
