@@ -483,15 +483,22 @@ class TensorConditionRule(Rule):
             )
         return cache[class_def]
 
+    def _all_classes(self) -> list[cst.ClassDef]:
+        """Every class of the file, found once per lint (one walk, not one per class)."""
+        classes = self.__dict__.get("_classes")
+        if classes is None:
+            classes = self.__dict__["_classes"] = []
+
+            class _Classes(cst.CSTVisitor):
+                def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                    classes.append(node)
+
+            self.context.module.visit(_Classes())
+        return classes
+
     def _subclasses(self, class_def: cst.ClassDef) -> list[cst.ClassDef]:
         """Classes of this file derived from ``class_def``, directly or not (by base name)."""
-        classes: list[cst.ClassDef] = []
-
-        class _Classes(cst.CSTVisitor):
-            def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                classes.append(node)
-
-        self.context.module.visit(_Classes())
+        classes = self._all_classes()
         names, found = {class_def.name.value}, []
         changed = True
         while changed:
