@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from fullgraph.lsp_server.config import Config, ConfigError
 from fullgraph.lsp_server.entrypoints import parse_entrypoint
@@ -193,7 +193,7 @@ class AnalysisService:
         if worker is not None:
             worker.kill()  # thread-safe; the analysis thread sees the worker gone
 
-    def __enter__(self) -> AnalysisService:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -210,6 +210,8 @@ class AnalysisService:
         key: str,
     ) -> AnalysisResult:
         started = time.monotonic()
+        if self._closed:
+            raise RuntimeError("AnalysisService is closed")
         try:
             parse_entrypoint(entry, key=key)
         except ConfigError as exc:
@@ -239,8 +241,8 @@ class AnalysisService:
         cancel: threading.Event | None,
         started: float,
     ) -> AnalysisResult:
-        if self._closed:
-            raise RuntimeError("AnalysisService is closed")
+        if self._closed:  # close() came while this call waited for its turn
+            return self._cancelled(entry, started)
         if self._worker is not None and self._sources_changed():
             self._stop_worker()
         worker_or_failure = self._ready_worker(entry, cancel, started)
@@ -294,6 +296,8 @@ class AnalysisService:
         except WaitCancelled:
             return self._cancelled(entry, started)
         except (WaitTimeout, WorkerGone) as exc:
+            if self._closed:  # close() stopped the starting worker from another thread
+                return self._cancelled(entry, started)
             log = worker.log_tail()
             self._stop_worker()
             if isinstance(exc, WorkerGone):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import ISOLATION
+
 from fullgraph.lsp_server.config import Config
 from fullgraph.lsp_server.service import AnalysisFailed, AnalysisService
 
@@ -79,6 +80,19 @@ def test_close_during_an_analysis_ends_it_as_cancelled(project):
     assert [r.status for r in results] == ["cancelled"]
     with pytest.raises(RuntimeError, match="closed"):
         service.analyze("pkg.entries:raises")
+
+
+def test_close_while_the_worker_starts_ends_the_analysis_as_cancelled(project):
+    service = AnalysisService(project, Config(timeout=120))
+    results = []
+    thread = threading.Thread(target=lambda: results.append(service.analyze("pkg.entries:raises")))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while service._worker is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    service.close()  # the worker is still importing torch
+    thread.join(timeout=30)
+    assert [r.status for r in results] == ["cancelled"]
 
 
 def test_cancel_before_start_returns_at_once(service):
