@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, breaks, cpython, higher_order, shapes
+from fullgraph.runtime import annotation_table, breaks, cpython, higher_order, sizes
 from fullgraph.runtime.capture import Unsupported
 from fullgraph.runtime.sources import (
     HookCountSource,
@@ -58,14 +58,14 @@ class CallHandling:
             cpython.replace_stack_item(state.frame, fn_depth, replacement)
             return None
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
-        sizes = self.shapes
+        tracker = self.shapes
         if (
-            sizes is not None
-            and sizes.live
+            tracker is not None
+            and tracker.live
             and not _steps_into(fn, target)
-            and not shapes.keeps_sizes(fn)
+            and not sizes.keeps_sizes(fn)
         ):
-            sizes.concretize_all((args, kwargs))
+            tracker.concretize_all((args, kwargs))
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None
         if (

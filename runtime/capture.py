@@ -23,9 +23,9 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.shapes import (
+from fullgraph.runtime.shapes import ShapeTracker
+from fullgraph.runtime.sizes import (
     CalloutResultSource,
-    ShapeTracker,
     SizeInt,
     evaluate_size,
     holds_size,

@@ -35,7 +35,7 @@ import torch.fx
 
 from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture import GraphTape, NodeOrigin, Unsupported
-from fullgraph.runtime.shapes import holds_size
+from fullgraph.runtime.sizes import holds_size
 from fullgraph.runtime.torch_internals import tree_flatten
 
 if TYPE_CHECKING:

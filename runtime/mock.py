@@ -31,7 +31,7 @@ from fullgraph.runtime.capture import (
 )
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.guards import GUARD_PARAMS, tensor_check
-from fullgraph.runtime.shapes import SizeInt, holds_size
+from fullgraph.runtime.sizes import SizeInt, holds_size
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.state import Mutation
 

@@ -37,7 +37,8 @@ from fullgraph.runtime.capture import (
 )
 from fullgraph.runtime.codegen import is_literal
 from fullgraph.runtime.iteration import IterationTracking, _IteratorState
-from fullgraph.runtime.shapes import ShapeTracker, SizeInt, holds_size, plain
+from fullgraph.runtime.shapes import ShapeTracker
+from fullgraph.runtime.sizes import SizeInt, holds_size, plain
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,

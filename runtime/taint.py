@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fullgraph.runtime import cpython, shapes
+from fullgraph.runtime import cpython, sizes
 from fullgraph.runtime.symbolic import BINARY, COMPARE, Leaf, Op, Sym
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
     shadow = _sync(state)
     name = ins.opname
     if run.shapes is not None and run.shapes.live:
-        shapes.check_instruction(
+        sizes.check_instruction(
             run.shapes, name, lambda depth: cpython.stack_item(state.frame, depth)
         )
     handler = _HANDLERS.get(name)
@@ -339,12 +339,12 @@ def _format_value(run, state, ins, shadow) -> After:
     has_spec = bool(ins.arg & 4)
     count = 1 + has_spec
     before = len(run.tape.callouts)
-    sizes = run.shapes
-    if sizes is not None and sizes.live and shadow[len(shadow) - count] is None:
+    tracker = run.shapes
+    if tracker is not None and tracker.live and shadow[len(shadow) - count] is None:
         # f"{x.shape}": the message is rebuilt from each call's sizes, not pinned to these.
         value = cpython.stack_item(state.frame, count - 1)
-        shadow[len(shadow) - count] = shapes.size_sym(value)
-        sizes.formatting = shadow[len(shadow) - count] is not None
+        shadow[len(shadow) - count] = sizes.size_sym(value)
+        tracker.formatting = shadow[len(shadow) - count] is not None
     if not any(shadow[len(shadow) - count :]):
         return lambda: _landed_callout(run, state, before)
     syms, values = _operands(state, shadow, count)
@@ -353,8 +353,8 @@ def _format_value(run, state, ins, shadow) -> After:
     operands = tuple(s if s is not None else v for s, v in zip(syms, values))
 
     def after() -> None:
-        if sizes is not None:
-            sizes.formatting = False
+        if tracker is not None:
+            tracker.formatting = False
         _set_top(state, Op(cpython.stack_item(state.frame, 0), template, operands))
 
     return after
