@@ -90,6 +90,8 @@ class WorkerProcess:
         self.ready: dict[str, Any] | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._receiving = False  # a thread is reading the answer pipe
+        self._pipes_closed = False
 
     @property
     def pid(self) -> int:
@@ -117,6 +119,23 @@ class WorkerProcess:
         return self._receive(deadline, cancel)
 
     def _receive(self, deadline: float, cancel: threading.Event | None) -> dict[str, Any]:
+        # kill() from another thread must not close the pipe under this read (a closed,
+        # or worse reused, descriptor): while a read is in progress it leaves the closing
+        # to the reader, who sees the killed worker's end of file first.
+        with self._lock:
+            if self._closed:
+                raise WorkerGone("the worker was stopped")
+            self._receiving = True
+        try:
+            return self._receive_line(deadline, cancel)
+        finally:
+            with self._lock:
+                self._receiving = False
+                closing = self._closed
+            if closing:
+                self._close_pipes()
+
+    def _receive_line(self, deadline: float, cancel: threading.Event | None) -> dict[str, Any]:
         while b"\n" not in self._buffer:
             if cancel is not None and cancel.is_set():
                 raise WaitCancelled()
@@ -163,9 +182,19 @@ class WorkerProcess:
             if self.process.poll() is None:
                 self.process.kill()
         self.process.wait()
+        with self._lock:
+            reading = self._receiving
+        if not reading:
+            self._close_pipes()
+        self._log.close()
+
+    def _close_pipes(self) -> None:
+        with self._lock:
+            if self._pipes_closed:
+                return
+            self._pipes_closed = True
         for fd in (self._request_write, self._answer_read):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._log.close()

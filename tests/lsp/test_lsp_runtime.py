@@ -211,6 +211,12 @@ async def test_saving_a_file_analyses_the_configured_entrypoints(
         timeout=120,
         what="runtime and static diagnostics after a save",
     )
+    # The server publishes the diagnostics first, then announces the finished analysis.
+    await wait_until(
+        lambda: push_client.finished_analyses,
+        timeout=30,
+        what="fullgraph/analysisFinished after the runtime diagnostics",
+    )
     assert [f.entry for f in push_client.finished_analyses] == ["models.net:build"]
 
 
