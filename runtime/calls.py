@@ -64,7 +64,9 @@ class CallHandling:
             and tracker.live
             and not _steps_into(fn, target)
             and not sizes.keeps_sizes(fn)
+            and not _replayed(fn, target)
         ):
+            # Code that runs only now (its result is kept) may read a size's number.
             tracker.concretize_all((args, kwargs))
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None
@@ -250,6 +252,18 @@ def _steps_into(fn: Any, target: Any) -> bool:
         return isinstance(init, types.FunctionType) and is_user_code(init.__code__)
     call = getattr(type(fn), "__call__", None)  # noqa: B004 - the Python method, if any
     return isinstance(call, types.FunctionType) and is_user_code(call.__code__)
+
+
+def _replayed(fn: Any, target: Any) -> bool:
+    """Whether the call becomes a callout, which the mock makes again with each call's
+    arguments (sizes re-read), its result guarded: sizes may go in as they are."""
+    if isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None:
+        return False  # stdlib Python code, run unobserved now and not again
+    annotation = annotation_table.lookup(fn)
+    if annotation is None:
+        # An object with a Python __call__ runs now; other unknown native code is a callout.
+        return not isinstance(getattr(type(fn), "__call__", None), types.FunctionType)  # noqa: B004
+    return not annotation.pure
 
 
 class _Injected:

@@ -9,6 +9,8 @@ use that needs the exact number (``range(s)``, ``f"{s}"``) pins it.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 from torch import nn
@@ -147,6 +149,25 @@ def test_a_callout_whose_result_size_varies_settles_on_one_record():
     # The first miss on the result's size makes it symbolic: one more record serves all.
     assert compiled.stats.monitor_runs == 2
     assert "leaves(c0)[0].shape" in compiled.records[0].mock_source
+
+
+LOG = logging.getLogger("fullgraph.tests.sizes")
+
+
+def log_sizes(x):
+    LOG.warning("rows %d of %s", x.size(0), tuple(x.shape))
+    return x * 2
+
+
+def test_a_logging_call_gets_each_call_s_sizes_without_pinning_them(caplog):
+    compiled = fr.compile(log_sizes, backend="eager")
+    for batch in (2, 3, 5, 6):
+        x = torch.randn(batch, 4)
+        torch.testing.assert_close(compiled(x), x * 2)
+    messages = [r.getMessage() for r in caplog.records if r.name == LOG.name]
+    assert messages == [f"rows {b} of ({b}, 4)" for b in (2, 3, 5, 6)]
+    # The call is replayed with each call's sizes, so it need not pin them.
+    assert compiled.stats.monitor_runs == 2
 
 
 def report_sizes(x):
