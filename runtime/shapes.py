@@ -165,8 +165,8 @@ class ShapeTracker:
             return int(sympy_expr)
         if sympy_expr.is_Symbol:
             return self.symbols.get(sympy_expr)
-        operation = torch_internals.size_operation(sympy_expr)
-        if operation is None:
+        operation = torch_internals.sympy_parts(sympy_expr)
+        if operation is None or operation[0] not in ("+", "*", "//", "%"):
             return None
         symbol, args = operation
         parts = [self._expr(arg) for arg in args]
@@ -229,14 +229,18 @@ class ShapeTracker:
             return leaf.text() if leaf is not None else None
         if getattr(expr, "is_Integer", False) or expr is True or expr is False:
             return repr(int(expr)) if getattr(expr, "is_Integer", False) else repr(bool(expr))
-        form = torch_internals.sympy_form(expr)
+        form = torch_internals.sympy_parts(expr)
         if form is None:
             return None
-        template, args = form
+        operator, args = form
         parts = [self._render(arg) for arg in args]
         if any(part is None for part in parts):
             return None
-        return template(parts)
+        if operator == "not":
+            return f"(not {parts[0]})"
+        if operator in ("max", "min"):
+            return f"{operator}({', '.join(parts)})"
+        return "(" + f" {operator} ".join(parts) + ")"
 
     # -- what the program did with a size --------------------------------------
     def condition(self, text: str, outcome: bool, depth: int = -1) -> None:

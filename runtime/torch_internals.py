@@ -136,21 +136,6 @@ def sympy_expr(size):
     return size.node.expr
 
 
-def size_operation(expr):
-    """``(python operator, operands)`` of a sympy size expression, or None if not arithmetic."""
-    from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
-
-    if expr.is_Add:
-        return "+", expr.args
-    if expr.is_Mul:
-        return "*", expr.args
-    if isinstance(expr, FloorDiv):
-        return "//", expr.args
-    if isinstance(expr, (Mod, PythonMod)):
-        return "%", expr.args
-    return None
-
-
 def shape_replacements(env) -> list:
     """``(symbol, expression)`` pairs a ShapeEnv substituted (a symbol found equal to another)."""
     return list(getattr(env, "replacements", {}).items())
@@ -161,43 +146,37 @@ def shape_guards(env) -> list:
     return [guard.expr for guard in getattr(env, "guards", [])]
 
 
-def sympy_form(expr):
-    """``(render(parts) -> str, operands)`` for the sympy forms size facts use, else None."""
+def sympy_parts(expr):
+    """``(operator, operands)`` of a sympy size expression, else None.
+
+    The operator is Python's: ``+ * // % **``, a comparison, ``and``/``or``/``not``,
+    or ``max``/``min``.  ``**`` only with a positive integer exponent.
+    """
     import sympy
     from torch.utils._sympy.functions import CleanDiv, FloorDiv, Mod, PythonMod
 
-    def joined(symbol):
-        return lambda parts: "(" + f" {symbol} ".join(parts) + ")"
-
-    relations = {
-        sympy.Eq: "==",
-        sympy.Ne: "!=",
-        sympy.Lt: "<",
-        sympy.Le: "<=",
-        sympy.Gt: ">",
-        sympy.Ge: ">=",
-    }
-    for kind, symbol in relations.items():
-        if isinstance(expr, kind):
-            return joined(symbol), expr.args
+    kinds = (
+        (sympy.Eq, "=="),
+        (sympy.Ne, "!="),
+        (sympy.Lt, "<"),
+        (sympy.Le, "<="),
+        (sympy.Gt, ">"),
+        (sympy.Ge, ">="),
+        ((FloorDiv, CleanDiv), "//"),
+        ((Mod, PythonMod), "%"),
+        (sympy.And, "and"),
+        (sympy.Or, "or"),
+        (sympy.Not, "not"),
+        (sympy.Max, "max"),
+        (sympy.Min, "min"),
+    )
     if expr.is_Add:
-        return joined("+"), expr.args
+        return "+", expr.args
     if expr.is_Mul:
-        return joined("*"), expr.args
-    if isinstance(expr, (FloorDiv, CleanDiv)):
-        return joined("//"), expr.args
-    if isinstance(expr, (Mod, PythonMod)):
-        return joined("%"), expr.args
-    if isinstance(expr, sympy.And):
-        return joined("and"), expr.args
-    if isinstance(expr, sympy.Or):
-        return joined("or"), expr.args
-    if isinstance(expr, sympy.Not):
-        return (lambda parts: f"(not {parts[0]})"), expr.args
-    if isinstance(expr, sympy.Max):
-        return (lambda parts: "max(" + ", ".join(parts) + ")"), expr.args
-    if isinstance(expr, sympy.Min):
-        return (lambda parts: "min(" + ", ".join(parts) + ")"), expr.args
+        return "*", expr.args
     if expr.is_Pow and expr.args[1].is_Integer and int(expr.args[1]) > 0:
-        return (lambda parts: f"({parts[0]} ** {parts[1]})"), expr.args
+        return "**", expr.args
+    for kind, operator in kinds:
+        if isinstance(expr, kind):
+            return operator, expr.args
     return None
