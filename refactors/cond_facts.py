@@ -15,6 +15,7 @@ Two kinds of fact, each a table keyed by qualified name (``torch.tanh``,
 
 from __future__ import annotations
 
+from . import torch_facts
 from .torch_facts import PURE_TENSOR_MODULES
 
 # -- what a branch may call ---------------------------------------------------------
@@ -63,29 +64,14 @@ INPLACE_FUNCTION_PARAMETERS = {
 }
 # Functions and methods whose output shape depends on tensor data: Dynamo cannot capture
 # them whole, so a branch calling one fails to compile.
-DATA_DEPENDENT_SHAPE_FUNCTIONS = frozenset(
-    {
-        "torch.nonzero",
-        "torch.argwhere",
-        "torch.masked_select",
-        "torch.unique",
-        "torch.unique_consecutive",
-        "torch.repeat_interleave",
-        "torch.bincount",
-        "torch.nn.functional.one_hot",
-    }
-)
-DATA_DEPENDENT_SHAPE_METHODS = frozenset(
-    {
-        "nonzero",
-        "argwhere",
-        "masked_select",
-        "unique",
-        "unique_consecutive",
-        "repeat_interleave",
-        "bincount",
-    }
-)
+DATA_DEPENDENT_SHAPE_FUNCTIONS = torch_facts.DATA_DEPENDENT_SHAPE_FUNCTIONS | {
+    "torch.bincount",
+    "torch.nn.functional.one_hot",
+}
+DATA_DEPENDENT_SHAPE_METHODS = torch_facts.DATA_DEPENDENT_SHAPE_METHODS | {
+    "repeat_interleave",
+    "bincount",
+}
 # torch functions with an effect outside the graph (files, the global generator's seed).
 OUTSIDE_EFFECT_FUNCTIONS = frozenset(
     {

@@ -43,6 +43,7 @@ from .predication import (
     not_boolean,
     torch_names,
 )
+from .purity import index_parts
 from .same_metadata import (
     Layer,
     MetadataKeys,
@@ -98,13 +99,7 @@ class _Checker:
     def _check_subscript(self, node: cst.Subscript) -> None:
         self.check(node.value)
         for element in node.slice:
-            index = element.slice
-            parts = (
-                [index.lower, index.upper, index.step]
-                if isinstance(index, cst.Slice)
-                else [index.value]
-            )
-            for part in parts:
+            for part in index_parts(element):
                 if part is None:
                     continue
                 if self.types.kind(part) is not Kind.NOT_TENSOR and not isinstance(

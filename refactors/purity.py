@@ -141,16 +141,18 @@ def check_speculatable(node: cst.BaseExpression, types: TensorTypes, qualified_n
     raise Impurity(f"`{code(node)}` is not an expression the rule can prove effect-free")
 
 
+def index_parts(element: cst.SubscriptElement) -> list:
+    """The expressions of one index: ``i``, or a slice's start, stop and step (maybe None)."""
+    index = element.slice
+    if isinstance(index, cst.Slice):
+        return [index.lower, index.upper, index.step]
+    return [index.value]
+
+
 def _check_subscript(node: cst.Subscript, types, qualified_names, code) -> None:
     check_speculatable(node.value, types, qualified_names, code)
     for element in node.slice:
-        index = element.slice
-        parts = (
-            [index.lower, index.upper, index.step]
-            if isinstance(index, cst.Slice)
-            else [index.value]
-        )
-        for part in parts:
+        for part in index_parts(element):
             if part is None or isinstance(part, (cst.BaseNumber, cst.Ellipsis)):
                 continue
             if isinstance(part, cst.Name) and part.value == "None":

@@ -242,3 +242,18 @@ PRIMITIVE_ANNOTATIONS = frozenset(
         "builtins.str",
     }
 )
+
+# Functions and methods whose output's shape depends on tensor data (FG105 reports them).
+DATA_DEPENDENT_SHAPE_FUNCTIONS = frozenset(
+    {
+        "torch.nonzero",
+        "torch.argwhere",
+        "torch.masked_select",
+        "torch.unique",
+        "torch.unique_consecutive",
+        "torch.repeat_interleave",
+    }
+)
+DATA_DEPENDENT_SHAPE_METHODS = frozenset(
+    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
+)

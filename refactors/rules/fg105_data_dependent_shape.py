@@ -6,20 +6,8 @@ import libcst as cst
 
 from ..rule import Invalid, Rule, Valid
 from ..tensor_types import TensorTypes
+from ..torch_facts import DATA_DEPENDENT_SHAPE_FUNCTIONS, DATA_DEPENDENT_SHAPE_METHODS
 
-DATA_DEPENDENT_SHAPE_FUNCTIONS = frozenset(
-    {
-        "torch.nonzero",
-        "torch.argwhere",
-        "torch.masked_select",
-        "torch.unique",
-        "torch.unique_consecutive",
-        "torch.repeat_interleave",
-    }
-)
-DATA_DEPENDENT_SHAPE_METHODS = frozenset(
-    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
-)
 # Producers of boolean tensors: indexing with one is a boolean mask.
 BOOLEAN_FUNCTIONS = frozenset(
     {
