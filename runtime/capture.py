@@ -319,7 +319,7 @@ class GraphTape:
 
     def _scalar(self, value: Any) -> Any:
         """A constant, or a placeholder for a symbolic scalar lifted into the graph."""
-        if holds_size(value):
+        if self.shapes is not None and holds_size(value):  # sizes exist only while followed
             return map_sizes(value, self._size_node)
         sym = self.lift(value)
         if sym is None:

@@ -508,7 +508,7 @@ class MonitorRun(CallHandling, IterationTracking):
             return result
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         versions = [_version(t) for t in tensors]
-        if self.shapes is not None and holds_size((args, kwargs)):
+        if self.shapes is not None and self.shapes.live and holds_size((args, kwargs)):
             # The graph gets the sizes' expressions; the real call their numbers.
             real_args, real_kwargs = plain((args, kwargs))
             result = func(*real_args, **real_kwargs)

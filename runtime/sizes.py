@@ -367,6 +367,10 @@ def keeps_sizes(fn: Any) -> bool:
     return module.startswith("torch")
 
 
+# The instructions that may read an int's value natively (see check_instruction).
+NATIVE_READS = frozenset(["BINARY_OP", "BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR"])
+
+
 def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], Any]) -> None:
     """Pin the sizes an instruction reads natively: indexing a Python sequence with a
     size, repeating a sequence by one, %-formatting one into a string."""

@@ -161,7 +161,7 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
     """Account for ``ins`` in the shadow stack; may return an after-phase."""
     shadow = _sync(state)
     name = ins.opname
-    if run.shapes is not None and run.shapes.live:
+    if name in sizes.NATIVE_READS and run.shapes is not None and run.shapes.live:
         sizes.check_instruction(
             run.shapes, name, lambda depth: cpython.stack_item(state.frame, depth)
         )
