@@ -59,7 +59,6 @@ class BranchTape(GraphTape):
 
     def __init__(self, run: MonitorRun, operands: list[torch.Tensor]):
         super().__init__(resolve_external=lambda tensor: None, locate=run.locate, lift=run.lift)
-        self.entry_grad_mode = torch.is_grad_enabled()
         self.free: list[torch.Tensor] = []
         self.lifted: dict[int, Any] = {}  # id of a free 0-d tensor -> (Sym, value)
         for tensor in operands:  # operands first, in order: they are the signature's head
