@@ -751,8 +751,8 @@ def run_case(case: Case, backend: str = "eager", compiler: Callable[[Any], Any] 
                 stats = compiled.stats()
                 message = (
                     f"{case.name} ({backend}): step {index} ({step.describe()}, compiled call "
-                    f"was {a.replay or 'not fullgraph'}):\n    "
-                    + "\n    ".join(problems)
+                    f"was {a.replay or 'not fullgraph'}): {problems[0]}\n    "
+                    + "\n    ".join(problems[1:])
                     + "\n  script so far:\n"
                     + "\n".join(log)
                     + (f"\n  stats: {stats}" if stats is not None else "")
