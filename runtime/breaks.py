@@ -115,6 +115,22 @@ NOT_REUSABLE = _category(
     use_instead="def forward(self, x):\n    if x.sum().item() > 0:  # decide first\n        ...\n    self.bn(x)",
 )
 
+AUTOGRAD_STATE_CALL = _category(
+    "FG208",
+    "autograd-state-call",
+    "Call that runs autograd or changes training state",
+    "`loss.backward()`, `torch.autograd.grad`, an optimizer's `step()` / `zero_grad()`, "
+    "reading a tensor's `.grad`, or a module method that changes its state (`train()`, "
+    "`zero_grad()`, `register_buffer` ...) acts on state outside the operator graph. "
+    "The graph is split around the call and the call is replayed eagerly on every run, "
+    "so gradients accumulate and optimizers step exactly as in eager.",
+    "Compile the model's forward (and the loss) instead of the whole training step: "
+    "`compiled = fullgraph.runtime.compile(model)`; keep `backward()` and "
+    "`optimizer.step()` outside it.",
+    example="def train_step(x, y):\n    opt.zero_grad()  # FG208\n    loss = F.mse_loss(model(x), y)\n    loss.backward()  # FG208\n    opt.step()  # FG208\n    return loss",
+    use_instead="compiled_model = fullgraph.runtime.compile(model)\n\ndef train_step(x, y):\n    opt.zero_grad()\n    loss = F.mse_loss(compiled_model(x), y)\n    loss.backward()\n    opt.step()\n    return loss",
+)
+
 CATEGORIES: dict[str, BreakCategory] = {
     c.code: c
     for c in (
@@ -125,6 +141,7 @@ CATEGORIES: dict[str, BreakCategory] = {
         UNSUPPORTED_CONSTRUCT,
         EAGER_FALLBACK,
         NOT_REUSABLE,
+        AUTOGRAD_STATE_CALL,
     )
 }
 

@@ -17,16 +17,17 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, breaks, cpython, higher_order, sizes
+from fullgraph.runtime import annotation_table, autograd_calls, breaks, cpython, higher_order, sizes
 from fullgraph.runtime.capture import Unsupported
 from fullgraph.runtime.sources import (
-    HookCountSource,
+    HooksSource,
     LenSource,
     is_key_representable,
+    module_hooks,
 )
 from fullgraph.runtime.state import FrameState, Mutation
 from fullgraph.runtime.symbolic import Op, Sym, is_symbolic_number
-from fullgraph.runtime.user_code import has_user_forward, hook_count, is_user_code
+from fullgraph.runtime.user_code import has_user_forward, is_user_code
 
 
 class CallHandling:
@@ -47,7 +48,7 @@ class CallHandling:
                 if has_user_forward(fn):
                     # Its forward is stepped into, so what it reads (self.training
                     # included) is guarded as it runs; __call__ itself runs its hooks.
-                    self.read(HookCountSource(source), hook_count(fn), symbolic=False)
+                    self.read(HooksSource(source), module_hooks(fn), symbolic=False)
                 else:
                     self.guard_library_module(fn, source)
             return None
@@ -57,6 +58,10 @@ class CallHandling:
             self.keepalive.extend((fn, replacement))
             cpython.replace_stack_item(state.frame, fn_depth, replacement)
             return None
+        if autograd_calls.is_autograd_state_call(fn, args):
+            return self._replayed_callout(
+                state, fn, args, kwargs, _AUTOGRAD_STATE, result, fn_depth
+            )
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         tracker = self.shapes
         if (
@@ -96,6 +101,9 @@ class CallHandling:
         name = getattr(fn, "__name__", "")
         if annotation.pure:
             return self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
+        return self._replayed_callout(state, fn, args, kwargs, annotation, result, fn_depth)
+
+    def _replayed_callout(self, state, fn, args, kwargs, annotation, result, fn_depth):
         index = len(self.tape.callouts)
         if index in self.injected:
             # This call already ran in the replay that missed: hand the interpreter
@@ -222,7 +230,10 @@ class CallHandling:
             self.paused = False
             self.mode.paused = False
             value = result()
-            effectful = annotation.category is breaks.PYTHON_SIDE_EFFECT
+            effectful = annotation.category in (
+                breaks.PYTHON_SIDE_EFFECT,
+                breaks.AUTOGRAD_STATE_CALL,
+            )
             try:
                 callout = self.tape.record_callout(
                     fn,
@@ -276,6 +287,7 @@ class _Injected:
         return self.value
 
 
+_AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
 _NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
 
 

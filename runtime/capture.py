@@ -34,7 +34,9 @@ from fullgraph.runtime.sizes import (
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import (
     TorchFunctionMode,
+    autocast_state,
     getset_descriptor_name,
+    global_state,
     is_symbolic,
     set_grad_enabled_op,
     tree_flatten,
@@ -233,6 +235,8 @@ class GraphTape:
         self.producer: dict[int, Origin] = {}
         self.keepalive: list[Any] = []
         self.entry_grad_mode = torch.is_grad_enabled()
+        self.entry_state = global_state()
+        self.entry_autocast = autocast_state()
         self.unsupported: Unsupported | None = None
         self.shapes: ShapeTracker | None = None  # set when input sizes vary (symbolic sizes)
         self.generic_sizes = False  # the record is compiled for any size (set at build time)
@@ -347,6 +351,13 @@ class GraphTape:
         """Record one torch call; ``mutated``: tensor arguments whose version counter moved."""
         segment = self.current
         self._sync_grad_mode(segment)
+        if autocast_state() != self.entry_autocast:
+            # The graph would run the op without the autocast region it ran in.
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                "an operation ran under other autocast settings than the call started with "
+                "(a torch.autocast region inside the function)",
+            )
         flat, spec = tree_flatten((args, kwargs))
         mapped = [
             self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(x) for x in flat
@@ -484,9 +495,21 @@ class GraphTape:
 
     def _clone_mutated_inputs(self, segment: Segment) -> None:
         origins = dict(segment.placeholders)
-        for node in segment.mutated_placeholders:
-            with segment.graph.inserting_after(node):
-                work = segment.graph.call_method("clone", (node,))
+        if not segment.mutated_placeholders:
+            return
+        # Placeholders are made when a tensor is first used, possibly inside a no_grad
+        # region the graph switched to: move them all to the top, and clone there, under
+        # the grad mode the call started with (a clone made under no_grad would cut the
+        # parameter out of autograd).
+        graph = segment.graph
+        first = next((n for n in graph.nodes if n.op != "placeholder"), None)
+        if first is not None:
+            for node, _ in segment.placeholders:
+                first.prepend(node)
+        last_placeholder = [n for n in graph.nodes if n.op == "placeholder"][-1]
+        for node in reversed(segment.mutated_placeholders):
+            with graph.inserting_after(last_placeholder):
+                work = graph.call_method("clone", (node,))
             node.replace_all_uses_with(
                 work, delete_user_cb=lambda user, work=work: user is not work
             )

@@ -33,6 +33,8 @@ class Stats:
     records: int = 0
     fallbacks: int = 0  # calls that ran eagerly (fell back)
     fallback_reason: str | None = None
+    unrecorded: int = 0  # monitoring runs whose state could not become a record
+    unrecorded_reason: str | None = None
 
 
 class CompiledFunction:
@@ -184,7 +186,16 @@ class CompiledFunction:
                 self.dynamic_backend,
             )
         except RecordError as error:
+            if error.transient:
+                self.stats.unrecorded += 1
+                self.stats.unrecorded_reason = error.detail
+                report.notes.append(f"not recorded: {error.detail}")
+                return result
             self.stats.fallback_reason = f"not compiled: {error.detail}"
+            report.notes.append(self.stats.fallback_reason)
+            return result
+        except Exception as error:  # noqa: BLE001 - a bug in fullgraph, never the user's
+            self.stats.fallback_reason = f"internal error in fullgraph while recording: {error!r}"
             report.notes.append(self.stats.fallback_reason)
             return result
         if not record.reusable:

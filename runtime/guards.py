@@ -20,7 +20,16 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
-from fullgraph.runtime.sources import ArgSource, AttrSource, KwargSource, Source, base_of
+from fullgraph.runtime.guard_helpers import storages_apart
+from fullgraph.runtime.sources import (
+    ArgSource,
+    AttrSource,
+    GlobalHooksSource,
+    HooksSource,
+    KwargSource,
+    Source,
+    base_of,
+)
 
 GUARD_PARAMS = "A, K, M, F"
 
@@ -98,11 +107,16 @@ def tensor_check(
         ]
     else:
         sizes = [f"{name}.shape == {literal(tuple(tensor.shape))}"]
+    if dynamic_dims:  # strides follow the sizes; the layout must still be the same
+        layout = [f"{name}.is_contiguous() is {tensor.is_contiguous()}"]
+    else:  # compiled kernels index memory with the strides they were built for
+        layout = [f"{name}.stride() == {literal(tuple(tensor.stride()))}"]
     parts = [
         f"type({name}) is {ns.name_for(type(tensor))}",
         f"{name}.dtype is {literal(tensor.dtype)}",
         f"{name}.device == {ns.expr(tensor.device)}",
         *sizes,
+        *layout,
         f"{name}.requires_grad is {tensor.requires_grad}",
     ]
     return " and ".join(parts)
@@ -112,6 +126,10 @@ def value_check(
     name: str, value: Any, source: Source, ns: Namespace, dynamic: dict | None = None
 ) -> tuple[str, str]:
     """The condition that ``name`` still holds what the run read, and a comment."""
+    if isinstance(source, (HooksSource, GlobalHooksSource)):
+        if not value:
+            return f"{name} == ()", "no hooks"
+        return f"{name} == {ns.bind(value, 'hooks_' + source.local_name())}", "hooks (identity)"
     if isinstance(value, torch.Tensor):
         dims = frozenset((dynamic or {}).get(source, ()))
         return tensor_check(name, value, ns, dims), "tensor metadata" + (
@@ -166,9 +184,10 @@ def generate_guard(
     kwarg_names: tuple[str, ...],
     symbolic_sources: set[Source] = frozenset(),
     conditions: list = (),
-    distinct: list[tuple[Source, Source]] = (),
+    distinct: list[Source] = (),
     dynamic: dict | None = None,
     values: dict | None = None,
+    entry_state: dict | None = None,
 ) -> GuardCode:
     ns = Namespace()
     for name, value in globals_consts.items():
@@ -179,6 +198,8 @@ def generate_guard(
         writer.check(f"{name!r} in K", f"keyword argument {name}")
     writer.check(f"torch.is_grad_enabled() is {grad_mode}", "grad mode")
     writer.check(f"torch.get_default_dtype() is {literal(default_dtype)}", "default dtype")
+    for expression, value in (entry_state or {}).items():
+        writer.check(f"{expression} is {literal(value)}", "global torch state")
     for source, value in reads.items():
         name = writer.load(source)
         if source in symbolic_sources:  # a scalar that varies: lifted, so only its type matters
@@ -196,9 +217,14 @@ def generate_guard(
         writer.check(
             f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}"
         )
-    for first, second in distinct:  # an input updated in place must not alias another input
+    updated = [position for position, source in enumerate(inputs) if source in set(distinct)]
+    if updated:  # an input updated in place must share memory with no other input
+        names = ", ".join(writer.load(source) for source in inputs)
+        helper = ns.bind(storages_apart, "storages_apart")
         writer.check(
-            f"{writer.load(first)} is not {writer.load(second)}", f"no aliasing {first} / {second}"
+            f"{helper}(({names},), {tuple(updated)!r})",
+            "inputs updated in place share memory with no other input: "
+            + ", ".join(source.expr() for source in inputs if source in set(distinct)),
         )
     input_names = [writer.load(source) for source in inputs]
     body = "\n".join("        " + line for line in writer.lines)

@@ -370,7 +370,13 @@ def generate_mock(
         if where is not None:
             comment += f" at {where.file.rsplit('/', 1)[-1]}:{where.line}"
         call = f"{fn}({', '.join(call_args)})"
-        deferrable = callout.effectful and callout.result is None
+        # Output-only effects (print, logging) may wait for the mid-guards; an effect
+        # later code depends on (backward() before reading .grad) may not.
+        deferrable = (
+            callout.effectful
+            and callout.result is None
+            and callout.category is breaks.PYTHON_SIDE_EFFECT
+        )
         if deferrable and callout.index < last_midguard:
             held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
             continue
@@ -442,6 +448,17 @@ def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
         return f"{name} is {value!r}"
     if is_literal(value):
         return f"type({name}) is {type(value).__name__} and {name} == {literal(value)}"
+    if type(value) in (tuple, list) and all(
+        item is None or isinstance(item, torch.Tensor) for item in value
+    ):  # torch.autograd.grad's tuple of gradients
+        checks = [f"type({name}) is {type(value).__name__}", f"len({name}) == {len(value)}"]
+        for position, item in enumerate(value):
+            if item is None:
+                checks.append(f"{name}[{position}] is None")
+            else:
+                dims = tape.varying_dims(item) if tape.generic_sizes else frozenset()
+                checks.append(tensor_check(f"{name}[{position}]", item, ns, dims))
+        return " and ".join(checks)
     raise Unsupported(
         breaks.UNSUPPORTED_CONSTRUCT,
         f"{callout.function_name} returned a {type(value).__name__} the rest of the run reads",

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from fullgraph.runtime import cpython, taint, torch_internals
+from fullgraph.runtime import cpython, taint
 from fullgraph.runtime.opcodes import HANDLERS
 from fullgraph.runtime.run import MonitorRun
 from fullgraph.runtime.state import FrameState
@@ -35,7 +35,9 @@ class Monitor:
         previous = sys.gettrace()
         sys.settrace(self._on_call)
         try:
-            with self.run.mode, torch_internals.compiling():
+            # No 'is compiling' flag: the monitoring run is the real program, and library
+            # code that asks (optimizers, transformers) must take its eager path.
+            with self.run.mode:
                 return call()
         finally:
             sys.settrace(previous)

@@ -19,6 +19,7 @@ from fullgraph.runtime import breaks
 from fullgraph.runtime.backends import Backend
 from fullgraph.runtime.capture import ExternalOrigin, Unsupported
 from fullgraph.runtime.codegen import Namespace, compile_source
+from fullgraph.runtime.guard_helpers import storages_apart
 from fullgraph.runtime.guards import generate_guard
 from fullgraph.runtime.mock import MISS, Symbols, generate_mock
 from fullgraph.runtime.run import MonitorRun
@@ -99,10 +100,13 @@ class Record:
 class RecordError(Exception):
     """The run cannot become a record; carries the break that explains why."""
 
-    def __init__(self, graph_break: breaks.GraphBreak | None, detail: str):
+    def __init__(self, graph_break: breaks.GraphBreak | None, detail: str, transient: bool = False):
         super().__init__(detail)
         self.graph_break = graph_break
         self.detail = detail
+        # Only this call's state can't be recorded (e.g. aliased inputs): the next call
+        # is monitored again instead of the function falling back for good.
+        self.transient = transient
 
 
 def graph_modules(run: MonitorRun) -> list[torch.fx.GraphModule]:
@@ -160,9 +164,10 @@ def build_record(
         kwarg_names,
         run.symbolic_sources,
         run.entry_conditions,
-        _distinct_inputs(run, input_sources),
+        _updated_inputs(run, input_sources),
         dynamic=dynamic if generic else None,
         values=_values_by_source(run),
+        entry_state=run.tape.entry_state,
     )
     if generic and dynamic_backend is not None:
         backend = dynamic_backend
@@ -223,15 +228,28 @@ def _values_by_source(run: MonitorRun) -> dict:
     return values
 
 
-def _distinct_inputs(run: MonitorRun, input_sources: list[Source]) -> list[tuple[Source, Source]]:
-    """Pairs (mutated input, other input) that must be distinct objects for the record to hold."""
-    mutated = [
+def _updated_inputs(run: MonitorRun, input_sources: list[Source]) -> list[Source]:
+    """Inputs the graphs update in place: they must share memory with no other input,
+    in the run (else its graph is not the program's answer) and in every replay."""
+    updated = [
         origin.source
         for segment in run.tape.segments
         for origin, _ in segment.writebacks
         if isinstance(origin, ExternalOrigin)
     ]
-    return [(m, other) for m in mutated for other in input_sources if other != m]
+    if not updated:
+        return []
+    values = _values_by_source(run)
+    tensors = tuple(values.get(source) for source in input_sources)
+    positions = tuple(i for i, source in enumerate(input_sources) if source in updated)
+    if all(isinstance(t, torch.Tensor) for t in tensors) and not storages_apart(tensors, positions):
+        raise RecordError(
+            None,
+            "an input updated in place shares memory with another input (the same tensor "
+            "or a view of it); such calls are monitored each time",
+            transient=True,
+        )
+    return updated
 
 
 def _external_inputs(run: MonitorRun) -> list[Source]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, breaks, torch_internals
+from fullgraph.runtime import annotation_table, autograd_calls, breaks, torch_internals
 from fullgraph.runtime.calls import CallHandling
 from fullgraph.runtime.capture import (
     DATA_DEPENDENT,
@@ -43,7 +43,8 @@ from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
     ContainsSource,
-    HookCountSource,
+    GlobalHooksSource,
+    HooksSource,
     ItemSource,
     KeysSource,
     KwargSource,
@@ -51,14 +52,15 @@ from fullgraph.runtime.sources import (
     RootFunctionSource,
     RootModuleSource,
     Source,
+    global_module_hooks,
     is_key_representable,
+    module_hooks,
 )
 from fullgraph.runtime.state import FrameState, Mutation
 from fullgraph.runtime.symbolic import Condition, Leaf, Sym, is_symbolic_number
 from fullgraph.runtime.torch_internals import getset_descriptor_name, tree_flatten
 from fullgraph.runtime.user_code import (
     has_user_forward,
-    hook_count,
     is_setting,
     user_property,
 )
@@ -120,10 +122,12 @@ class MonitorRun(CallHandling, IterationTracking):
         self.tape.shapes = self.shapes
         self.mode = CaptureMode(self.on_torch_call)
         self._module_index: dict[int, Source] | None = None
+        # Hooks for every module run inside any module call the program makes.
+        self.read(GlobalHooksSource(), global_module_hooks(), symbolic=False)
         if module is not None:
             self.register(module, RootModuleSource())
             self.register_module_tree(module, RootModuleSource())
-            self.read(HookCountSource(RootModuleSource()), hook_count(module), symbolic=False)
+            self.read(HooksSource(RootModuleSource()), module_hooks(module), symbolic=False)
             if not has_user_forward(module):  # e.g. an nn.Sequential root
                 self.guard_library_module(module, RootModuleSource())
         self._register_callable(fn, RootFunctionSource())
@@ -139,6 +143,11 @@ class MonitorRun(CallHandling, IterationTracking):
             self.keepalive.append(value)
 
     def register_root(self, value: Any, source: Source) -> None:
+        known = self.sources.get(id(value))
+        if known is not None and not isinstance(value, _SHARED_TYPES):
+            # The same object in two places (f(x, x)): the run tracks it as one, so the
+            # record holds only while both places still hold one object.
+            self.aliases.append((known, source))
         self.reads[source] = value
         self.register(value, source)
         if source in self.varying and is_symbolic_number(value):
@@ -327,7 +336,7 @@ class MonitorRun(CallHandling, IterationTracking):
         # Setting by setting, not one dict-version check: a model switched to eval()
         # and back to train() must hit its train-mode record again.
         self.read(AttrSource(source, "training"), module.training, symbolic=False)
-        self.read(HookCountSource(source), hook_count(module), symbolic=False)
+        self.read(HooksSource(source), module_hooks(module), symbolic=False)
         for name, value in vars(module).items():
             if not name.startswith("_") and name != "training" and is_setting(value):
                 self.read(AttrSource(source, name), value, symbolic=False)
@@ -502,6 +511,20 @@ class MonitorRun(CallHandling, IterationTracking):
             self.size_reads += 1  # how many outputs depends on a size
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
             return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
+        if autograd_calls.is_autograd_torch_function(func) or autograd_calls.is_grad_read(
+            func, args
+        ):
+            # backward() reached from library code, or a gradient read: replayed in order.
+            effectful = not autograd_calls.is_grad_read(func, args)
+            index = len(self.tape.callouts)
+            if index in self.injected:
+                result = self.injected.pop(index)
+            else:
+                result = func(*args, **kwargs)
+            self._torch_callout(
+                func, args, kwargs, result, breaks.AUTOGRAD_STATE_CALL, effectful=effectful
+            )
+            return result
         if name in VALUE_READS and len(self.tape.callouts) in self.injected:
             result = self.injected.pop(len(self.tape.callouts))  # read in the replay that missed
             self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
@@ -518,7 +541,19 @@ class MonitorRun(CallHandling, IterationTracking):
             return result
         mutated = [t for t, v in zip(tensors, versions) if _version(t) != v]
         try:
-            if _contains_tensor(result) or (result is None and mutated):
+            prop = getset_descriptor_name(func)
+            if name in _HIDDEN_STATE_CALLS or prop in _HIDDEN_STATE_CALLS:
+                # Not a function of what the guard checks (memory addresses, autograd
+                # flags, hooks): replayed each call, its result checked where it is read.
+                self._torch_callout(
+                    func,
+                    args,
+                    kwargs,
+                    result,
+                    breaks.AUTOGRAD_STATE_CALL,
+                    effectful=name in _HIDDEN_STATE_EFFECTS,
+                )
+            elif _contains_tensor(result) or (result is None and mutated):
                 self.tape.record_op(func, args, kwargs, result, mutated)
             elif name in VALUE_READS:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
@@ -591,7 +626,7 @@ class MonitorRun(CallHandling, IterationTracking):
             return result  # stride() and the like of a tensor whose sizes don't vary
         return None
 
-    def _torch_callout(self, func, args, kwargs, result, category) -> None:
+    def _torch_callout(self, func, args, kwargs, result, category, effectful=False) -> None:
         try:
             self.tape.record_callout(
                 func,
@@ -602,8 +637,8 @@ class MonitorRun(CallHandling, IterationTracking):
                 dict(kwargs),
                 result,
                 category,
-                effectful=False,
-                guard_result=True,
+                effectful=effectful,
+                guard_result=not effectful,
             )
         except Unsupported as error:
             self.tape.unsupported = error
@@ -649,6 +684,35 @@ class MonitorRun(CallHandling, IterationTracking):
         self.unsupported.append(self.locate("<store>", breaks.UNSUPPORTED_CONSTRUCT, detail))
 
 
+# Tensor calls whose result or effect the guard's checks (type, dtype, device, shape,
+# strides, requires_grad) do not determine.
+_HIDDEN_STATE_EFFECTS = frozenset(
+    [
+        "retain_grad",
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "record_stream",
+        "share_memory_",
+        "pin_memory",
+    ]
+)
+_HIDDEN_STATE_CALLS = _HIDDEN_STATE_EFFECTS | frozenset(
+    [
+        "data_ptr",
+        "untyped_storage",
+        "storage",
+        "_storage",
+        "is_inference",
+        "is_leaf",
+        "_version",
+        "grad_fn",
+        "is_shared",
+        "is_pinned",
+        "_is_view",
+        "is_set_to",
+        "retains_grad",
+    ]
+)
 # Tensor queries whose result depends on a size (the graph can't be size-generic then).
 _SIZE_READS = frozenset(
     ["shape", "size", "__len__", "numel", "nelement", "stride", "storage_offset"]

@@ -152,21 +152,60 @@ class HasAttrSource(Source):
         return f"hasattr({self.base.expr()}, {self.name!r})"
 
 
+_MODULE_HOOK_DICTS = (
+    "_forward_pre_hooks",
+    "_forward_hooks",
+    "_backward_pre_hooks",
+    "_backward_hooks",
+)
+_GLOBAL_HOOK_DICTS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
+
+
 @dataclasses.dataclass(frozen=True, eq=True)
-class HookCountSource(Source):
-    """How many hooks a module has: adding one after recording must miss the guard."""
+class HooksSource(Source):
+    """The hooks a module runs around its forward and backward, in order.
+
+    Compared by identity (a tuple of the hook functions), so a hook swapped for
+    another, added or removed after recording misses the guard.
+    """
 
     base: Source
 
     def expr(self) -> str:
         base = self.base.expr()
-        return (
-            f"(len({base}._forward_pre_hooks) + len({base}._forward_hooks)"
-            f" + len({base}._backward_pre_hooks) + len({base}._backward_hooks))"
-        )
+        return "(" + ", ".join(f"*{base}.{d}.values()" for d in _MODULE_HOOK_DICTS) + ")"
 
     def local_name(self) -> str:
-        return self.base.local_name() + "_hook_count"
+        return self.base.local_name() + "_hooks"
+
+
+@dataclasses.dataclass(frozen=True, eq=True)
+class GlobalHooksSource(Source):
+    """Hooks registered for every module (``register_module_forward_hook`` and friends)."""
+
+    def expr(self) -> str:
+        owner = "torch.nn.modules.module"
+        return "(" + ", ".join(f"*{owner}.{d}.values()" for d in _GLOBAL_HOOK_DICTS) + ")"
+
+    def local_name(self) -> str:
+        return "v_global_module_hooks"
+
+
+def module_hooks(module) -> tuple:
+    """What :class:`HooksSource` reads."""
+    return tuple(hook for d in _MODULE_HOOK_DICTS for hook in getattr(module, d).values())
+
+
+def global_module_hooks() -> tuple:
+    """What :class:`GlobalHooksSource` reads."""
+    import torch.nn.modules.module as module_py
+
+    return tuple(hook for d in _GLOBAL_HOOK_DICTS for hook in getattr(module_py, d).values())
 
 
 def base_of(source: Source) -> Source | None:

@@ -56,26 +56,6 @@ def getset_descriptor_name(func) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def compiling():
-    """Tell library code a graph is being captured (``torch.compiler.is_compiling()``).
-
-    Libraries such as transformers skip data-dependent fast paths (``if
-    mask.all(): ...``) when they are compiled, exactly as under torch.compile;
-    the monitoring run is a compilation, so it takes the same path.
-    """
-    compiler = torch.compiler
-    if not hasattr(compiler, "_is_compiling_flag"):
-        yield
-        return
-    previous = compiler._is_compiling_flag
-    compiler._is_compiling_flag = True
-    try:
-        yield
-    finally:
-        compiler._is_compiling_flag = previous
-
-
 # -- symbolic sizes (runtime/shapes.py) ----------------------------------------
 def fake_mode_with_symbols():
     """A FakeTensorMode whose ShapeEnv makes a fresh symbol for every varying size.
@@ -180,3 +160,32 @@ def sympy_parts(expr):
         if isinstance(expr, kind):
             return operator, expr.args
     return None
+
+
+# Global torch state that changes what the same operations compute: each entry is an
+# expression a guard evaluates and a function that reads its value now.
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def global_state() -> dict[str, object]:
+    """Expression -> current value, for the global state a record depends on (beyond
+    grad mode and the default dtype, which guards check first)."""
+    state: dict[str, object] = {
+        "torch.is_inference_mode_enabled()": torch.is_inference_mode_enabled(),
+        "torch.are_deterministic_algorithms_enabled()": (
+            torch.are_deterministic_algorithms_enabled()
+        ),
+    }
+    for device in _AUTOCAST_DEVICES:
+        enabled = torch.is_autocast_enabled(device)
+        state[f"torch.is_autocast_enabled({device!r})"] = enabled
+        if enabled:
+            state[f"torch.get_autocast_dtype({device!r})"] = torch.get_autocast_dtype(device)
+    return state
+
+
+def autocast_state() -> tuple:
+    """Autocast's settings now, per device type (compared op by op during a run)."""
+    return tuple(
+        (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES
+    )

@@ -65,15 +65,6 @@ def is_user_code(code: types.CodeType) -> bool:
     return cached
 
 
-def hook_count(module: torch.nn.Module) -> int:
-    return (
-        len(module._forward_pre_hooks)
-        + len(module._forward_hooks)
-        + len(module._backward_pre_hooks)
-        + len(module._backward_hooks)
-    )
-
-
 def has_user_forward(module: torch.nn.Module) -> bool:
     forward = getattr(type(module), "forward", None)
     code = getattr(forward, "__code__", None)

@@ -1,0 +1,113 @@
+"""Calls that run autograd or change training state: always replayed, never captured.
+
+``loss.backward()``, ``torch.autograd.grad``, an optimizer's ``step()``, a
+module's ``zero_grad()`` or ``train()``: each acts on state outside the
+operator graph (``.grad`` fields, optimizer state, module flags), mostly in
+torch's own Python code that the monitor does not step into.  Dropping one on
+replay would leave gradients stale or skip an update, so each becomes an
+effectful callout (break FG208) that the mock makes again on every call, in
+program order.  Reading a tensor's ``.grad`` is replayed too: the gradient is
+whatever the backward calls before it left there.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from fullgraph.runtime.user_code import is_user_code
+
+# Module methods of torch.nn.Module that change the module (or its parameters'
+# gradients) rather than compute with it.
+_MODULE_STATE_METHODS = frozenset(
+    [
+        "zero_grad",
+        "train",
+        "eval",
+        "requires_grad_",
+        "register_buffer",
+        "register_parameter",
+        "register_module",
+        "add_module",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+        "apply",
+        "to",
+        "cpu",
+        "cuda",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "type",
+        "load_state_dict",
+        "share_memory",
+        "set_submodule",
+        "set_extra_state",
+    ]
+)
+_OPTIMIZER_METHODS = frozenset(["step", "zero_grad", "add_param_group", "load_state_dict"])
+
+
+def _torch_function(fn: Any) -> bool:
+    """Whether ``fn`` is torch's own Python (or native) code, not an override in user code."""
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    code = getattr(target, "__code__", None)
+    return code is None or not is_user_code(code)
+
+
+def _autograd_functions() -> tuple:
+    import torch.nn.utils
+
+    return (
+        torch.autograd.backward,
+        torch.autograd.grad,
+        torch.Tensor.backward,
+        torch.nn.utils.clip_grad_norm_,
+        torch.nn.utils.clip_grad_value_,
+    )
+
+
+def is_autograd_state_call(fn: Any, args: tuple = ()) -> bool:
+    """Whether a call the monitor is about to make changes autograd or training state.
+
+    ``fn`` may be a bound method, or (after LOAD_METHOD) the plain function with
+    its receiver first in ``args``.
+    """
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if target in _autograd_functions():
+        return True
+    receiver = getattr(fn, "__self__", None)
+    name = getattr(fn, "__name__", "")
+    unbound = isinstance(fn, types.FunctionType) and bool(args)
+    if receiver is None and unbound and getattr(type(args[0]), name, None) is fn:
+        receiver = args[0]
+    if receiver is None or not _torch_function(fn):
+        return False
+    if isinstance(receiver, torch.optim.Optimizer):
+        return name in _OPTIMIZER_METHODS
+    if isinstance(receiver, torch.optim.lr_scheduler.LRScheduler):
+        return name == "step"
+    if isinstance(receiver, torch.nn.Module):
+        return name in _MODULE_STATE_METHODS
+    return False
+
+
+def is_autograd_torch_function(func: Any) -> bool:
+    """The same, for a function a torch-function mode sees (``Tensor.backward``)."""
+    return func in _autograd_functions()
+
+
+def is_grad_read(func: Any, args: tuple) -> bool:
+    """``t.grad`` as a torch-function mode sees it (the property's ``__get__``)."""
+    return (
+        getattr(func, "__name__", None) == "__get__"
+        and getattr(getattr(func, "__self__", None), "__name__", None) == "grad"
+        and bool(args)
+        and isinstance(args[0], torch.Tensor)
+    )
