@@ -53,6 +53,7 @@ import io
 import itertools
 import linecache
 import math
+import os
 import random
 import sys
 import textwrap
@@ -70,6 +71,7 @@ except ImportError:  # pragma: no cover - numpy is a dev dependency
 
 import fullgraph.runtime as fr
 
+VERBOSE = bool(os.environ.get("FULLGRAPH_SOUNDNESS_VERBOSE"))
 INDUCTOR_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 # ---------------------------------------------------------------------------
@@ -340,6 +342,9 @@ class _Snap:
     tensor: torch.Tensor
     is_leaf: bool
     has_grad_fn: bool
+
+    def __repr__(self) -> str:
+        return repr(self.tensor)
 
 
 @dataclasses.dataclass
@@ -763,6 +768,8 @@ def run_case(case: Case, backend: str = "eager", compiler: Callable[[Any], Any] 
                     raise error from a.error_object
                 raise error
         stats = compiled.stats()
+        if VERBOSE:
+            print(f"\n{case.name} ({backend}): {stats}\n" + "\n".join(log))
         if stats is not None:
             if case.min_hits is not None and stats.hits < case.min_hits:
                 result.outcome = "no-replay"
@@ -814,7 +821,7 @@ def backends(
 
     def param(name: str, reason: str | None, marks: list):
         if reason:
-            marks = [*marks, pytest.mark.xfail(strict=True, reason=reason)]
+            marks = [*marks, pytest.mark.xfail(strict=True, reason=reason, raises=SoundnessFailure)]
         return pytest.param(name, marks=marks, id=name)
 
     params = [param("eager", xfail_eager or xfail, [])]

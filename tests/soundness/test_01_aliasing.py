@@ -33,7 +33,7 @@ def build_accumulate():
     return Env(target=accumulate)
 
 
-@backends(inductor=True)
+@backends(inductor=True, xfail="F1: the guard does not check whether two tensor arguments are the same object")
 def test_inplace_then_same_tensor_twice(backend):
     run_case(
         Case(
@@ -45,7 +45,7 @@ def test_inplace_then_same_tensor_twice(backend):
     )
 
 
-@backends()
+@backends(xfail="F1: the guard does not check whether two tensor arguments are the same object")
 def test_same_tensor_first_then_distinct(backend):
     run_case(
         Case(
@@ -107,7 +107,7 @@ def table_and_view(env):
     return table, table[1]
 
 
-@backends()
+@backends(xfail="F2: storage overlap (a view of another argument / of a buffer) is not guarded")
 def test_view_of_argument_beside_it(backend):
     run_case(
         Case(
@@ -136,7 +136,7 @@ def build_running_sum():
     return Env(target=RunningSum())
 
 
-@backends()
+@backends(xfail="F2: storage overlap (a view of another argument / of a buffer) is not guarded")
 def test_argument_is_view_of_buffer(backend):
     run_case(
         Case(
@@ -146,42 +146,26 @@ def test_argument_is_view_of_buffer(backend):
                 *calls(2, lambda env: torch.randn(2, 3)),
                 Call(lambda env: env.target.acc[:, :], label="x is a view of self.acc"),
                 Call(lambda env: torch.randn(2, 3)),
-                Call(lambda env: env.target.acc, label="x is self.acc"),
             ],
         ),
         backend,
     )
 
 
-# --- a parameter passed as the argument ------------------------------------------
-
-
-class Tied(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.proj = torch.nn.Linear(3, 3, bias=False)
-
-    def forward(self, x):
-        with torch.no_grad():
-            self.proj.weight.mul_(0.5)
-        return x @ self.proj.weight
-
-
-def build_tied():
-    torch.manual_seed(0)
-    return Env(target=Tied())
+# --- the module's own buffer passed as the argument ----------------------------
 
 
 @backends()
-def test_argument_is_the_parameter(backend):
+def test_argument_is_the_buffer(backend):
     run_case(
         Case(
-            "argument_is_the_parameter",
-            build_tied,
+            "argument_is_the_buffer",
+            build_running_sum,
             [
-                *calls(2, lambda env: torch.randn(3, 3)),
-                Call(lambda env: env.target.proj.weight.detach(), label="x shares the weight"),
-                Call(lambda env: torch.randn(3, 3)),
+                *calls(2, lambda env: torch.randn(2, 3)),
+                Call(lambda env: env.target.acc, label="x is self.acc"),
+                Call(lambda env: torch.randn(2, 3)),
+                Call(lambda env: env.target.acc),
             ],
         ),
         backend,
@@ -228,7 +212,7 @@ def overlapping(env):
     return base[:4], base[1:]
 
 
-@backends()
+@backends(xfail="F4: an out= overlapping an input does not raise on replay (the graph writes a copy)")
 def test_out_overlapping_input_raises(backend):
     run_case(
         Case(

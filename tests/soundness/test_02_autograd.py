@@ -1,0 +1,291 @@
+"""Class 2: autograd inside the compiled function.
+
+A training step (``zero_grad``, forward, ``loss.backward()``,
+``optimizer.step()``), ``torch.autograd.grad``, reading ``.grad``,
+``torch.no_grad()`` updates of parameters, outputs that keep
+``requires_grad``, gradient accumulation, grad mode restored after a failing
+call.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from harness import Call, Case, Do, Env, backends, calls, load_program, run_case
+
+
+def batch(env):
+    return torch.randn(5, 4), torch.randint(0, 3, (5,))
+
+
+def build_sgd_step():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return Env(model=model, opt=opt, target=train_step)
+
+
+@backends(
+    inductor=True,
+    xfail_eager="F5: backward() in a record: the replay crashes (add_(None) on .grad of a clone)",
+    xfail_inductor="F6: Inductor fails to compile a graph that reads .grad (None): AttributeError on the first call",
+)
+def test_sgd_training_step(backend):
+    run_case(Case("sgd_training_step", build_sgd_step, calls(4, batch)), backend)
+
+
+def build_accumulating():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+
+    def accumulate(x, y):  # no zero_grad: gradients accumulate across calls
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss.item()
+
+    return Env(model=model, target=accumulate)
+
+
+@backends(xfail="F5: backward() in a record is not replayed: gradients go stale")
+def test_gradient_accumulation(backend):
+    run_case(Case("gradient_accumulation", build_accumulating, calls(4, batch)), backend)
+
+
+MANUAL_SGD = """
+import torch
+
+torch.manual_seed(0)
+w = torch.randn(4, 1, requires_grad=True)
+lr = 0.05
+
+def fit(x, y):
+    pred = x @ w
+    loss = ((pred - y) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w.sub_(lr * w.grad)
+        w.grad.zero_()
+    return loss.detach()
+"""
+
+
+def build_manual_sgd():
+    ns = load_program(MANUAL_SGD, "manual_sgd")
+    return Env(ns=ns, target=ns.fit)
+
+
+@backends(xfail="F5: backward() in a record is not replayed")
+def test_manual_sgd_with_no_grad_update(backend):
+    run_case(
+        Case(
+            "manual_sgd_with_no_grad_update",
+            build_manual_sgd,
+            [*calls(3, lambda env: (torch.randn(6, 4), torch.randn(6, 1))),
+             Do(lambda env: setattr(env.ns, "lr", 0.5), "lr = 0.5"),
+             *calls(2, lambda env: (torch.randn(6, 4), torch.randn(6, 1)))],
+        ),
+        backend,
+    )
+
+
+def build_autograd_grad():
+    def input_gradient(x):
+        x = x.detach().requires_grad_(True)
+        energy = (x.sin() * x).sum()
+        (grad,) = torch.autograd.grad(energy, x)
+        return grad
+
+    return Env(target=input_gradient)
+
+
+@backends(inductor=True)
+def test_autograd_grad_inside(backend):
+    run_case(Case("autograd_grad_inside", build_autograd_grad, calls(3, lambda env: torch.randn(5))), backend)
+
+
+def build_read_grad():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+
+    def grad_norm():
+        total = 0.0
+        for p in model.parameters():
+            if p.grad is not None:
+                total = total + p.grad.pow(2).sum()
+        return total
+
+    return Env(model=model, target=grad_norm)
+
+
+def backward_once(env):
+    env.model(torch.randn(4, 3)).sum().backward()
+
+
+@backends(xfail="F7: whether p.grad is None is not guarded: a record made before backward replays after it")
+def test_reads_grad_that_changes(backend):
+    run_case(
+        Case(
+            "reads_grad_that_changes",
+            build_read_grad,
+            [
+                Call(label="no grads yet"),
+                Call(),
+                Do(backward_once, "backward outside"),
+                Call(),
+                Do(backward_once, "backward again (grads accumulate)"),
+                Call(),
+                Do(lambda env: env.model.zero_grad(set_to_none=True), "zero_grad"),
+                Call(),
+            ],
+        ),
+        backend,
+    )
+
+
+class Tied(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(3, 3, bias=False)
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.proj.weight.mul_(0.5)
+        return x @ self.proj.weight
+
+
+def build_tied():
+    torch.manual_seed(0)
+    return Env(target=Tied())
+
+
+@backends(xfail="F3: the no_grad in-place update clones the parameter; the replayed output loses its grad_fn")
+def test_no_grad_parameter_update_in_forward(backend):
+    run_case(Case("no_grad_parameter_update_in_forward", build_tied, calls(3, lambda env: torch.randn(2, 3))), backend)
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(4, 4)
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+
+def build_outer_backward():
+    torch.manual_seed(0)
+    model = Classifier()
+    return Env(model=model, target=model, outputs=[])
+
+
+def outer_step(env):
+    # The user's loop does the backward on the compiled forward's output.
+    torch.manual_seed(7)
+    out = env.call(torch.randn(3, 4))
+    out.square().mean().backward()
+
+
+@backends(inductor=True)
+def test_backward_on_compiled_output(backend):
+    run_case(
+        Case(
+            "backward_on_compiled_output",
+            build_outer_backward,
+            [Do(outer_step, "forward+backward"), Call(lambda env: torch.randn(3, 4)),
+             Do(outer_step, "forward+backward"), Do(outer_step, "forward+backward"), Call(lambda env: torch.randn(3, 4))],
+        ),
+        backend,
+    )
+
+
+GUARDED_EVAL = """
+import torch
+
+class Scorer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        with torch.no_grad():
+            score = self.lin(x)
+            if score.isnan().any():
+                raise ValueError("nan score")
+        return score
+"""
+
+
+def build_guarded_eval():
+    torch.manual_seed(0)
+    ns = load_program(GUARDED_EVAL, "guarded_eval")
+    return Env(ns=ns, target=ns.Scorer())
+
+
+@backends()
+def test_grad_mode_restored_after_raise(backend):
+    run_case(
+        Case(
+            "grad_mode_restored_after_raise",
+            build_guarded_eval,
+            [
+                *calls(2, lambda env: torch.randn(2, 4)),
+                Call(lambda env: torch.full((2, 4), float("nan")), label="nan input raises inside no_grad"),
+                Call(lambda env: torch.randn(2, 4)),
+            ],
+        ),
+        backend,
+    )
+
+
+def build_detach_toggle():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 3)
+
+    def forward(x):
+        return model(x) * 2
+
+    return Env(model=model, target=forward)
+
+
+def freeze(env):
+    for p in env.model.parameters():
+        p.requires_grad_(False)
+
+
+@backends()
+def test_parameters_frozen_between_calls(backend):
+    run_case(
+        Case(
+            "parameters_frozen_between_calls",
+            build_detach_toggle,
+            [*calls(2, lambda env: torch.randn(2, 3)), Do(freeze, "requires_grad_(False)"),
+             *calls(2, lambda env: torch.randn(2, 3))],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_called_under_no_grad_then_with_grad(backend):
+    run_case(
+        Case(
+            "called_under_no_grad_then_with_grad",
+            build_detach_toggle,
+            [Call(lambda env: torch.randn(2, 3)),
+             Call(lambda env: torch.randn(2, 3), context=lambda env: torch.no_grad(), label="under no_grad"),
+             Call(lambda env: torch.randn(2, 3)),
+             Do(lambda env: torch.set_grad_enabled(False), "set_grad_enabled(False)"),
+             Call(lambda env: torch.randn(2, 3)),
+             Call(lambda env: torch.randn(2, 3), context=lambda env: torch.enable_grad(), label="enable_grad")],
+        ),
+        backend,
+    )
