@@ -13,6 +13,7 @@ from ..rule import Invalid, Rule, Valid
 
 SUPPORT = "fullgraph.refactors.support"
 DEFERRED = f"{SUPPORT}:deferred"
+DEFERRED_METHOD = f"{SUPPORT}:deferred_method"
 DEFER_SIDE_EFFECTS = f"{SUPPORT}:defer_side_effects"
 LOG_METHODS = frozenset(
     {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
@@ -74,7 +75,16 @@ class PythonSideEffectRule(Rule):
         "support module instead of the original line, and mutable non-tensor arguments "
         "other than lists, tuples and dicts are not copied. No fix is offered when the "
         "call's result is used, or when the function where compilation starts is a "
-        "generator or `async` (the decorator cannot wrap it)."
+        "generator or `async` (the decorator cannot wrap it).\n\n"
+        "Under TorchDynamo each deferred call is an opaque node of the graph "
+        "(`torch._dynamo.decorators.leaf_function`) that makes the call when the graph "
+        "runs, at its place: no break, also where the function is inlined into another "
+        "compiled function (a submodule's `forward`). A logger method is written "
+        "`deferred_method(logger, \"info\", ...)` because a graph can carry the logger and "
+        "the method's name but not the bound method. Arguments a graph cannot carry (objects "
+        "other than tensors, numbers, strings, sizes and lists, tuples and dicts of them) "
+        "make the call run where it stands there, which breaks the graph as the original "
+        "did; torch before 2.13 has no such node and defers only where compilation starts."
     )
     VALID = (
         Valid(
@@ -127,12 +137,13 @@ class PythonSideEffectRule(Rule):
             "    return x / x.norm()\n",
             expected_replacement=(
                 "import logging\nimport warnings\n\nimport torch\n"
-                "from fullgraph.refactors.support import deferred, defer_side_effects\n\n"
+                "from fullgraph.refactors.support import deferred_method, defer_side_effects, "
+                "deferred\n\n"
                 "logger = logging.getLogger(__name__)\n\n\n"
                 "@torch.compile\n"
                 "@defer_side_effects\n"
                 "def normalize(x):\n"
-                "    deferred(logger.info, 'norm %s', x.norm())\n"
+                "    deferred_method(logger, \"info\", 'norm %s', x.norm())\n"
                 "    if x.shape[0] == 0:\n"
                 "        deferred(warnings.warn, 'empty batch')\n"
                 "    return helper(x)\n\n\n"
@@ -168,6 +179,9 @@ class PythonSideEffectRule(Rule):
     def _is_side_effect(self, call: cst.Call) -> bool:
         if self.context.qualified_names(call.func) & SIDE_EFFECT_FUNCTIONS:
             return True
+        return self._is_logger_method(call)
+
+    def _is_logger_method(self, call: cst.Call) -> bool:
         func = call.func
         return (
             isinstance(func, cst.Attribute)
@@ -185,10 +199,23 @@ class PythonSideEffectRule(Rule):
         if refusal:
             self.report(node, message, refusal_reason=refusal)
             return
-        deferred = cst.Name(self.context.module_reference(DEFERRED))
-        first = cst.Arg(node.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        if self._is_logger_method(node):
+            # ``logger.info``: Dynamo can carry the logger and the method's name into the
+            # graph, not the bound method (a new object on every read).
+            helper = DEFERRED_METHOD
+            leading = [
+                cst.Arg(node.func.value, comma=comma),
+                cst.Arg(cst.SimpleString(f'"{node.func.attr.value}"'), comma=comma),
+            ]
+        else:
+            helper = DEFERRED
+            leading = [cst.Arg(node.func, comma=comma)]
+        if not node.args:
+            leading[-1] = leading[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        deferred = cst.Name(self.context.module_reference(helper))
         changes: dict[cst.CSTNode, cst.CSTNode] = {
-            node: node.with_changes(func=deferred, args=[first, *node.args])
+            node: node.with_changes(func=deferred, args=[*leading, *node.args])
         }
         decorator_name = self.context.module_reference(DEFER_SIDE_EFFECTS)
         for root in info.roots:
@@ -203,7 +230,7 @@ class PythonSideEffectRule(Rule):
             node,
             message,
             changes=changes,
-            imports=[DEFERRED, DEFER_SIDE_EFFECTS],
+            imports=[helper, DEFER_SIDE_EFFECTS],
             fix_title="Defer this side effect until the compiled call ends",
         )
 

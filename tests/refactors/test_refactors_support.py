@@ -104,3 +104,88 @@ def test_check_stays_in_the_graph_under_dynamo() -> None:
     assert torch.allclose(compiled(torch.ones(3)), torch.zeros(3))
     with pytest.raises(RuntimeError, match="ValueError: x must be positive"):
         compiled(-torch.ones(3))
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [True, 1, 2.5, "text", [0], (1,), torch.tensor(True), torch.tensor(3), torch.tensor(0.5)],
+)
+def test_check_passes_on_any_true_condition(condition) -> None:
+    check(condition, ValueError, "message")
+
+
+@pytest.mark.parametrize(
+    "condition", [False, 0, 0.0, "", [], None, torch.tensor(False), torch.tensor(0)]
+)
+def test_check_raises_like_the_statement_on_any_false_condition(condition) -> None:
+    with pytest.raises(ValueError, match="^message$"):
+        check(condition, ValueError, "message")
+
+
+@pytest.mark.parametrize("condition", [torch.tensor([True, False]), torch.tensor([])])
+def test_check_of_an_ambiguous_tensor_raises_what_the_statement_raised(condition) -> None:
+    with pytest.raises(RuntimeError, match="ambiguous") as original:
+        assert condition
+    with pytest.raises(RuntimeError, match="ambiguous") as checked:
+        check(condition, AssertionError)
+    assert str(original.value) == str(checked.value)
+
+
+def _emitting_block():
+    import logging
+
+    from fullgraph.refactors.support import deferred_method
+
+    logger = logging.getLogger("fullgraph.tests.support.nested")
+    events: list[str] = []
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+        @defer_side_effects
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.proj(x)
+            deferred(events.append, "not a known function: recorded")
+            deferred(print, "h", h.shape, h.sum(), end="|\n")
+            deferred_method(logger, "warning", "mean %.3f", h.mean())
+            return h * 2
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.block(x).relu()
+
+    return Model(), logger
+
+
+def test_deferred_calls_break_no_graph_when_the_region_is_inlined(capsys, caplog) -> None:
+    # The decorated forward is called from a compiled model: Dynamo inlines the
+    # decorator's frame, so emitting there would call a disabled function (a break).
+    model, logger = _emitting_block()
+    x = torch.ones(2, 4)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(model)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(model.block)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    # What runs compiled emits what eager code emits.
+    capsys.readouterr()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger=logger.name):
+        eager = model(x)
+        eager_out = capsys.readouterr().out
+        eager_log = [r.getMessage() for r in caplog.records]
+        caplog.clear()
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="aot_eager", fullgraph=True)(x)
+        compiled_out = capsys.readouterr().out
+        compiled_log = [r.getMessage() for r in caplog.records]
+    assert torch.allclose(eager, compiled)
+    assert eager_out == compiled_out == f"h torch.Size([2, 4]) {model.block.proj(x).sum().detach()!r}|\n"
+    assert eager_log == compiled_log and len(eager_log) == 1
