@@ -355,7 +355,8 @@ def lookup(fn: object) -> Annotation | None:
         if found is not None:
             return found
     if isinstance(fn, type) and fn.__module__ == "builtins":
-        return PURE
+        # zip, enumerate, reversed are types: their iteration annotations apply too.
+        return BUILTIN_FUNCTIONS.get(fn.__name__, PURE)
     if isinstance(receiver, type) and receiver.__module__ == "builtins":
         return PURE  # tuple.__new__, dict.fromkeys, int.from_bytes ...
     module = _module_of(fn)

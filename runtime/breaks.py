@@ -74,9 +74,11 @@ DATA_DEPENDENT_SHAPE = _category(
 UNKNOWN_NATIVE_CALL = _category(
     "FG204",
     "unknown-native-call",
-    "Call into native code with no annotation",
-    "The monitor cannot see inside a C function it has no annotation for, so it "
-    "must assume the call is dynamic and run it eagerly.",
+    "Call into code the monitor cannot see into",
+    "The monitor cannot see inside a C function it has no annotation for, nor "
+    "inside standard-library Python that reads an object from outside the call "
+    "(`os.environ.get`, `copy.copy(cfg)`), so it must assume the call is dynamic: "
+    "it is run eagerly on every call and its result is checked.",
     "If the function is pure, add an annotation for it (one line in "
     "`fullgraph.runtime.annotation_table`); otherwise move it out of the hot path.",
     example="def forward(self, x):\n    scale = some_c_extension.compute_scale()  # FG204\n    return x * scale",

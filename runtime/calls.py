@@ -89,16 +89,41 @@ class CallHandling:
             return (
                 None  # an unbound tensor method, e.g. ``torch.Tensor.sin(x)``: captured by the mode
             )
-        if isinstance(receiver, torch.Tensor) or (
-            isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None
-        ):
-            return None  # a tensor method (captured by the mode) or stdlib Python code
+        if isinstance(receiver, torch.Tensor):
+            return None  # a tensor method: captured by the mode
+        if isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None:
+            # Standard-library Python, run unobserved: what it reads must still be guarded.
+            everything = (
+                (receiver, *args, *kwargs.values())
+                if receiver is not None
+                else (
+                    *args,
+                    *kwargs.values(),
+                )
+            )
+            if any(self._opaque_external(value) for value in everything):
+                # ``os.environ.get(k)``, ``copy.copy(cfg)``: it reads an object from outside
+                # that the monitor can't follow into: replayed, its result checked.
+                return self._replayed_callout(
+                    state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
+                )
+            for value in everything:
+                if isinstance(value, (list, tuple, dict)):
+                    self.read_whole(value)
+            return None
         annotation = annotation_table.lookup(fn)
         if annotation is None:
             if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # noqa: B004
                 return None  # an object with a Python __call__: stepped into
             annotation = annotation_table.UNKNOWN_NATIVE
         name = getattr(fn, "__name__", "")
+        if annotation.pure and isinstance(target, types.FunctionType):
+            # Library Python annotated pure (``collections.abc.Mapping.get``) still reads
+            # its arguments unobserved: an object from outside makes it a callout.
+            if any(self._opaque_external(value) for value in (*args, *kwargs.values())):
+                return self._replayed_callout(
+                    state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
+                )
         if annotation.pure:
             return self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
         return self._replayed_callout(state, fn, args, kwargs, annotation, result, fn_depth)
@@ -123,7 +148,7 @@ class CallHandling:
             if (
                 source is not None
                 and not isinstance(args[0], torch.Tensor)
-                and id(args[0]) not in self.written_containers
+                and not self.written_external(args[0])
             ):
                 self.read(LenSource(source), len(args[0]))
             return None
@@ -160,6 +185,9 @@ class CallHandling:
                 if receiver is not None
                 else (args[annotation.mutates[0]] if args else None)
             )
+            call_args = args[1:] if args and args[0] is owner else args
+            if name == "setdefault" and isinstance(owner, dict) and call_args:
+                return self._setdefault(owner, call_args, result)
             self.written_containers.add(id(owner))
             source = self.source_of(owner)
             if fn is setattr and len(args) >= 2:
@@ -180,11 +208,39 @@ class CallHandling:
             if kind in ("items", "values", "keys") and receiver is not None:
                 return lambda: self.derive_iterator(result(), receiver, kind)
             return None
-        if isinstance(fn, types.BuiltinFunctionType) and getattr(fn, "__self__", None) is not None:
+        builtin_type = isinstance(fn, type) and fn.__module__ == "builtins"
+        builtin = isinstance(fn, types.BuiltinFunctionType) and fn.__self__ is not None
+        if builtin or builtin_type:  # list(xs), sorted(xs), map(f, xs): all of xs is read
             for value in args:
                 if isinstance(value, (list, tuple, dict)):
                     self.read_whole(value)
         return None
+
+    def _opaque_external(self, value: Any) -> bool:
+        """An object from outside whose contents unobserved code could read unguarded."""
+        if isinstance(value, _PLAIN_TYPES) or self.source_of(value) is None:
+            return False
+        return not isinstance(value, (list, tuple, dict, set, frozenset))
+
+    def _setdefault(self, owner: dict, call_args: tuple, result) -> None:
+        """``d.setdefault(k, v)``: whether ``k`` was there decides the result; only ``d[k]``
+        can change, so the rest of ``d`` stays guarded as read."""
+        key = call_args[0]
+        source = self.source_of(owner)
+        if not is_key_representable(key) or id(owner) in self.written_containers:
+            self.written_containers.add(id(owner))
+            if source is not None:
+                self._mutate(Mutation("call", source, owner, "setdefault", (owner, *call_args), {}))
+            return
+        present = key in owner
+        self.read_membership(owner, key, present)
+        if present:
+            self.read_item(owner, key, owner[key])
+            return  # nothing changes
+        self.written.add((id(owner), key))
+        if source is not None:
+            self._mutate(Mutation("setitem", source, owner, key))
+        return
 
     def _symbolic_builtin(self, state: FrameState, fn, args: tuple, result) -> Callable:
         syms = _argument_syms(state.call_syms, len(args))
@@ -288,6 +344,26 @@ class _Injected:
 
 
 _AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
+_UNOBSERVED_READ = annotation_table.Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
+# Values whose every read the guard already covers by identity, type or value.
+_PLAIN_TYPES = (
+    torch.Tensor,
+    torch.nn.Module,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    type(None),
+    torch.dtype,
+    torch.device,
+)
 _NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
 
 

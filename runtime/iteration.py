@@ -47,7 +47,7 @@ class IterationTracking:
         source = self.source_of(iterable)
         if kind in ("enumerate", "zip"):
             state = _IteratorState(kind, None, iterable)
-        elif source is None or id(iterable) in self.written_containers:
+        elif source is None or self.written_external(iterable):
             return
         elif isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in (
             "items",
@@ -88,7 +88,7 @@ class IterationTracking:
                             torch.nn.ParameterList,
                         ),
                     )
-                    and id(item) not in self.written_containers
+                    and not self.written_external(item)
                 ):
                     state = _IteratorState("iter", source, item)
             inner.append(state)
@@ -138,7 +138,7 @@ class IterationTracking:
         source = self.source_of(sequence)
         if source is None or isinstance(sequence, torch.Tensor):
             return
-        if isinstance(sequence, (list, tuple)) and id(sequence) not in self.written_containers:
+        if isinstance(sequence, (list, tuple)) and not self.written_external(sequence):
             self.read(LenSource(source), len(sequence))
             for i, item in enumerate(items):
                 self.read(ItemSource(source, i), item)

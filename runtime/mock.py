@@ -188,6 +188,8 @@ class MockWriter:
         source = self.sources.get(id(value))
         if source is not None:
             return source.expr()
+        if isinstance(value, torch.Size):  # stays a torch.Size (literal() gives a tuple)
+            return f"torch.Size({literal(value)})"
         if is_literal(value) and not isinstance(value, (list, dict, set)):
             return literal(value)
         if isinstance(

@@ -49,6 +49,9 @@ class Monitor:
         if not is_user_code(frame.f_code):
             return None
         state = FrameState(frame)
+        callee = cpython.frame_function(frame)
+        if callee is not None and (callee.__defaults__ or callee.__kwdefaults__):
+            self.run.register_defaults(callee)
         if not self.run.frames and frame.f_code is self.run.root_code:
             state.local_syms.update(self.run.root_local_syms(frame.f_code))
         frame.f_trace_lines = False
@@ -95,6 +98,12 @@ class Monitor:
                 if run.frames and run.frames[-1] is state:
                     run.frames.pop()
             elif event == "exception":
+                on_exception = getattr(state.pending, "on_exception", None)
+                if on_exception is not None and not run.paused:
+                    try:  # the instruction itself raised (a missing key or attribute)
+                        on_exception(arg[1])
+                    except Exception as error:  # noqa: BLE001 - a fullgraph bug
+                        self.tool_error = error
                 if state.pending is not None and run.paused:
                     # a callout raised: its result never arrived
                     run.paused = mode.paused = False

@@ -63,6 +63,7 @@ def load_attr(run, state, ins) -> After:
     def after() -> None:
         run.read_attr(owner, name, tos(state))
 
+    after.on_exception = lambda error: run.read_missing_attr(owner, name, error)
     return after
 
 
@@ -87,6 +88,8 @@ def binary_subscr(run, state, ins) -> After:
     def after() -> None:
         run.read_item(container, key, tos(state))
 
+    # A missing key or index decides an ``except`` path: guard that it is missing.
+    after.on_exception = lambda error: run.read_missing_item(container, key, error)
     return after
 
 

@@ -134,6 +134,12 @@ def build_record(
     if run.tape.unsupported is not None:
         where = run.unsupported[0] if run.unsupported else None
         raise RecordError(where, run.tape.unsupported.detail)
+    if run.reads_after_write:
+        raise RecordError(
+            None,
+            run.reads_after_write[0] + "; such calls are monitored each time",
+            transient=True,
+        )
     if getattr(run, "callout_failed", False):
         raise RecordError(None, "a dynamic call raised an exception that the program caught")
     if run.shapes is not None:

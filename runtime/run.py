@@ -106,6 +106,9 @@ class MonitorRun(CallHandling, IterationTracking):
         self.written: set[tuple[int, Any]] = set()
         self.written_cells: set[int] = set()
         self.written_containers: set[int] = set()
+        # Why the run read an external container after changing it with a call whose
+        # effect on its items the monitor doesn't follow (such a run is not recorded).
+        self.reads_after_write: list[str] = []
         self.mutations: list[Mutation] = []
         self.globals_consts: dict[int, tuple[str, dict]] = {}
         self.iterators: dict[int, _IteratorState] = {}
@@ -131,6 +134,7 @@ class MonitorRun(CallHandling, IterationTracking):
             if not has_user_forward(module):  # e.g. an nn.Sequential root
                 self.guard_library_module(module, RootModuleSource())
         self._register_callable(fn, RootFunctionSource())
+        self.register_defaults(fn)
         for i, value in enumerate(args):
             self.register_root(value, ArgSource(i))
         for name, value in kwargs.items():
@@ -152,6 +156,18 @@ class MonitorRun(CallHandling, IterationTracking):
         self.register(value, source)
         if source in self.varying and is_symbolic_number(value):
             self.symbolic_sources.add(source)
+
+    def register_defaults(self, fn: Any) -> None:
+        """A function's default values are objects from outside the call (``acc=[]``
+        keeps what earlier calls appended): give them sources through the function."""
+        source = self.source_of(fn)
+        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if source is None or not isinstance(target, types.FunctionType):
+            return
+        for i, value in enumerate(target.__defaults__ or ()):
+            self.register(value, ItemSource(AttrSource(source, "__defaults__"), i))
+        for name, value in (target.__kwdefaults__ or {}).items():
+            self.register(value, ItemSource(AttrSource(source, "__kwdefaults__"), name))
 
     def _register_callable(self, fn: Any, source: Source) -> None:
         """The compiled callable and what it carries: a partial's arguments, a method's self."""
@@ -235,8 +251,19 @@ class MonitorRun(CallHandling, IterationTracking):
             return  # its getter is user code: what it reads is guarded as it runs
         self.read(AttrSource(source, name), value)
 
+    def written_external(self, container: Any) -> bool:
+        """Whether ``container`` came from outside and the run changed it wholesale
+        (``xs.insert``, ``d.update``...): what it holds now is neither the value at
+        entry (which a guard could check) nor one the monitor followed."""
+        if id(container) not in self.written_containers:
+            return False
+        source = self.source_of(container)
+        if source is not None:
+            self.reads_after_write.append(f"{source.expr()} read after a call changed it")
+        return True
+
     def read_item(self, container: Any, key: Any, value: Any) -> None:
-        if isinstance(container, torch.Tensor) or id(container) in self.written_containers:
+        if isinstance(container, torch.Tensor) or self.written_external(container):
             return
         source = self.source_of(container)
         if source is None:
@@ -249,11 +276,35 @@ class MonitorRun(CallHandling, IterationTracking):
             return
         self.read(ItemSource(source, key), value)
 
+    def read_missing_item(self, container: Any, key: Any, error: BaseException) -> None:
+        """``container[key]`` raised: the key (or index) is not there, and the guard says so."""
+        if isinstance(container, torch.Tensor) or self.source_of(container) is None:
+            return
+        if isinstance(error, KeyError) and isinstance(container, dict):
+            self.read_membership(container, key, False)
+        elif isinstance(error, IndexError) and isinstance(container, (list, tuple)):
+            self.read(LenSource(self.source_of(container)), len(container))
+        else:
+            self.read_whole(container)
+
+    def read_missing_attr(self, owner: Any, name: str, error: BaseException) -> None:
+        """``owner.name`` raised AttributeError: guard that the attribute is still missing."""
+        source = self.source_of(owner)
+        if (
+            source is None
+            or not isinstance(error, AttributeError)
+            or isinstance(owner, torch.Tensor)
+        ):
+            return
+        from fullgraph.runtime.sources import HasAttrSource
+
+        self.read(HasAttrSource(source, name), False)
+
     def read_membership(self, container: Any, item: Any, result: Any) -> None:
         source = self.source_of(container)
         if source is None or isinstance(container, torch.Tensor):
             return
-        if id(container) in self.written_containers:
+        if self.written_external(container):
             return
         if is_key_representable(item):
             self.read(ContainsSource(source, item), result)
@@ -263,7 +314,7 @@ class MonitorRun(CallHandling, IterationTracking):
     def read_whole(self, container: Any) -> None:
         """The program read all of a container (``sum(xs)``, ``sorted(d)``...)."""
         source = self.source_of(container)
-        if source is None or id(container) in self.written_containers:
+        if source is None or self.written_external(container):
             return
         if isinstance(container, (list, tuple)):
             self.read(LenSource(source), len(container))
