@@ -110,6 +110,18 @@ class RuleContext:
             current = self._parents.get(current)
         return current
 
+    def tensor_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The function around ``node`` whose tensor code the rules check (None: leave it).
+
+        Methods of a ``torch.autograd.Function`` are left alone: ``backward`` runs in the
+        autograd engine, and their conditions are mostly Python flags.
+        """
+        function = self.enclosing_function(node)
+        info = self.functions.get(function) if function is not None else None
+        if info is None or info.in_autograd_function:
+            return None
+        return function
+
     def function_info(self, node: cst.CSTNode) -> FunctionInfo | None:
         function = node if isinstance(node, cst.FunctionDef) else self.enclosing_function(node)
         return self.functions.get(function) if function is not None else None
@@ -126,6 +138,7 @@ class RuleContext:
                 is_forward=is_forward,
                 likely=likely,
                 submodules=info.submodules,
+                buffers=info.buffers,
             )
         return self._types[key]
 

@@ -48,6 +48,11 @@ class FunctionInfo:
     submodules: dict[str, str] = dataclasses.field(default_factory=dict)
     # The functions where compilation starts whose call tree holds this one.
     roots: list[cst.FunctionDef] = dataclasses.field(default_factory=list)
+    # For methods: ``self.<name>`` the class registers as a tensor buffer.
+    buffers: frozenset[str] = frozenset()
+    # A method of a ``torch.autograd.Function`` (its ``backward`` runs in the autograd
+    # engine, its values are often Python flags): the tensor rules leave it alone.
+    in_autograd_function: bool = False
 
 
 class _Collector(cst.CSTVisitor):
@@ -65,6 +70,12 @@ class _Collector(cst.CSTVisitor):
         # class name -> attribute -> qualified constructor names of each `self.attr = …`
         # (an empty set when the value is not a call).
         self.class_attributes: dict[str, dict[str, list[set[str]]]] = {}
+        # class name -> attribute -> plain names of functions assigned to it
+        # (``self.loss = some_function``, ``self.act = functools.partial(gelu, …)``).
+        self.function_attributes: dict[str, dict[str, set[str]]] = {}
+        # class name -> names registered with ``self.register_buffer("name", tensor)``
+        self.buffers: dict[str, set[str]] = {}
+        self.autograd_classes: set[str] = set()
 
     def _qualified(self, node: cst.CSTNode) -> set[str]:
         return {q.name for q in self.get_metadata(meta.QualifiedNameProvider, node, set())}
@@ -79,6 +90,10 @@ class _Collector(cst.CSTVisitor):
         is_module = is_module_class(bases, self.module_classes)
         if is_module:
             self.module_classes.add(node.name.value)
+        if bases & {"torch.autograd.Function", "torch.autograd.function.Function"} or (
+            bases & self.autograd_classes
+        ):
+            self.autograd_classes.add(node.name.value)
         self._classes.append((node.name.value, is_module))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
@@ -100,7 +115,14 @@ class _Collector(cst.CSTVisitor):
                 target = target.func
             if self._qualified(target) & COMPILE_DECORATORS:
                 decorated = True
-        self.functions[node] = FunctionInfo(node, qualname, class_name, in_module, decorated)
+        self.functions[node] = FunctionInfo(
+            node,
+            qualname,
+            class_name,
+            in_module,
+            decorated,
+            in_autograd_function=class_name is not None and class_name in self.autograd_classes,
+        )
         self.calls[node] = set()
         self._current.append(node)
         self._function_names.append(qualname)
@@ -127,11 +149,29 @@ class _Collector(cst.CSTVisitor):
                 )
                 attributes = self.class_attributes.setdefault(info.class_name, {})
                 attributes.setdefault(attribute.attr.value, []).append(constructors)
+                function = _function_reference(node.value, self._qualified)
+                if function is not None:
+                    functions = self.function_attributes.setdefault(info.class_name, {})
+                    functions.setdefault(attribute.attr.value, set()).add(function)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._current:
             return
         func = node.func
+        class_name = self.functions[self._current[-1]].class_name
+        if (
+            class_name is not None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == "register_buffer"
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and len(node.args) >= 2
+            and isinstance(node.args[0].value, cst.SimpleString)
+            and not (isinstance(node.args[1].value, cst.Name) and node.args[1].value.value == "None")
+        ):
+            name = node.args[0].value.evaluated_value
+            if isinstance(name, str):
+                self.buffers.setdefault(class_name, set()).add(name)
         if isinstance(func, cst.Name):
             self.calls[self._current[-1]].add(func.value)
         elif (
@@ -140,6 +180,32 @@ class _Collector(cst.CSTVisitor):
             and func.value.value == "self"
         ):
             self.calls[self._current[-1]].add(func.attr.value)
+
+
+def _function_reference(value: cst.BaseExpression, qualified) -> str | None:
+    """The plain name of the function ``value`` refers to (``f``, ``functools.partial(f, …)``)."""
+    if isinstance(value, cst.Name) and value.value not in ("None", "True", "False"):
+        return value.value
+    if (
+        isinstance(value, cst.Call)
+        and qualified(value.func) & {"functools.partial"}
+        and value.args
+        and isinstance(value.args[0].value, cst.Name)
+    ):
+        return value.args[0].value.value
+    return None
+
+
+def _buffers(registered: set[str], attributes: dict[str, list[set[str]]]) -> frozenset[str]:
+    """Registered buffers that no plain assignment rebinds to something other than a tensor."""
+    return frozenset(
+        name
+        for name in registered
+        if all(
+            any(n.startswith("torch.") and not n.startswith("torch.nn.") for n in constructors)
+            for constructors in attributes.get(name, [])
+        )
+    )
 
 
 def submodule_constructors(class_attributes: dict[str, list[set[str]]]) -> dict[str, str]:
@@ -163,9 +229,9 @@ def find_functions(
     functions = collector.functions
     for info in functions.values():
         if info.class_name is not None:
-            info.submodules = submodule_constructors(
-                collector.class_attributes.get(info.class_name, {})
-            )
+            attributes = collector.class_attributes.get(info.class_name, {})
+            info.submodules = submodule_constructors(attributes)
+            info.buffers = _buffers(collector.buffers.get(info.class_name, set()), attributes)
     pending = []
     for info in functions.values():
         if info.compile_decorated:
@@ -183,14 +249,30 @@ def find_functions(
     # Spread the region through the call tree inside this file.
     while pending:
         caller = pending.pop()
-        for name in collector.calls[caller.node]:
-            for callee in by_name.get(name, []):
-                same_class = callee.class_name is None or callee.class_name == caller.class_name
-                new_roots = [root for root in caller.roots if root not in callee.roots]
-                if not same_class or not new_roots:
-                    continue
-                if not callee.region_reason:
-                    callee.region_reason = f"it is called from {caller.qualname}, which is compiled"
-                callee.roots.extend(new_roots)
-                pending.append(callee)
+        if caller.in_autograd_function:
+            continue  # its backward is no part of the forward graph
+        for callee in _callees(caller, collector, by_name):
+            new_roots = [root for root in caller.roots if root not in callee.roots]
+            if not new_roots:
+                continue
+            if not callee.region_reason:
+                callee.region_reason = f"it is called from {caller.qualname}, which is compiled"
+            callee.roots.extend(new_roots)
+            pending.append(callee)
     return functions
+
+
+def _callees(
+    caller: FunctionInfo, collector: _Collector, by_name: dict[str, list[FunctionInfo]]
+) -> list[FunctionInfo]:
+    """The functions of this file that ``caller`` calls, by name, ``self.`` or an attribute."""
+    attributes = collector.function_attributes.get(caller.class_name or "", {})
+    found = []
+    for name in collector.calls[caller.node]:
+        for callee in by_name.get(name, []):
+            if callee.class_name is None or callee.class_name == caller.class_name:
+                found.append(callee)
+        # ``self.loss(...)`` where ``__init__`` set ``self.loss = some_function``.
+        for function in attributes.get(name, ()):
+            found.extend(c for c in by_name.get(function, []) if c.class_name is None)
+    return found

@@ -40,18 +40,25 @@ class Kind(enum.Enum):
 
 
 from .torch_facts import (
+    DATA_DEPENDENT_BOOL_METHODS,
     DATA_DEPENDENT_BOOL_TORCH,
     EFFECTFUL_TENSOR_MODULES,
     METADATA_ATTRIBUTES,
     METADATA_METHODS,
+    NON_TENSOR_MEMBER_PREFIXES,
+    NON_TENSOR_PREFIXES,
     NON_TENSOR_TORCH,
     PRIMITIVE_ANNOTATIONS,
     PURE_TENSOR_MODULES,
     SIZE_TAKING_TORCH,
     TENSOR_ANNOTATIONS,
     TENSOR_ATTRIBUTES,
+    TENSOR_CONSTRUCTORS,
     TENSOR_HINT_METHODS,
+    TENSOR_NAMESPACES,
     TUPLE_METHODS,
+    TUPLE_TORCH,
+    TUPLE_WITH_DIM_TORCH,
     VALUE_READ_BUILTINS,
     VALUE_READ_METHODS,
 )
@@ -59,6 +66,50 @@ from .torch_facts import (
 
 def qualified_names(wrapper_metadata, node: cst.CSTNode) -> set[str]:
     return {q.name for q in wrapper_metadata(meta.QualifiedNameProvider, node, set())}
+
+
+def torch_call_kind(names: set[str], call: cst.Call) -> Kind | None:
+    """What a call of the torch function ``names`` returns; None when it is no torch name.
+
+    Only the operator namespaces (``torch``, ``torch.nn.functional``, ``torch.linalg``,
+    ``torch.fft``, ``torch.special``) count as returning tensors, and in them not the
+    names that return Python values or tuples.
+    """
+    torch_names = {n for n in names if n == "torch" or n.startswith("torch.")}
+    if not torch_names:
+        return None
+    if torch_names & NON_TENSOR_TORCH:
+        return Kind.NOT_TENSOR
+    if torch_names & TENSOR_CONSTRUCTORS:
+        return Kind.TENSOR
+    if torch_names & TUPLE_TORCH:
+        return Kind.UNKNOWN
+    if torch_names & TUPLE_WITH_DIM_TORCH:
+        # torch.max(x, 1) is (values, indices); torch.where(c) a tuple of index tensors.
+        expected = 3 if "torch.where" in torch_names else 1
+        if len(call.args) != expected:
+            return Kind.UNKNOWN
+    for name in torch_names:
+        namespace, _, function = name.rpartition(".")
+        if (
+            namespace in TENSOR_NAMESPACES
+            and function[:1].islower()
+            and not function.startswith(NON_TENSOR_PREFIXES)
+            and not function.startswith("_")
+        ):
+            return Kind.TENSOR
+    return Kind.UNKNOWN
+
+
+def _is_metadata_read(node: cst.BaseExpression) -> bool:
+    """``x.shape``, ``x.size()``, ``x.stride()``: a value whose items are Python ints."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "shape"
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in ("size", "stride")
+    )
 
 
 class _Assignments(cst.CSTVisitor):
@@ -121,7 +172,10 @@ class TensorTypes:
         is_forward: bool,
         likely: bool = False,
         submodules: dict[str, str] | None = None,
+        buffers: frozenset[str] = frozenset(),
     ) -> None:
+        # ``self.<name>`` the class registers as a buffer (``register_buffer``): a tensor.
+        self.buffers = buffers
         # ``self.<attr>`` -> the torch.nn class it was built from, for calls like self.proj(x).
         self.submodules = submodules or {}
         # ``likely`` also counts results of submodule calls (``self.proj(x)``) and receivers
@@ -210,15 +264,19 @@ class TensorTypes:
                 ):
                     hinted.add(func.value.value)
                 names = qualified_names(get_metadata, func)
-                # Arguments of module constructors and factories are sizes, not tensors.
+                # Arguments of module constructors and factories are sizes, and only the
+                # first argument of an operator is surely a tensor (``F.pad(x, padding)``,
+                # ``torch.clamp(x, low, high)``).
+                first = node.args[0] if node.args else None
                 if (
-                    any(n.startswith("torch.") and not n.startswith("torch.nn.") for n in names)
+                    first is not None
+                    and first.keyword is None
+                    and not first.star
+                    and isinstance(first.value, cst.Name)
                     and not names & SIZE_TAKING_TORCH
-                    or any(n.startswith("torch.nn.functional.") for n in names)
+                    and torch_call_kind(names, node) is Kind.TENSOR
                 ):
-                    for arg in node.args:
-                        if isinstance(arg.value, cst.Name):
-                            hinted.add(arg.value.value)
+                    hinted.add(first.value.value)
 
         self.function.body.visit(_Hints())
         return hinted
@@ -256,8 +314,14 @@ class TensorTypes:
 
     def _kind_Attribute(self, node: cst.Attribute) -> Kind:
         attr = node.attr.value
-        if attr in METADATA_ATTRIBUTES:
+        if attr in METADATA_ATTRIBUTES or attr.startswith(NON_TENSOR_MEMBER_PREFIXES):
             return Kind.NOT_TENSOR
+        if (
+            isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+            and attr in self.buffers
+        ):
+            return Kind.TENSOR
         if attr in TENSOR_ATTRIBUTES:
             receiver = self.kind(node.value)
             if receiver in (Kind.TENSOR, Kind.PENDING):
@@ -268,26 +332,32 @@ class TensorTypes:
         receiver = self.kind(node.value)
         if receiver in (Kind.TENSOR, Kind.PENDING):
             return receiver
-        if isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        if _is_metadata_read(node.value):
             return Kind.NOT_TENSOR
         return Kind.UNKNOWN
 
     def _kind_Call(self, node: cst.Call) -> Kind:
         func = node.func
         names = qualified_names(self._get_metadata, func)
-        if names & NON_TENSOR_TORCH:
-            return Kind.NOT_TENSOR
-        if any(n.startswith("torch.") for n in names):
-            nn_constructor = any(
-                n.startswith("torch.nn.") and not n.startswith("torch.nn.functional.")
-                for n in names
-            )
-            return Kind.UNKNOWN if nn_constructor else Kind.TENSOR
+        # A method of a call's result (``torch.tanh(x).sum``) is no torch function.
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        torch_kind = torch_call_kind(names, node) if isinstance(root, cst.Name) else None
+        if torch_kind is not None:
+            return torch_kind
         if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.PENDING:
             return Kind.PENDING
         if isinstance(func, cst.Attribute) and self.is_tensor(func.value):
             method = func.attr.value
-            if method in METADATA_METHODS or method in VALUE_READ_METHODS:
+            if (
+                method in METADATA_METHODS
+                or method in VALUE_READ_METHODS
+                or method in DATA_DEPENDENT_BOOL_METHODS
+                or method.startswith(NON_TENSOR_MEMBER_PREFIXES)
+            ):
+                return Kind.NOT_TENSOR
+            if method == "type" and not node.args:
                 return Kind.NOT_TENSOR
             if method in TUPLE_METHODS and node.args:
                 return Kind.UNKNOWN
@@ -344,8 +414,44 @@ class TensorTypes:
             isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons
         ):
             return Kind.NOT_TENSOR
+        operands = [node.left, *(t.comparator for t in node.comparisons)]
+        if any(isinstance(o, (cst.BaseString, cst.Name)) and self._is_text(o) for o in operands):
+            # Comparing with a string is a Python bool (``group[0] == "tpu"``).
+            return Kind.NOT_TENSOR
         kinds = {self.kind(node.left)} | {self.kind(t.comparator) for t in node.comparisons}
+        if Kind.TENSOR in kinds and any(self._is_size(o) for o in operands):
+            tensors = [o for o in operands if self.kind(o) is Kind.TENSOR]
+            if all(isinstance(o, cst.Name) and o.value in self.assumed for o in tensors):
+                # ``norms.size()[1] == C``: compared with a size, a parameter only assumed
+                # to be a tensor (the forward convention) is more likely an int.
+                return Kind.UNKNOWN
         return self._combine(kinds)
+
+    def _is_size(self, node: cst.BaseExpression) -> bool:
+        """A Python int read from a tensor's metadata (``x.shape[1]``, ``x.dim()``, ``len(x)``)."""
+        if isinstance(node, cst.Subscript):
+            return _is_metadata_read(node.value)
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name):
+                return func.value == "len"
+            return (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in METADATA_METHODS
+                and func.attr.value not in ("size", "stride", "type")
+                or (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in ("size", "stride")
+                    and bool(node.args)
+                )
+            )
+        return isinstance(node, cst.Attribute) and node.attr.value == "ndim"
+
+    def _is_text(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.BaseString):
+            return True
+        values = self.assigned.get(node.value, []) if isinstance(node, cst.Name) else []
+        return bool(values) and all(isinstance(v, cst.BaseString) for v in values)
 
     def _kind_IfExp(self, node: cst.IfExp) -> Kind:
         kinds = {self.kind(node.body), self.kind(node.orelse)}
@@ -397,5 +503,12 @@ class TensorTypes:
         if isinstance(node, cst.BooleanOperation):
             return self.decides_on_tensor_data(node.left) or self.decides_on_tensor_data(node.right)
         if isinstance(node, cst.Call):
-            return bool(qualified_names(self._get_metadata, node.func) & DATA_DEPENDENT_BOOL_TORCH)
+            func = node.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in DATA_DEPENDENT_BOOL_METHODS
+                and self.is_tensor(func.value)
+            ):
+                return True
+            return bool(qualified_names(self._get_metadata, func) & DATA_DEPENDENT_BOOL_TORCH)
         return False

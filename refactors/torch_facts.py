@@ -22,6 +22,10 @@ METADATA_ATTRIBUTES = frozenset(
         "grad_fn",
         "names",
         "is_meta",
+        "nbytes",
+        "itemsize",
+        "output_nr",
+        "_version",
     }
 )
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
@@ -42,8 +46,17 @@ METADATA_METHODS = frozenset(
         "storage_offset",
         "type",
         "__len__",
+        "tolist",
+        "untyped_storage",
+        "storage",
+        "dim_order",
     }
 )
+# Tensor methods that return a Python bool computed from tensor data.
+DATA_DEPENDENT_BOOL_METHODS = frozenset({"equal", "allclose", "is_nonzero", "is_set_to"})
+# Prefixes of tensor methods and attributes that return Python bools (``is_contiguous``,
+# ``is_cuda``, ``has_names``).
+NON_TENSOR_MEMBER_PREFIXES = ("is_", "has_")
 # Methods that move tensor data into Python: a graph break wherever they appear.
 VALUE_READ_METHODS = frozenset({"item", "tolist", "numpy"})
 VALUE_READ_BUILTINS = frozenset({"int", "float", "bool", "complex"})
@@ -140,7 +153,100 @@ NON_TENSOR_TORCH = frozenset(
         "torch._assert_async",
         "torch.is_storage",
         "torch.typename",
+        "torch.result_type",
+        "torch.promote_types",
+        "torch.can_cast",
+        "torch.finfo",
+        "torch.iinfo",
+        "torch.broadcast_shapes",
+        "torch.seed",
+        "torch.initial_seed",
+        "torch.sym_int",
+        "torch.sym_float",
+        "torch.sym_max",
+        "torch.sym_min",
+        "torch.sym_not",
+        "torch.autocast",
+        "torch.inference_mode",
+        "torch.vmap",
+        "torch.save",
+        "torch.load",
+        "torch.use_deterministic_algorithms",
+        "torch.Generator",
     }
+)
+# Where a ``torch.*`` call is known to return a tensor: the operator namespaces.
+# Everything else under ``torch`` (``torch.distributed``, ``torch.jit``,
+# ``torch.cuda``, ``torch.autograd``, ``torch.backends``, ``torch.compiler``,
+# ``torch._dynamo``, ``torch.utils`` …) returns bools, ints, handles or objects
+# as often as tensors, so its results are of unknown kind.
+TENSOR_NAMESPACES = frozenset(
+    {"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"}
+)
+# Prefixes of names in those namespaces that return Python values (``torch.is_tensor``,
+# ``torch.get_default_dtype``, ``torch.set_printoptions``, ``torch.are_…``).
+NON_TENSOR_PREFIXES = ("is_", "get_", "set_", "are_", "use_", "has_")
+# Constructors in the ``torch`` namespace that build tensors from sizes or data.
+TENSOR_CONSTRUCTORS = frozenset(
+    {
+        "torch.Tensor",
+        "torch.FloatTensor",
+        "torch.DoubleTensor",
+        "torch.HalfTensor",
+        "torch.BFloat16Tensor",
+        "torch.LongTensor",
+        "torch.IntTensor",
+        "torch.ShortTensor",
+        "torch.CharTensor",
+        "torch.ByteTensor",
+        "torch.BoolTensor",
+    }
+)
+# torch functions that always return a tuple (or a named tuple) of tensors.
+TUPLE_TORCH = frozenset(
+    {
+        "torch.sort",
+        "torch.topk",
+        "torch.chunk",
+        "torch.split",
+        "torch.unbind",
+        "torch.kthvalue",
+        "torch.mode",
+        "torch.aminmax",
+        "torch.std_mean",
+        "torch.var_mean",
+        "torch.meshgrid",
+        "torch.broadcast_tensors",
+        "torch.tensor_split",
+        "torch.hsplit",
+        "torch.vsplit",
+        "torch.dsplit",
+        "torch.frexp",
+        "torch.histogram",
+        "torch.lu",
+        "torch.qr",
+        "torch.svd",
+        "torch.slogdet",
+        "torch.lobpcg",
+        "torch.linalg.eig",
+        "torch.linalg.eigh",
+        "torch.linalg.svd",
+        "torch.linalg.qr",
+        "torch.linalg.slogdet",
+        "torch.linalg.lu",
+        "torch.linalg.lu_factor",
+        "torch.linalg.lu_factor_ex",
+        "torch.linalg.lstsq",
+        "torch.linalg.inv_ex",
+        "torch.linalg.cholesky_ex",
+        "torch.linalg.solve_ex",
+        "torch.linalg.ldl_factor",
+        "torch.linalg.ldl_factor_ex",
+    }
+)
+# torch functions that return a tuple when given a dimension (``torch.max(x, 1)``).
+TUPLE_WITH_DIM_TORCH = frozenset(
+    {"torch.max", "torch.min", "torch.median", "torch.nanmedian", "torch.unique", "torch.where"}
 )
 # torch.nn layers whose call returns one tensor, computed without effects or data-dependent
 # faults (so it may also run when its branch is not taken).
@@ -215,6 +321,8 @@ SIZE_TAKING_TORCH = frozenset(
         "torch.device",
         "torch.Size",
         "torch.randperm",
+        "torch.empty_strided",
+        *TENSOR_CONSTRUCTORS,
     }
 )
 # torch functions that return a Python bool computed from tensor data.

@@ -334,8 +334,8 @@ class TensorConditionRule(Rule):
     # -- if statements ---------------------------------------------------------
 
     def visit_If(self, node: cst.If) -> None:
-        function = self.context.enclosing_function(node)
-        if function is None or function not in self.context.functions:
+        function = self.context.tensor_function(node)
+        if function is None:
             return
         likely = self.context.tensor_types(function, likely=True)
         if not likely.decides_on_tensor_data(node.test) or likely.value_reads(node.test):
@@ -575,8 +575,8 @@ class TensorConditionRule(Rule):
     # -- conditional expressions -----------------------------------------------
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        function = self.context.enclosing_function(node)
-        if function is None or function not in self.context.functions:
+        function = self.context.tensor_function(node)
+        if function is None:
             return
         likely = self.context.tensor_types(function, likely=True)
         if not likely.decides_on_tensor_data(node.test) or likely.value_reads(node.test):
@@ -643,8 +643,8 @@ class TensorConditionRule(Rule):
     # -- while loops -----------------------------------------------------------
 
     def visit_While(self, node: cst.While) -> None:
-        function = self.context.enclosing_function(node)
-        if function is None or function not in self.context.functions:
+        function = self.context.tensor_function(node)
+        if function is None:
             return
         types = self.context.tensor_types(function, likely=True)
         if not types.decides_on_tensor_data(node.test) or types.value_reads(node.test):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..predication import is_single_value, not_a_tensor
+from ..predication import is_boolean, is_single_value, not_a_tensor, not_boolean
 from ..rule import Invalid, Rule, Valid
 
 CHECK = "fullgraph.refactors.support:check"
@@ -90,6 +90,47 @@ class TensorValidationRule(Rule):
             "        raise ValueError('n must be positive')\n"
             "    return x * n\n"
         ),
+        # Plain Python on sizes: arguments of a layer's constructor, a size read from a
+        # tensor, a value used as a size of torch.Tensor(...).
+        Valid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "class Conv(nn.Module):\n"
+            "    def __init__(self, channels, kernel_size, padding):\n"
+            "        super().__init__()\n"
+            "        assert padding == kernel_size // 2, 'same padding only'\n"
+            "        self.weight = nn.Parameter(torch.Tensor(channels, channels, kernel_size))\n"
+            "        self.padding = padding\n\n"
+            "    def forward(self, x, norms, C):\n"
+            "        assert norms.size()[1] == C, 'one norm per channel'\n"
+            "        return F.conv1d(F.pad(x, (self.padding, self.padding)), self.weight)\n"
+        ),
+        # Python bools from torch's non-operator namespaces, and a string comparison.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Sharded(nn.Module):\n"
+            "    def forward(self, x, group):\n"
+            "        if not torch.distributed.is_initialized():\n"
+            "            raise RuntimeError('call init_process_group first')\n"
+            "        if not torch.jit.is_scripting():\n"
+            "            raise RuntimeError('script this module')\n"
+            "        assert group[0] == 'tpu', 'tpu groups only'\n"
+            "        return x\n"
+        ),
+        # The backward of an autograd Function runs in the autograd engine.
+        Valid(
+            "import torch\n\n\n"
+            "class Checkpointed(torch.autograd.Function):\n"
+            "    @staticmethod\n"
+            "    def forward(ctx, x):\n"
+            "        ctx.save_for_backward(x)\n"
+            "        return x * 2\n\n"
+            "    @staticmethod\n"
+            "    def backward(ctx, grad):\n"
+            "        if not torch.autograd._is_checkpoint_valid():\n"
+            "            raise RuntimeError('checkpointing is not compatible with .grad()')\n"
+            "        assert (grad >= 0).all(), 'negative gradient'\n"
+            "        return grad * 2\n"
+        ),
     )
     INVALID = (
         Invalid(
@@ -150,11 +191,29 @@ class TensorValidationRule(Rule):
             "    return a\n",
             refusal="Python bool computed from tensor data",
         ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Tied(nn.Module):\n"
+            "    def forward(self, a, b):\n"
+            "        assert a.allclose(b), 'weights must be tied'\n"
+            "        if not a.equal(b):\n"
+            "            raise ValueError('a and b differ')\n"
+            "        return a\n",
+            refusal="Python bool computed from tensor data",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def f(x: torch.Tensor) -> torch.Tensor:\n"
+            "    if x.sum():\n"
+            "        raise ValueError('x must sum to zero')\n"
+            "    return x\n",
+            refusal="not provably a boolean tensor",
+        ),
     )
 
     def _types(self, node: cst.CSTNode, *, likely: bool = False):
-        function = self.context.enclosing_function(node)
-        if function is None or function not in self.context.functions:
+        function = self.context.tensor_function(node)
+        if function is None:
             return None
         return self.context.tensor_types(function, likely=likely)
 
@@ -187,6 +246,9 @@ class TensorValidationRule(Rule):
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             return self._tensor_condition(test.expression, types)
         condition = self._tensor_condition(test, types)
+        if not is_boolean(test, types, self.context.qualified_names):
+            # ``~`` is logical negation only on a bool tensor (on an int it is -n-1).
+            raise _Refusal(not_boolean(test, code=self.context.code))
         return f"~{_wrap(condition)}"
 
     def visit_Assert(self, node: cst.Assert) -> None:

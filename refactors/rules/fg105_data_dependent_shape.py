@@ -112,8 +112,8 @@ class DataDependentShapeRule(Rule):
     )
 
     def _types(self, node: cst.CSTNode) -> TensorTypes | None:
-        function = self.context.enclosing_function(node)
-        if function is None or function not in self.context.functions:
+        function = self.context.tensor_function(node)
+        if function is None:
             return None
         return self.context.tensor_types(function, likely=True)
 
