@@ -117,13 +117,16 @@ class CallHandling:
                 return None  # an object with a Python __call__: stepped into
             annotation = annotation_table.UNKNOWN_NATIVE
         name = getattr(fn, "__name__", "")
-        if annotation.pure and isinstance(target, types.FunctionType):
-            # Library Python annotated pure (``collections.abc.Mapping.get``) still reads
-            # its arguments unobserved: an object from outside makes it a callout.
-            if any(self._opaque_external(value) for value in (*args, *kwargs.values())):
-                return self._replayed_callout(
-                    state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
-                )
+        # Library Python annotated pure (``collections.abc.Mapping.get``) still reads its
+        # arguments unobserved: an object from outside makes it a callout.
+        if (
+            annotation.pure
+            and isinstance(target, types.FunctionType)
+            and any(self._opaque_external(value) for value in (*args, *kwargs.values()))
+        ):
+            return self._replayed_callout(
+                state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
+            )
         if annotation.pure:
             return self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
         return self._replayed_callout(state, fn, args, kwargs, annotation, result, fn_depth)

@@ -334,7 +334,7 @@ class GraphTape:
         """A graph input for symbolic scalar ``sym`` (whose value now is ``value``)."""
         segment = self.current
         node = segment.graph.placeholder(f"scalar{len(segment.placeholders)}")
-        node.meta["example_value"] = torch.tensor(value)
+        node.meta["example_value"] = lifted_tensor(value)
         segment.placeholders.append((node, LiftedOrigin(sym)))
         return node
 
@@ -515,6 +515,14 @@ class GraphTape:
             )
             segment.outputs = [work if out is node else out for out in segment.outputs]
             segment.writebacks.append((origins[node], segment.output_index(work)))
+
+
+def lifted_tensor(value: Any) -> torch.Tensor:
+    """The 0-dim tensor a lifted Python number enters a graph as: a float keeps Python's
+    float64 (as a float32 tensor it would round ``0.1`` before a float64 tensor uses it)."""
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.float64)
+    return torch.tensor(value)
 
 
 def _holds_tensor(value: Any) -> bool:

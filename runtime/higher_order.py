@@ -34,7 +34,7 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks, torch_internals
-from fullgraph.runtime.capture import GraphTape, NodeOrigin, Unsupported
+from fullgraph.runtime.capture import GraphTape, NodeOrigin, Unsupported, lifted_tensor
 from fullgraph.runtime.sizes import holds_size
 from fullgraph.runtime.torch_internals import tree_flatten
 
@@ -82,7 +82,7 @@ class BranchTape(GraphTape):
         if sym is None:
             return value
         # A Python number that varies between calls: one more operand, a 0-d tensor.
-        tensor = torch.tensor(value)
+        tensor = lifted_tensor(value)
         self.lifted[id(tensor)] = (sym, value)
         return self.node_for(tensor)
 

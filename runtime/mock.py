@@ -166,7 +166,9 @@ class MockWriter:
             segment = self.tape.segments[origin.segment]
             return f"g{origin.segment}[{segment.output_index(origin.node)}]"
         if isinstance(origin, LiftedOrigin):
-            return f"torch.tensor({origin.sym.expr()})"
+            value = origin.sym.value  # a float stays float64, as in Python
+            dtype = ", dtype=torch.float64" if isinstance(value, float) else ""
+            return f"torch.tensor({origin.sym.expr()}{dtype})"
         if isinstance(origin, CalloutOrigin):
             callout = self.tape.callouts[origin.index]
             if isinstance(callout.result, torch.Tensor):
