@@ -179,6 +179,7 @@ class Case:
     tolerance: dict | None = None
     compile_kwargs: dict = dataclasses.field(default_factory=dict)
     seed: int = 1234
+    all_calls_raise: bool = False  # otherwise a case whose every eager call raises is broken
 
 
 # ---------------------------------------------------------------------------
@@ -194,6 +195,10 @@ class SoundnessFailure(AssertionError):
     def __init__(self, kind: str, message: str):
         super().__init__(f"[{kind}] {message}")
         self.kind = kind
+
+
+class BrokenCase(Exception):
+    """The case itself is wrong (its program never runs), not the runtime."""
 
 
 @dataclasses.dataclass
@@ -320,6 +325,8 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 def copy_value(value: Any) -> Any:
     """A snapshot: tensors cloned (keeping requires_grad), containers copied."""
+    if isinstance(value, torch.Tensor) and torch.nn.parameter.is_lazy(value):
+        return "<uninitialized parameter>"
     if isinstance(value, torch.Tensor):
         copied = value.detach().clone()
         copied.requires_grad_(value.requires_grad)
@@ -534,11 +541,20 @@ def roles(result: Any, known: dict[int, str], storages: dict[int, str]) -> dict[
             continue
         if id(value) in known:
             found[path] = f"is {known[id(value)]}"
-        elif isinstance(value, torch.Tensor) and value.numel() and value.layout == torch.strided:
+        elif _has_storage(value):
             ptr = _storage_ptr(value)
             if ptr in storages:
                 found[path] = f"shares memory with {storages[ptr]}"
     return found
+
+
+def _has_storage(value: Any) -> bool:
+    return (
+        isinstance(value, torch.Tensor)
+        and not torch.nn.parameter.is_lazy(value)
+        and value.layout == torch.strided
+        and value.numel() > 0
+    )
 
 
 def _storage_ptr(t: torch.Tensor) -> int | None:
@@ -552,7 +568,7 @@ def known_storages(known_paths: dict[int, str], objects: dict[int, Any]) -> dict
     storages: dict[int, str] = {}
     for oid, path in known_paths.items():
         value = objects.get(oid)
-        if isinstance(value, torch.Tensor) and value.numel() and value.layout == torch.strided:
+        if _has_storage(value):
             ptr = _storage_ptr(value)
             if ptr is not None and ptr not in storages:
                 storages[ptr] = path
@@ -742,8 +758,11 @@ def run_case(case: Case, backend: str = "eager", compiler: Callable[[Any], Any] 
             raise SoundnessFailure("internal", f"{case.name}: compiling failed: {error!r}") from error
         eager.torch_state = dict(neutral)
         compiled.torch_state = dict(neutral)
+        eager_errors = []
         for index, step in enumerate(case.script):
             e = eager.step(step, index)
+            if e is not None:
+                eager_errors.append(e.error)
             try:
                 a = compiled.step(step, index)
             except Exception as error:  # a Do step that raised only in the compiled twin
@@ -776,6 +795,8 @@ def run_case(case: Case, backend: str = "eager", compiler: Callable[[Any], Any] 
                 if a.error_object is not None:
                     raise error from a.error_object
                 raise error
+        if eager_errors and all(eager_errors) and not case.all_calls_raise:
+            raise BrokenCase(f"{case.name}: every eager call raised, e.g. {eager_errors[0]}")
         stats = compiled.stats()
         if VERBOSE:
             print(f"\n{case.name} ({backend}): {stats}\n" + "\n".join(log))
