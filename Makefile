@@ -12,7 +12,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/.cache/inductor
 export HF_HUB_OFFLINE := 1
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-python test-extension bench venv clean
+.PHONY: demo test test-python test-extension bench venv clean soundness
 
 venv: $(STAMP)
 
@@ -37,6 +37,12 @@ test-extension:
 	else \
 		echo "skipping extension tests: npm not found"; \
 	fi
+
+# The differential soundness suite (tests/soundness) with a longer hypothesis run;
+# prints the per-class table (cases, passed, xfailed, wrong, internal, replays).
+FULLGRAPH_SOUNDNESS_EXAMPLES ?= 400
+soundness: $(STAMP)
+	FULLGRAPH_SOUNDNESS_EXAMPLES=$(FULLGRAPH_SOUNDNESS_EXAMPLES) $(PY) -m pytest -n 0 -q tests/soundness $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e .[bench]

@@ -50,9 +50,8 @@ def pytest_runtest_logreport(report):
             entry["status"] = "xpassed" if report.outcome == "passed" else "xfailed"
         else:
             entry["status"] = report.outcome
-    for key, value in report.user_properties:
-        if key == "soundness" and value not in entry["results"]:
-            entry["results"].append(value)
+    if report.when == "teardown":  # the fixture attaches the results during teardown
+        entry["results"].extend(v for k, v in report.user_properties if k == "soundness")
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -97,6 +96,8 @@ def pytest_terminal_summary(terminalreporter):
             total[key] += row[key]
         write(_line(name, row))
     write(_line("total", total))
+    if "generated" in rows:
+        write(f"generated: {rows['generated']['examples']} examples")
     write(
         "wrong/intern/norepl count case runs (a hypothesis test runs many) whose first "
         "difference was a wrong result, an internal error or a missed replay."

@@ -437,7 +437,7 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
     elif isinstance(expected, (set, frozenset)):
         if expected != actual:
             out.append(f"{where}: {actual!r:.200}, eager {expected!r:.200}")
-    elif dataclasses.is_dataclass(expected):
+    elif dataclasses.is_dataclass(expected) and not isinstance(expected, type):
         for field in dataclasses.fields(expected):
             diff(getattr(expected, field.name), getattr(actual, field.name), f"{where}.{field.name}", tolerance, out)
     elif isinstance(expected, torch.dtype | torch.device):

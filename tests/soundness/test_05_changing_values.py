@@ -323,3 +323,24 @@ def build_warmup():
 @backends(inductor=True)
 def test_step_counter_in_returned_dict(backend):
     run_case(Case("step_counter_in_returned_dict", build_warmup, calls(6, vec)), backend)
+
+
+SNAPSHOT = """
+import torch
+
+log = []
+
+def program(x):
+    log.append(x.shape[0])
+    return x * 2, list(log)
+"""
+
+
+def build_snapshot():
+    ns = load_program(SNAPSHOT, "snapshot")
+    return Env(ns=ns, target=ns.program)
+
+
+@backends(xfail="F28: list(log) of a list the call appended to is returned as the monitored call's copy")
+def test_copy_of_growing_list_returned(backend):
+    run_case(Case("copy_of_growing_list_returned", build_snapshot, calls(4, vec)), backend)
