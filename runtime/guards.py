@@ -128,7 +128,7 @@ def value_check(
     """The condition that ``name`` still holds what the run read, and a comment."""
     if isinstance(source, (HooksSource, GlobalHooksSource)):
         if not value:
-            return f"{name} == ()", "no hooks"
+            return f"bool({name}) is False", "no hooks"
         return f"{name} == {ns.bind(value, 'hooks_' + source.local_name())}", "hooks (identity)"
     if isinstance(value, torch.Tensor):
         dims = frozenset((dynamic or {}).get(source, ()))

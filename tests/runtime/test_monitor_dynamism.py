@@ -55,7 +55,7 @@ def test_a_varying_float_argument_is_lifted_after_it_changes():
     # The first record guarded 0.5; the miss on 1.5 made the argument symbolic.
     assert compiled.stats.monitor_runs == 2
     assert compiled.stats.hits == 3
-    assert "torch.tensor(A[1])" in compiled.records[0].mock_source
+    assert "torch.tensor(A[1], dtype=torch.float64)" in compiled.records[0].mock_source
     assert "type(v_A_1) is float" in compiled.records[0].guard_source
 
 
