@@ -18,13 +18,13 @@ import dataclasses
 import os
 from pathlib import Path
 
+import harness
 import pytest
 
-import harness
-
-os.environ.setdefault(
-    "TORCHINDUCTOR_CACHE_DIR", str(Path(__file__).resolve().parents[2] / ".cache" / "inductor")
-)
+_CACHE = Path(__file__).resolve().parents[2] / ".cache"
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(_CACHE / "inductor"))
+# hypothesis writes failing-example patches: keep them out of the working tree
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_CACHE / "hypothesis"))
 
 _TESTS: dict[str, dict] = {}
 
@@ -63,8 +63,18 @@ def pytest_terminal_summary(terminalreporter):
             continue  # the harness's self-test plants wrong twins on purpose
         row = rows.setdefault(
             _klass(nodeid),
-            dict(cases=0, passed=0, xfailed=0, failed=0, wrong=0, internal=0, noreplay=0,
-                 hits=0, calls=0, examples=0),
+            {
+                "cases": 0,
+                "passed": 0,
+                "xfailed": 0,
+                "failed": 0,
+                "wrong": 0,
+                "internal": 0,
+                "noreplay": 0,
+                "hits": 0,
+                "calls": 0,
+                "examples": 0,
+            },
         )
         row["cases"] += 1
         status = entry["status"]

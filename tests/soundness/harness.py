@@ -318,9 +318,7 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
         return all(_is_plain(v, depth + 1) for v in value)
     if isinstance(value, dict):
         return all(_is_plain(v, depth + 1) for v in value.values())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return True
-    return False
+    return bool(dataclasses.is_dataclass(value) and not isinstance(value, type))
 
 
 def copy_value(value: Any) -> Any:
@@ -346,7 +344,8 @@ def copy_value(value: Any) -> Any:
         return type(value)(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _SnapDataclass(
-            type(value), {f.name: copy_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            type(value),
+            {f.name: copy_value(getattr(value, f.name)) for f in dataclasses.fields(value)},
         )
     return value
 
@@ -377,7 +376,11 @@ def _float_equal(a: float, b: float, tolerance: dict | None) -> bool:
 
 def _type_name(value: Any) -> str:
     t = type(value)
-    return t.__qualname__ if t.__module__ in ("builtins", "torch") else f"{t.__module__}.{t.__qualname__}"
+    return (
+        t.__qualname__
+        if t.__module__ in ("builtins", "torch")
+        else f"{t.__module__}.{t.__qualname__}"
+    )
 
 
 def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: list[str]) -> None:
@@ -397,7 +400,9 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
         return
     if isinstance(expected, _SnapDataclass) and isinstance(actual, _SnapDataclass):
         if expected.cls.__qualname__ != actual.cls.__qualname__:
-            out.append(f"{where}: type {actual.cls.__qualname__}, eager {expected.cls.__qualname__}")
+            out.append(
+                f"{where}: type {actual.cls.__qualname__}, eager {expected.cls.__qualname__}"
+            )
             return
         for name in expected.fields:
             diff(expected.fields[name], actual.fields.get(name), f"{where}.{name}", tolerance, out)
@@ -405,25 +410,27 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
     # The twins' classes are distinct objects when built from source: compare by name.
     te, ta = type(expected), type(actual)
     if te is not ta and not (
-        te.__qualname__ == ta.__qualname__ and te.__module__.startswith("soundness_program_")
+        te.__qualname__ == ta.__qualname__
+        and te.__module__.startswith("soundness_program_")
         and ta.__module__.startswith("soundness_program_")
     ):
-        out.append(f"{where}: type {_type_name(actual)} ({actual!r:.80}), eager {_type_name(expected)} ({expected!r:.80})")
+        out.append(
+            f"{where}: type {_type_name(actual)} ({actual!r:.80}), eager {_type_name(expected)} ({expected!r:.80})"
+        )
         return
     if isinstance(expected, torch.Tensor):
         _diff_tensor(expected, actual, where, tolerance, out)
     elif isinstance(expected, float):
         if not _float_equal(expected, actual, tolerance):
             out.append(f"{where}: {actual!r}, eager {expected!r}")
-    elif isinstance(expected, complex):
-        if expected != actual:
-            out.append(f"{where}: {actual!r}, eager {expected!r}")
-    elif isinstance(expected, (torch.Size, str, bytes, int, bool, type(None))):
+    elif isinstance(expected, (complex, torch.Size, str, bytes, int, bool, type(None))):
         if expected != actual:
             out.append(f"{where}: {actual!r}, eager {expected!r}")
     elif isinstance(expected, (list, tuple)):
         if len(expected) != len(actual):
-            out.append(f"{where}: length {len(actual)} ({actual!r:.120}), eager {len(expected)} ({expected!r:.120})")
+            out.append(
+                f"{where}: length {len(actual)} ({actual!r:.120}), eager {len(expected)} ({expected!r:.120})"
+            )
             return
         names = getattr(expected, "_fields", None)
         for i, (e, a) in enumerate(zip(expected, actual)):
@@ -439,14 +446,21 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
             out.append(f"{where}: {actual!r:.200}, eager {expected!r:.200}")
     elif dataclasses.is_dataclass(expected) and not isinstance(expected, type):
         for field in dataclasses.fields(expected):
-            diff(getattr(expected, field.name), getattr(actual, field.name), f"{where}.{field.name}", tolerance, out)
-    elif isinstance(expected, torch.dtype | torch.device):
-        if expected != actual:
-            out.append(f"{where}: {actual!r}, eager {expected!r}")
+            diff(
+                getattr(expected, field.name),
+                getattr(actual, field.name),
+                f"{where}.{field.name}",
+                tolerance,
+                out,
+            )
+    elif isinstance(expected, torch.dtype | torch.device) and expected != actual:
+        out.append(f"{where}: {actual!r}, eager {expected!r}")
     # Other objects (modules, functions, handles): compared by identity role, see roles().
 
 
-def _diff_tensor(e: torch.Tensor, a: torch.Tensor, where: str, tolerance: dict | None, out: list[str]) -> None:
+def _diff_tensor(
+    e: torch.Tensor, a: torch.Tensor, where: str, tolerance: dict | None, out: list[str]
+) -> None:
     for attr in ("dtype", "shape", "device", "layout", "requires_grad"):
         if getattr(e, attr) != getattr(a, attr):
             out.append(f"{where}: {attr} {getattr(a, attr)}, eager {getattr(e, attr)}")
@@ -473,7 +487,9 @@ def _diff_tensor(e: torch.Tensor, a: torch.Tensor, where: str, tolerance: dict |
             torch.testing.assert_close(a_, e_, equal_nan=True, **tolerance)
         except AssertionError as error:
             first = str(error).strip().splitlines()
-            out.append(f"{where}: values differ ({' '.join(first[:3])}): {_show(a_)}, eager {_show(e_)}")
+            out.append(
+                f"{where}: values differ ({' '.join(first[:3])}): {_show(a_)}, eager {_show(e_)}"
+            )
 
 
 def _show(t: torch.Tensor) -> str:
@@ -537,7 +553,7 @@ def roles(result: Any, known: dict[int, str], storages: dict[int, str]) -> dict[
     pre-existing tensor's memory it shares (a view)."""
     found: dict[str, str] = {}
     for path, value in leaves(result, "result"):
-        if isinstance(value, _PLAIN_SCALARS) or isinstance(value, torch.Size):
+        if isinstance(value, (_PLAIN_SCALARS, torch.Size)):
             continue
         if id(value) in known:
             found[path] = f"is {known[id(value)]}"
@@ -642,7 +658,7 @@ class Twin:
             if isinstance(env.target, torch.nn.Module):
                 for t in itertools.chain(env.target.parameters(), env.target.buffers()):
                     objects[id(t)] = t
-            for name, value in vars(env).items():
+            for value in vars(env).values():
                 if isinstance(value, types.ModuleType):
                     for v in vars(value).values():
                         for _, leaf in leaves(v, ""):
@@ -679,7 +695,9 @@ class Twin:
             self.torch_state = global_state()
 
 
-def compare(expected: Observation, actual: Observation, tolerance: dict | None, case: Case) -> tuple[str, list[str]] | None:
+def compare(
+    expected: Observation, actual: Observation, tolerance: dict | None, case: Case
+) -> tuple[str, list[str]] | None:
     """None when the twins agree; else (kind, differences)."""
     problems: list[str] = []
     if expected.error is None and actual.error is not None:
@@ -688,8 +706,10 @@ def compare(expected: Observation, actual: Observation, tolerance: dict | None, 
         ]
     if expected.error is not None and actual.error is not None and expected.error != actual.error:
         return "internal", [
-            f"compiled call raised {actual.error[0]}: {actual.error[1][:300]}; "
-            f"eager raised {expected.error[0]}: {expected.error[1][:300]}"
+            (
+                f"compiled call raised {actual.error[0]}: {actual.error[1][:300]}; "
+                f"eager raised {expected.error[0]}: {expected.error[1][:300]}"
+            )
         ]
     if expected.error is not None and actual.error is None:
         problems.append(
@@ -734,7 +754,9 @@ def fullgraph_compiler(backend: str, **kwargs: Any) -> Callable[[Any], Any]:
     return lambda target: fr.compile(target, backend=backend, **kwargs)
 
 
-def run_case(case: Case, backend: str = "eager", compiler: Callable[[Any], Any] | None = None) -> CaseResult:
+def run_case(
+    case: Case, backend: str = "eager", compiler: Callable[[Any], Any] | None = None
+) -> CaseResult:
     """Run ``case`` on an eager twin and a compiled twin; raise
     :class:`SoundnessFailure` at the first call where they differ (or when the
     replay expectation is not met).  ``compiler``: replaces fullgraph (the
@@ -755,7 +777,9 @@ def run_case(case: Case, backend: str = "eager", compiler: Callable[[Any], Any] 
             )
         except Exception as error:
             result.outcome = "internal"
-            raise SoundnessFailure("internal", f"{case.name}: compiling failed: {error!r}") from error
+            raise SoundnessFailure(
+                "internal", f"{case.name}: compiling failed: {error!r}"
+            ) from error
         eager.torch_state = dict(neutral)
         compiled.torch_state = dict(neutral)
         eager_errors = []
@@ -851,7 +875,10 @@ def backends(
 
     def param(name: str, reason: str | None, marks: list):
         if reason:
-            marks = [*marks, pytest.mark.xfail(strict=False, reason=reason, raises=SoundnessFailure)]
+            marks = [
+                *marks,
+                pytest.mark.xfail(strict=False, reason=reason, raises=SoundnessFailure),
+            ]
         return pytest.param(name, marks=marks, id=name)
 
     params = [param("eager", xfail_eager or xfail, [])]

@@ -9,9 +9,9 @@ import random
 
 import pytest
 import torch
+from harness import Call, Case, Do, Env, SoundnessFailure, calls, load_program, run_case
 
 import fullgraph.runtime as fr
-from harness import Call, Case, Do, Env, SoundnessFailure, calls, load_program, run_case
 
 SOURCE = """
 import random
@@ -35,7 +35,11 @@ def build():
     return Env(ns=ns, target=ns.step)
 
 
-SCRIPT = [*calls(2, lambda env: torch.randn(3)), Do(lambda env: None, "nothing"), Call(lambda env: torch.randn(3))]
+SCRIPT = [
+    *calls(2, lambda env: torch.randn(3)),
+    Do(lambda env: None, "nothing"),
+    Call(lambda env: torch.randn(3)),
+]
 
 
 def planted(change):
@@ -191,7 +195,8 @@ def test_identity_difference():
         return Env(target=fn)
 
     failure = run_planted(
-        lambda f, a, k: f(*a, **k).clone(), Case("id", build_id, calls(1, lambda env: torch.ones(2)))
+        lambda f, a, k: f(*a, **k).clone(),
+        Case("id", build_id, calls(1, lambda env: torch.ones(2))),
     )
     assert "identity" in str(failure)
 

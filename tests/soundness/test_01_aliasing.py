@@ -33,7 +33,10 @@ def build_accumulate():
     return Env(target=accumulate)
 
 
-@backends(inductor=True, xfail="F1: the guard does not check whether two tensor arguments are the same object")
+@backends(
+    inductor=True,
+    xfail="F1: the guard does not check whether two tensor arguments are the same object",
+)
 def test_inplace_then_same_tensor_twice(backend):
     run_case(
         Case(
@@ -113,7 +116,11 @@ def test_view_of_argument_beside_it(backend):
         Case(
             "view_of_argument_beside_it",
             build_rows,
-            [Call(table_and_copy), Call(table_and_copy), Call(table_and_view, label="row is a view")],
+            [
+                Call(table_and_copy),
+                Call(table_and_copy),
+                Call(table_and_view, label="row is a view"),
+            ],
         ),
         backend,
     )
@@ -191,7 +198,9 @@ def test_inplace_on_expanded_argument_raises(backend):
             build_bump,
             [
                 *calls(2, lambda env: torch.randn(3, 3)),
-                Call(lambda env: torch.randn(3, 1).expand(3, 3), label="expanded (internal overlap)"),
+                Call(
+                    lambda env: torch.randn(3, 1).expand(3, 3), label="expanded (internal overlap)"
+                ),
                 Call(lambda env: torch.randn(3, 3)),
             ],
         ),
@@ -212,7 +221,9 @@ def overlapping(env):
     return base[:4], base[1:]
 
 
-@backends(xfail="F4: an out= overlapping an input does not raise on replay (the graph writes a copy)")
+@backends(
+    xfail="F4: an out= overlapping an input does not raise on replay (the graph writes a copy)"
+)
 def test_out_overlapping_input_raises(backend):
     run_case(
         Case(

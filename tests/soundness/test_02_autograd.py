@@ -88,9 +88,11 @@ def test_manual_sgd_with_no_grad_update(backend):
         Case(
             "manual_sgd_with_no_grad_update",
             build_manual_sgd,
-            [*calls(3, lambda env: (torch.randn(6, 4), torch.randn(6, 1))),
-             Do(lambda env: setattr(env.ns, "lr", 0.5), "lr = 0.5"),
-             *calls(2, lambda env: (torch.randn(6, 4), torch.randn(6, 1)))],
+            [
+                *calls(3, lambda env: (torch.randn(6, 4), torch.randn(6, 1))),
+                Do(lambda env: setattr(env.ns, "lr", 0.5), "lr = 0.5"),
+                *calls(2, lambda env: (torch.randn(6, 4), torch.randn(6, 1))),
+            ],
         ),
         backend,
     )
@@ -108,7 +110,10 @@ def build_autograd_grad():
 
 @backends(inductor=True)
 def test_autograd_grad_inside(backend):
-    run_case(Case("autograd_grad_inside", build_autograd_grad, calls(3, lambda env: torch.randn(5))), backend)
+    run_case(
+        Case("autograd_grad_inside", build_autograd_grad, calls(3, lambda env: torch.randn(5))),
+        backend,
+    )
 
 
 def build_read_grad():
@@ -129,7 +134,9 @@ def backward_once(env):
     env.model(torch.randn(4, 3)).sum().backward()
 
 
-@backends(xfail="F7: whether p.grad is None is not guarded: a record made before backward replays after it")
+@backends(
+    xfail="F7: whether p.grad is None is not guarded: a record made before backward replays after it"
+)
 def test_reads_grad_that_changes(backend):
     run_case(
         Case(
@@ -166,9 +173,18 @@ def build_tied():
     return Env(target=Tied())
 
 
-@backends(xfail="F3: the no_grad in-place update clones the parameter; the replayed output loses its grad_fn")
+@backends(
+    xfail="F3: the no_grad in-place update clones the parameter; the replayed output loses its grad_fn"
+)
 def test_no_grad_parameter_update_in_forward(backend):
-    run_case(Case("no_grad_parameter_update_in_forward", build_tied, calls(3, lambda env: torch.randn(2, 3))), backend)
+    run_case(
+        Case(
+            "no_grad_parameter_update_in_forward",
+            build_tied,
+            calls(3, lambda env: torch.randn(2, 3)),
+        ),
+        backend,
+    )
 
 
 class Classifier(torch.nn.Module):
@@ -200,8 +216,13 @@ def test_backward_on_compiled_output(backend):
         Case(
             "backward_on_compiled_output",
             build_outer_backward,
-            [Do(outer_step, "forward+backward"), Call(lambda env: torch.randn(3, 4)),
-             Do(outer_step, "forward+backward"), Do(outer_step, "forward+backward"), Call(lambda env: torch.randn(3, 4))],
+            [
+                Do(outer_step, "forward+backward"),
+                Call(lambda env: torch.randn(3, 4)),
+                Do(outer_step, "forward+backward"),
+                Do(outer_step, "forward+backward"),
+                Call(lambda env: torch.randn(3, 4)),
+            ],
         ),
         backend,
     )
@@ -238,7 +259,10 @@ def test_grad_mode_restored_after_raise(backend):
             build_guarded_eval,
             [
                 *calls(2, lambda env: torch.randn(2, 4)),
-                Call(lambda env: torch.full((2, 4), float("nan")), label="nan input raises inside no_grad"),
+                Call(
+                    lambda env: torch.full((2, 4), float("nan")),
+                    label="nan input raises inside no_grad",
+                ),
                 Call(lambda env: torch.randn(2, 4)),
             ],
         ),
@@ -267,8 +291,11 @@ def test_parameters_frozen_between_calls(backend):
         Case(
             "parameters_frozen_between_calls",
             build_detach_toggle,
-            [*calls(2, lambda env: torch.randn(2, 3)), Do(freeze, "requires_grad_(False)"),
-             *calls(2, lambda env: torch.randn(2, 3))],
+            [
+                *calls(2, lambda env: torch.randn(2, 3)),
+                Do(freeze, "requires_grad_(False)"),
+                *calls(2, lambda env: torch.randn(2, 3)),
+            ],
         ),
         backend,
     )
@@ -280,12 +307,22 @@ def test_called_under_no_grad_then_with_grad(backend):
         Case(
             "called_under_no_grad_then_with_grad",
             build_detach_toggle,
-            [Call(lambda env: torch.randn(2, 3)),
-             Call(lambda env: torch.randn(2, 3), context=lambda env: torch.no_grad(), label="under no_grad"),
-             Call(lambda env: torch.randn(2, 3)),
-             Do(lambda env: torch.set_grad_enabled(False), "set_grad_enabled(False)"),
-             Call(lambda env: torch.randn(2, 3)),
-             Call(lambda env: torch.randn(2, 3), context=lambda env: torch.enable_grad(), label="enable_grad")],
+            [
+                Call(lambda env: torch.randn(2, 3)),
+                Call(
+                    lambda env: torch.randn(2, 3),
+                    context=lambda env: torch.no_grad(),
+                    label="under no_grad",
+                ),
+                Call(lambda env: torch.randn(2, 3)),
+                Do(lambda env: torch.set_grad_enabled(False), "set_grad_enabled(False)"),
+                Call(lambda env: torch.randn(2, 3)),
+                Call(
+                    lambda env: torch.randn(2, 3),
+                    context=lambda env: torch.enable_grad(),
+                    label="enable_grad",
+                ),
+            ],
         ),
         backend,
     )

@@ -51,7 +51,13 @@ def test_forward_hook_added_between_calls(backend):
         Case(
             "forward_hook_added_between_calls",
             build_block,
-            [*calls(2, x24), Do(add_scaling_hook(3.0)), *calls(2, x24), Do(remove_hooks), Call(x24)],
+            [
+                *calls(2, x24),
+                Do(add_scaling_hook(3.0)),
+                *calls(2, x24),
+                Do(remove_hooks),
+                Call(x24),
+            ],
         ),
         backend,
     )
@@ -63,8 +69,13 @@ def test_hook_swapped_same_count(backend):
         Case(
             "hook_swapped_same_count",
             build_block,
-            [Do(add_scaling_hook(2.0)), *calls(2, x24), Do(remove_hooks), Do(add_scaling_hook(-1.0)),
-             *calls(2, x24)],
+            [
+                Do(add_scaling_hook(2.0)),
+                *calls(2, x24),
+                Do(remove_hooks),
+                Do(add_scaling_hook(-1.0)),
+                *calls(2, x24),
+            ],
         ),
         backend,
     )
@@ -92,8 +103,13 @@ def test_pre_hook_on_submodule_swapped(backend):
         Case(
             "pre_hook_on_submodule_swapped",
             build_block,
-            [Call(x24), Do(add_pre_hook, "pre-hook on lin"), *calls(2, x24), Do(swap_pre_hook, "swap it"),
-             *calls(2, x24)],
+            [
+                Call(x24),
+                Do(add_pre_hook, "pre-hook on lin"),
+                *calls(2, x24),
+                Do(swap_pre_hook, "swap it"),
+                *calls(2, x24),
+            ],
         ),
         backend,
     )
@@ -149,8 +165,13 @@ def test_module_global_forward_hook(backend):
             Case(
                 "module_global_forward_hook",
                 build,
-                [*calls(2, x24), Do(add_global_hook, "register_module_forward_hook"), *calls(2, x24),
-                 Do(remove_global, "remove it"), Call(x24)],
+                [
+                    *calls(2, x24),
+                    Do(add_global_hook, "register_module_forward_hook"),
+                    *calls(2, x24),
+                    Do(remove_global, "remove it"),
+                    Call(x24),
+                ],
             ),
             backend,
         )
@@ -188,9 +209,16 @@ def test_tensor_hook_registered_inside(backend):
         Case(
             "tensor_hook_registered_inside",
             build_tap,
-            [Do(call_and_backward, "call + backward"), Do(call_and_backward, "call + backward"),
-             Do(call_and_backward, "call + backward"), Call(lambda env: torch.randn(2, 3))],
-            watch=lambda env: {"grads": list(env.target.grads), "w.grad": env.target.lin.weight.grad},
+            [
+                Do(call_and_backward, "call + backward"),
+                Do(call_and_backward, "call + backward"),
+                Do(call_and_backward, "call + backward"),
+                Call(lambda env: torch.randn(2, 3)),
+            ],
+            watch=lambda env: {
+                "grads": list(env.target.grads),
+                "w.grad": env.target.lin.weight.grad,
+            },
         ),
         backend,
     )
@@ -213,17 +241,26 @@ def step_with_backward(env):
     env.call(torch.randn(4, 3)).sum().backward()
 
 
-@backends(xfail="F10: a full backward hook does not fire on replay (the mock bypasses Module.__call__)")
+@backends(
+    xfail="F10: a full backward hook does not fire on replay (the mock bypasses Module.__call__)"
+)
 def test_full_backward_hook_added_later(backend):
     run_case(
         Case(
             "full_backward_hook_added_later",
             build_backward_hook_model,
-            [Do(step_with_backward, "forward+backward"), Do(step_with_backward, "forward+backward"),
-             Do(add_full_backward_hook, "register_full_backward_hook"),
-             Do(step_with_backward, "forward+backward"), Do(step_with_backward, "forward+backward"),
-             Call(lambda env: torch.randn(4, 3))],
-            watch=lambda env: {"log": list(env.log), "grads": [p.grad for p in env.target.parameters()]},
+            [
+                Do(step_with_backward, "forward+backward"),
+                Do(step_with_backward, "forward+backward"),
+                Do(add_full_backward_hook, "register_full_backward_hook"),
+                Do(step_with_backward, "forward+backward"),
+                Do(step_with_backward, "forward+backward"),
+                Call(lambda env: torch.randn(4, 3)),
+            ],
+            watch=lambda env: {
+                "log": list(env.log),
+                "grads": [p.grad for p in env.target.parameters()],
+            },
         ),
         backend,
     )

@@ -32,14 +32,21 @@ def autocast_ctx(env):
     return torch.autocast("cpu", dtype=torch.bfloat16)
 
 
-@backends(inductor=True, xfail_inductor="F11: ambient autocast is not guarded (the eager backend hides it: its graph runs under the caller's autocast)")
+@backends(
+    inductor=True,
+    xfail_inductor="F11: ambient autocast is not guarded (the eager backend hides it: its graph runs under the caller's autocast)",
+)
 def test_autocast_context_around_call(backend):
     run_case(
         Case(
             "autocast_context_around_call",
             build_matmul,
-            [*calls(2, mat), Call(mat, context=autocast_ctx, label="under autocast(bf16)"),
-             Call(mat, context=autocast_ctx), Call(mat, label="autocast off again")],
+            [
+                *calls(2, mat),
+                Call(mat, context=autocast_ctx, label="under autocast(bf16)"),
+                Call(mat, context=autocast_ctx),
+                Call(mat, label="autocast off again"),
+            ],
         ),
         backend,
     )
@@ -60,8 +67,12 @@ def test_autocast_dtype_changed_between_calls(backend):
         Case(
             "autocast_dtype_changed_between_calls",
             build_matmul,
-            [Do(enable_autocast(torch.bfloat16)), *calls(2, mat), Do(enable_autocast(torch.float16)),
-             *calls(2, mat)],
+            [
+                Do(enable_autocast(torch.bfloat16)),
+                *calls(2, mat),
+                Do(enable_autocast(torch.float16)),
+                *calls(2, mat),
+            ],
         ),
         backend,
     )
@@ -88,7 +99,10 @@ def build_autocast_inside():
     return Env(ns=ns, target=ns.MixedHead())
 
 
-@backends(inductor=True, xfail="F12: a torch.autocast context inside the function is dropped on replay (float32 math)")
+@backends(
+    inductor=True,
+    xfail="F12: a torch.autocast context inside the function is dropped on replay (float32 math)",
+)
 def test_autocast_context_inside(backend):
     run_case(Case("autocast_context_inside", build_autocast_inside, calls(3, mat)), backend)
 
@@ -116,14 +130,21 @@ def idx(env):
     return torch.randint(0, 8, (6,)), torch.randn(6)
 
 
-@backends(xfail="F13: results of opaque calls reading hidden state are frozen (are_deterministic_algorithms_enabled)")
+@backends(
+    xfail="F13: results of opaque calls reading hidden state are frozen (are_deterministic_algorithms_enabled)"
+)
 def test_deterministic_algorithms_toggled(backend):
     run_case(
         Case(
             "deterministic_algorithms_toggled",
             build_deterministic,
-            [*calls(2, idx), Do(lambda env: torch.use_deterministic_algorithms(True), "deterministic on"),
-             *calls(2, idx), Do(lambda env: torch.use_deterministic_algorithms(False), "off"), Call(idx)],
+            [
+                *calls(2, idx),
+                Do(lambda env: torch.use_deterministic_algorithms(True), "deterministic on"),
+                *calls(2, idx),
+                Do(lambda env: torch.use_deterministic_algorithms(False), "off"),
+                Call(idx),
+            ],
         ),
         backend,
     )
@@ -142,9 +163,11 @@ def test_default_dtype_changed(backend):
         Case(
             "default_dtype_changed",
             build_default_dtype,
-            [*calls(2, lambda env: torch.randn(2, 3, dtype=torch.float64)),
-             Do(lambda env: torch.set_default_dtype(torch.float64), "default dtype float64"),
-             *calls(2, lambda env: torch.randn(2, 3, dtype=torch.float64))],
+            [
+                *calls(2, lambda env: torch.randn(2, 3, dtype=torch.float64)),
+                Do(lambda env: torch.set_default_dtype(torch.float64), "default dtype float64"),
+                *calls(2, lambda env: torch.randn(2, 3, dtype=torch.float64)),
+            ],
         ),
         backend,
     )
@@ -159,13 +182,20 @@ def build_contiguous():
     return Env(target=flatten)
 
 
-@backends(inductor=True, xfail_eager="F14: tensor properties the program reads (is_contiguous()) are not guarded")
+@backends(
+    inductor=True,
+    xfail_eager="F14: tensor properties the program reads (is_contiguous()) are not guarded",
+)
 def test_reads_is_contiguous(backend):
     run_case(
         Case(
             "reads_is_contiguous",
             build_contiguous,
-            [*calls(2, mat), Call(lambda env: torch.randn(4, 4).t(), label="transposed (same shape)"), Call(mat)],
+            [
+                *calls(2, mat),
+                Call(lambda env: torch.randn(4, 4).t(), label="transposed (same shape)"),
+                Call(mat),
+            ],
         ),
         backend,
     )
@@ -184,7 +214,10 @@ def test_reads_stride(backend):
         Case(
             "reads_stride",
             build_stride,
-            [*calls(2, lambda env: torch.randn(3, 3)), Call(lambda env: torch.randn(3, 3).t(), label="transposed")],
+            [
+                *calls(2, lambda env: torch.randn(3, 3)),
+                Call(lambda env: torch.randn(3, 3).t(), label="transposed"),
+            ],
         ),
         backend,
     )
@@ -203,7 +236,10 @@ def test_reads_storage_offset(backend):
         Case(
             "reads_storage_offset",
             build_offset,
-            [*calls(2, lambda env: torch.randn(4)), Call(lambda env: torch.randn(6)[2:], label="offset 2")],
+            [
+                *calls(2, lambda env: torch.randn(4)),
+                Call(lambda env: torch.randn(6)[2:], label="offset 2"),
+            ],
         ),
         backend,
     )
@@ -229,7 +265,10 @@ def test_reads_is_inference(backend):
         Case(
             "reads_is_inference",
             build_inference,
-            [*calls(2, lambda env: torch.randn(3)), Call(inference_tensor, label="inference tensor")],
+            [
+                *calls(2, lambda env: torch.randn(3)),
+                Call(inference_tensor, label="inference tensor"),
+            ],
         ),
         backend,
     )
@@ -253,8 +292,11 @@ def test_reads_is_leaf(backend):
         Case(
             "reads_is_leaf",
             build_is_leaf,
-            [*calls(2, lambda env: torch.randn(3, requires_grad=True)), Call(non_leaf, label="non-leaf"),
-             Call(non_leaf)],
+            [
+                *calls(2, lambda env: torch.randn(3, requires_grad=True)),
+                Call(non_leaf, label="non-leaf"),
+                Call(non_leaf),
+            ],
         ),
         backend,
     )
@@ -294,7 +336,14 @@ def test_reads_os_environ(backend):
             Case(
                 "reads_os_environ",
                 build_environ,
-                [Do(set_env(None)), *calls(2, mat), Do(set_env("1")), *calls(2, mat), Do(set_env(None)), Call(mat)],
+                [
+                    Do(set_env(None)),
+                    *calls(2, mat),
+                    Do(set_env("1")),
+                    *calls(2, mat),
+                    Do(set_env(None)),
+                    Call(mat),
+                ],
             ),
             backend,
         )
@@ -309,7 +358,9 @@ def build_num_threads():
     return Env(target=chunks)
 
 
-@backends(xfail="F13: results of opaque calls reading hidden state are frozen (torch.get_num_threads)")
+@backends(
+    xfail="F13: results of opaque calls reading hidden state are frozen (torch.get_num_threads)"
+)
 def test_reads_num_threads(backend):
     before = torch.get_num_threads()
     try:
@@ -317,8 +368,12 @@ def test_reads_num_threads(backend):
             Case(
                 "reads_num_threads",
                 build_num_threads,
-                [Do(lambda env: torch.set_num_threads(2), "2 threads"), *calls(2, mat),
-                 Do(lambda env: torch.set_num_threads(1), "1 thread"), *calls(2, mat)],
+                [
+                    Do(lambda env: torch.set_num_threads(2), "2 threads"),
+                    *calls(2, mat),
+                    Do(lambda env: torch.set_num_threads(1), "1 thread"),
+                    *calls(2, mat),
+                ],
             ),
             backend,
         )

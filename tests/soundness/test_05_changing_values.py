@@ -108,7 +108,15 @@ def test_global_stored_into_dict(backend):
         Case(
             "global_stored_into_dict",
             build_global_into_dict,
-            [*calls(2, vec), Do(set_lr(0.01)), *calls(2, vec), Do(set_lr(0.5)), Call(vec), Do(set_lr(0.25)), Call(vec)],
+            [
+                *calls(2, vec),
+                Do(set_lr(0.01)),
+                *calls(2, vec),
+                Do(set_lr(0.5)),
+                Call(vec),
+                Do(set_lr(0.25)),
+                Call(vec),
+            ],
         ),
         backend,
     )
@@ -128,7 +136,9 @@ def build_default_arg():
     return Env(ns=ns, target=ns.step)
 
 
-@backends(xfail="F15: a value read from a container that changes every call (len of a default-argument list) is frozen")
+@backends(
+    xfail="F15: a value read from a container that changes every call (len of a default-argument list) is frozen"
+)
 def test_mutable_default_argument(backend):
     run_case(
         Case(
@@ -205,8 +215,11 @@ def build_clock():
 
 def timing_watch(env):
     # durations differ between the twins: compare that each call kept one, positive
-    return {"n": len(env.ns.timings), "positive": all(t > 0 for t in env.ns.timings),
-            "distinct": len(set(env.ns.timings)) == len(env.ns.timings)}
+    return {
+        "n": len(env.ns.timings),
+        "positive": all(t > 0 for t in env.ns.timings),
+        "distinct": len(set(env.ns.timings)) == len(env.ns.timings),
+    }
 
 
 @backends(xfail="R1: a function that keeps a clock duration is monitored on every call (no replay)")
@@ -239,7 +252,9 @@ def build_numpy_float():
     return Env(ns=ns, target=ns.spread)
 
 
-@backends(xfail="R2: a Python float computed through numpy makes the function fall back entirely (no replay)")
+@backends(
+    xfail="R2: a Python float computed through numpy makes the function fall back entirely (no replay)"
+)
 def test_numpy_float_replays(backend):
     run_case(Case("numpy_float_replays", build_numpy_float, calls(5, vec), min_hits=4), backend)
 
@@ -341,6 +356,8 @@ def build_snapshot():
     return Env(ns=ns, target=ns.program)
 
 
-@backends(xfail="F28: list(log) of a list the call appended to is returned as the monitored call's copy")
+@backends(
+    xfail="F28: list(log) of a list the call appended to is returned as the monitored call's copy"
+)
 def test_copy_of_growing_list_returned(backend):
     run_case(Case("copy_of_growing_list_returned", build_snapshot, calls(4, vec)), backend)

@@ -58,8 +58,15 @@ def test_module_list_grows_and_shrinks(backend):
         Case(
             "module_list_grows_and_shrinks",
             build_stack,
-            [*calls(2, vec), Do(grow, "append a layer"), *calls(2, vec), Do(shrink, "del layers[0]"),
-             *calls(2, vec), Do(replace_first, "layers[0] = new Linear"), Call(vec)],
+            [
+                *calls(2, vec),
+                Do(grow, "append a layer"),
+                *calls(2, vec),
+                Do(shrink, "del layers[0]"),
+                *calls(2, vec),
+                Do(replace_first, "layers[0] = new Linear"),
+                Call(vec),
+            ],
         ),
         backend,
     )
@@ -94,14 +101,21 @@ def swap_head(env):
     env.target.heads["cls"] = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
 
 
-@backends(xfail="F16: iteration through ModuleDict.items() is not guarded: the container's length and items are frozen")
+@backends(
+    xfail="F16: iteration through ModuleDict.items() is not guarded: the container's length and items are frozen"
+)
 def test_module_dict_items_change(backend):
     run_case(
         Case(
             "module_dict_items_change",
             build_heads,
-            [*calls(2, vec), Do(add_head, "add head 'aux'"), *calls(2, vec), Do(swap_head, "replace head 'cls'"),
-             *calls(2, vec)],
+            [
+                *calls(2, vec),
+                Do(add_head, "add head 'aux'"),
+                *calls(2, vec),
+                Do(swap_head, "replace head 'cls'"),
+                *calls(2, vec),
+            ],
         ),
         backend,
     )
@@ -125,20 +139,30 @@ def pairs(n, m):
     return make
 
 
-@backends(xfail="F16: iteration through zip() is not guarded: the container's length and items are frozen")
+@backends(
+    xfail="F16: iteration through zip() is not guarded: the container's length and items are frozen"
+)
 def test_zip_of_lists_changing_length(backend):
     run_case(
         Case(
             "zip_of_lists_changing_length",
             build_weighted_sum,
-            [Call(pairs(2, 2)), Call(pairs(2, 2)), Call(pairs(3, 3), label="3/3"), Call(pairs(3, 2), label="3/2"),
-             Call(pairs(2, 3), label="2/3"), Call(pairs(2, 2))],
+            [
+                Call(pairs(2, 2)),
+                Call(pairs(2, 2)),
+                Call(pairs(3, 3), label="3/3"),
+                Call(pairs(3, 2), label="3/2"),
+                Call(pairs(2, 3), label="2/3"),
+                Call(pairs(2, 2)),
+            ],
         ),
         backend,
     )
 
 
-@backends(xfail="F16: iteration through zip() is not guarded: the container's length and items are frozen")
+@backends(
+    xfail="F16: iteration through zip() is not guarded: the container's length and items are frozen"
+)
 def test_list_of_float_weights_changing_values(backend):
     def weights(values):
         def make(env):
@@ -150,8 +174,13 @@ def test_list_of_float_weights_changing_values(backend):
         Case(
             "list_of_float_weights_changing_values",
             build_weighted_sum,
-            [Call(weights([1.0, 2.0])), Call(weights([1.0, 2.0])), Call(weights([0.5, 2.0])),
-             Call(weights([3.0, -1.0])), Call(weights([1.0, 2.0]))],
+            [
+                Call(weights([1.0, 2.0])),
+                Call(weights([1.0, 2.0])),
+                Call(weights([0.5, 2.0])),
+                Call(weights([3.0, -1.0])),
+                Call(weights([1.0, 2.0])),
+            ],
         ),
         backend,
     )
@@ -164,7 +193,9 @@ def build_strict_zip():
     return Env(target=pairwise_dist)
 
 
-@backends(xfail="F16: iteration through zip(strict=True) is not guarded: the container's length and items are frozen (no ValueError on replay)")
+@backends(
+    xfail="F16: iteration through zip(strict=True) is not guarded: the container's length and items are frozen (no ValueError on replay)"
+)
 def test_strict_zip_raises_on_mismatch(backend):
     def lists(n, m):
         return lambda env: ([torch.randn(3) for _ in range(n)], [torch.randn(3) for _ in range(m)])
@@ -173,7 +204,12 @@ def test_strict_zip_raises_on_mismatch(backend):
         Case(
             "strict_zip_raises_on_mismatch",
             build_strict_zip,
-            [Call(lists(2, 2)), Call(lists(2, 2)), Call(lists(2, 3), label="lengths differ"), Call(lists(2, 2))],
+            [
+                Call(lists(2, 2)),
+                Call(lists(2, 2)),
+                Call(lists(2, 3), label="lengths differ"),
+                Call(lists(2, 2)),
+            ],
         ),
         backend,
     )
@@ -205,7 +241,9 @@ def x3(env):
     return torch.randn(3)
 
 
-@backends(xfail="F16: iteration through enumerate/reversed/islice/map is not guarded: the container's length and items are frozen")
+@backends(
+    xfail="F16: iteration through enumerate/reversed/islice/map is not guarded: the container's length and items are frozen"
+)
 def test_enumerate_reversed_islice_map_over_globals(backend):
     def set_scale(env):
         env.ns.scales[0] = 10.0
@@ -220,8 +258,15 @@ def test_enumerate_reversed_islice_map_over_globals(backend):
         Case(
             "enumerate_reversed_islice_map_over_globals",
             build_iterators,
-            [*calls(2, x3), Do(set_scale, "scales[0] = 10"), *calls(2, x3), Do(grow_scales, "scales.append"),
-             *calls(2, x3), Do(swap_offset, "offsets[1] = new tensor"), *calls(2, x3)],
+            [
+                *calls(2, x3),
+                Do(set_scale, "scales[0] = 10"),
+                *calls(2, x3),
+                Do(grow_scales, "scales.append"),
+                *calls(2, x3),
+                Do(swap_offset, "offsets[1] = new tensor"),
+                *calls(2, x3),
+            ],
         ),
         backend,
     )
@@ -250,7 +295,11 @@ def test_partial_swapped(backend):
         env.ns.act = env.ns.functools.partial(env.ns.F.leaky_relu, negative_slope=0.5)
 
     run_case(
-        Case("partial_swapped", build_partial, [*calls(2, x3), Do(swap, "act = partial(slope=0.5)"), *calls(2, x3)]),
+        Case(
+            "partial_swapped",
+            build_partial,
+            [*calls(2, x3), Do(swap, "act = partial(slope=0.5)"), *calls(2, x3)],
+        ),
         backend,
     )
 
@@ -271,7 +320,9 @@ def build_global_fn():
     return Env(ns=ns, target=ns.layer)
 
 
-@backends(xfail="F17: a guard that refers to a lambda is invalid Python (SyntaxError in the generated guard)")
+@backends(
+    xfail="F17: a guard that refers to a lambda is invalid Python (SyntaxError in the generated guard)"
+)
 def test_global_function_swapped_for_lambda(backend):
     def swap(env):
         env.ns.activation = lambda x: x.tanh()
@@ -283,8 +334,13 @@ def test_global_function_swapped_for_lambda(backend):
         Case(
             "global_function_swapped_for_lambda",
             build_global_fn,
-            [*calls(2, x3), Do(swap, "activation = lambda (tanh)"), *calls(2, x3),
-             Do(swap_again, "activation = another lambda (sigmoid)"), *calls(2, x3)],
+            [
+                *calls(2, x3),
+                Do(swap, "activation = lambda (tanh)"),
+                *calls(2, x3),
+                Do(swap_again, "activation = another lambda (sigmoid)"),
+                *calls(2, x3),
+            ],
         ),
         backend,
     )
@@ -323,8 +379,13 @@ def test_class_attribute_changed(backend):
         Case(
             "class_attribute_changed",
             build_class_attr,
-            [*calls(2, x3), Do(set_scale, "Config.scale = 5"), *calls(2, x3), Do(set_clip, "Config.clip = 1"),
-             *calls(2, x3)],
+            [
+                *calls(2, x3),
+                Do(set_scale, "Config.scale = 5"),
+                *calls(2, x3),
+                Do(set_clip, "Config.clip = 1"),
+                *calls(2, x3),
+            ],
         ),
         backend,
     )
@@ -361,8 +422,15 @@ def test_instance_attribute_shadows_class_attribute(backend):
         Case(
             "instance_attribute_shadows_class_attribute",
             build_gate,
-            [*calls(2, x3), Do(set_class, "Gate.threshold = -1"), Call(x3), Do(shadow, "self.threshold = 0.5"),
-             *calls(2, x3), Do(unshadow, "del self.threshold"), *calls(2, x3)],
+            [
+                *calls(2, x3),
+                Do(set_class, "Gate.threshold = -1"),
+                Call(x3),
+                Do(shadow, "self.threshold = 0.5"),
+                *calls(2, x3),
+                Do(unshadow, "del self.threshold"),
+                *calls(2, x3),
+            ],
         ),
         backend,
     )

@@ -35,7 +35,10 @@ def build_key():
     return Env(ns=ns, target=ns.scale)
 
 
-@backends(inductor=True, xfail="F18: a lookup that raised (KeyError) is not guarded: the except-path record replays once it succeeds")
+@backends(
+    inductor=True,
+    xfail="F18: a lookup that raised (KeyError) is not guarded: the except-path record replays once it succeeds",
+)
 def test_key_present_or_not(backend):
     def add(env):
         env.ns.overrides["scale"] = 4.0
@@ -47,7 +50,13 @@ def test_key_present_or_not(backend):
         Case(
             "key_present_or_not",
             build_key,
-            [*calls(2, x3), Do(add, "overrides['scale'] = 4"), *calls(2, x3), Do(remove, "del it"), *calls(2, x3)],
+            [
+                *calls(2, x3),
+                Do(add, "overrides['scale'] = 4"),
+                *calls(2, x3),
+                Do(remove, "del it"),
+                *calls(2, x3),
+            ],
         ),
         backend,
     )
@@ -76,7 +85,9 @@ def build_attr():
     return Env(ns=ns, target=ns.Head())
 
 
-@backends(xfail="F18: a lookup that raised (AttributeError) is not guarded: the except-path record replays once it succeeds")
+@backends(
+    xfail="F18: a lookup that raised (AttributeError) is not guarded: the except-path record replays once it succeeds"
+)
 def test_attribute_present_or_not(backend):
     def add(env):
         env.target.temperature = 0.25
@@ -88,7 +99,13 @@ def test_attribute_present_or_not(backend):
         Case(
             "attribute_present_or_not",
             build_attr,
-            [*calls(2, x3), Do(add, "self.temperature = 0.25"), *calls(2, x3), Do(remove, "del it"), Call(x3)],
+            [
+                *calls(2, x3),
+                Do(add, "self.temperature = 0.25"),
+                *calls(2, x3),
+                Do(remove, "del it"),
+                Call(x3),
+            ],
         ),
         backend,
     )
@@ -113,8 +130,11 @@ def test_view_fails_for_non_contiguous(backend):
         Case(
             "view_fails_for_non_contiguous",
             build_view_fallback,
-            [*calls(2, lambda env: torch.randn(4, 6)), Call(lambda env: torch.randn(6, 4).t(), label="transposed 4x6"),
-             Call(lambda env: torch.randn(4, 6))],
+            [
+                *calls(2, lambda env: torch.randn(4, 6)),
+                Call(lambda env: torch.randn(6, 4).t(), label="transposed 4x6"),
+                Call(lambda env: torch.randn(4, 6)),
+            ],
         ),
         backend,
     )
@@ -130,7 +150,9 @@ def build_view_sizes():
     return Env(target=chunks_of_four)
 
 
-@backends(xfail="F19: a size-generic record replays the except path of a view() that only failed for the monitored size")
+@backends(
+    xfail="F19: a size-generic record replays the except path of a view() that only failed for the monitored size"
+)
 def test_view_fails_for_some_sizes_size_generic(backend):
     sizes = [8, 12, 16, 10, 20, 6]
     run_case(
@@ -180,8 +202,13 @@ def test_reraise_depends_on_global(backend):
         Case(
             "reraise_depends_on_global",
             build_validate,
-            [*calls(2, lambda env: torch.randn(2, 3)), *calls(2, lambda env: torch.randn(6)),
-             Do(strict, "STRICT = True"), Call(lambda env: torch.randn(6)), Call(lambda env: torch.randn(2, 3))],
+            [
+                *calls(2, lambda env: torch.randn(2, 3)),
+                *calls(2, lambda env: torch.randn(6)),
+                Do(strict, "STRICT = True"),
+                Call(lambda env: torch.randn(6)),
+                Call(lambda env: torch.randn(2, 3)),
+            ],
         ),
         backend,
     )
@@ -198,15 +225,21 @@ def build_next_default():
     return Env(target=first_or_zero)
 
 
-@backends(xfail="F18: a lookup that raised (StopIteration from next(iter([]))) is not guarded: the except-path record replays once it succeeds")
+@backends(
+    xfail="F18: a lookup that raised (StopIteration from next(iter([]))) is not guarded: the except-path record replays once it succeeds"
+)
 def test_stop_iteration_on_empty_list(backend):
     run_case(
         Case(
             "stop_iteration_on_empty_list",
             build_next_default,
-            [Call(lambda env: ([torch.ones(3)], torch.randn(3))), Call(lambda env: ([torch.ones(3)], torch.randn(3))),
-             Call(lambda env: ([], torch.randn(3)), label="empty list"), Call(lambda env: ([], torch.randn(3))),
-             Call(lambda env: ([torch.ones(3) * 2], torch.randn(3)))],
+            [
+                Call(lambda env: ([torch.ones(3)], torch.randn(3))),
+                Call(lambda env: ([torch.ones(3)], torch.randn(3))),
+                Call(lambda env: ([], torch.randn(3)), label="empty list"),
+                Call(lambda env: ([], torch.randn(3))),
+                Call(lambda env: ([torch.ones(3) * 2], torch.randn(3))),
+            ],
         ),
         backend,
     )
@@ -228,9 +261,13 @@ def test_index_error_depends_on_int_argument(backend):
         Case(
             "index_error_depends_on_int_argument",
             build_index_error,
-            [Call(lambda env: (torch.randn(4), 1)), Call(lambda env: (torch.randn(4), 2)),
-             Call(lambda env: (torch.randn(4), 9), label="out of range"), Call(lambda env: (torch.randn(4), 3)),
-             Call(lambda env: (torch.randn(4), 12))],
+            [
+                Call(lambda env: (torch.randn(4), 1)),
+                Call(lambda env: (torch.randn(4), 2)),
+                Call(lambda env: (torch.randn(4), 9), label="out of range"),
+                Call(lambda env: (torch.randn(4), 3)),
+                Call(lambda env: (torch.randn(4), 12)),
+            ],
         ),
         backend,
     )

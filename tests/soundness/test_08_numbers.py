@@ -21,18 +21,35 @@ def build_scale():
 
 
 def f64(values):
-    return [Call(lambda env, v=v: (torch.ones(3, dtype=torch.float64), v), label=f"s={v!r}") for v in values]
+    return [
+        Call(lambda env, v=v: (torch.ones(3, dtype=torch.float64), v), label=f"s={v!r}")
+        for v in values
+    ]
 
 
-@backends(inductor=True, xfail="F20: a lifted Python float enters the graph as float32 (loses float64 precision)")
+@backends(
+    inductor=True,
+    xfail="F20: a lifted Python float enters the graph as float32 (loses float64 precision)",
+)
 def test_lifted_float_times_float64_tensor(backend):
-    run_case(Case("lifted_float_times_float64_tensor", build_scale, f64([0.1, 0.2, 1 / 3, math.pi, 1e-300])), backend)
+    run_case(
+        Case(
+            "lifted_float_times_float64_tensor",
+            build_scale,
+            f64([0.1, 0.2, 1 / 3, math.pi, 1e-300]),
+        ),
+        backend,
+    )
 
 
 @backends(xfail="F20: a lifted Python float enters the graph as float32 (loses float64 precision)")
 def test_lifted_float_beyond_float32(backend):
     run_case(
-        Case("lifted_float_beyond_float32", build_scale, f64([1.0, 2.0, 16777217.0, 1e39, 2.0**60 + 2.0**8])),
+        Case(
+            "lifted_float_beyond_float32",
+            build_scale,
+            f64([1.0, 2.0, 16777217.0, 1e39, 2.0**60 + 2.0**8]),
+        ),
         backend,
     )
 
@@ -51,7 +68,10 @@ def test_int_beyond_32_bits(backend):
         Case(
             "int_beyond_32_bits",
             build_offset,
-            [Call(lambda env, v=v: (torch.zeros(2, dtype=torch.int64), v), label=f"n={v}") for v in values],
+            [
+                Call(lambda env, v=v: (torch.zeros(2, dtype=torch.int64), v), label=f"n={v}")
+                for v in values
+            ],
         ),
         backend,
     )
@@ -122,7 +142,10 @@ def build_item_float():
     return Env(target=normalize)
 
 
-@backends(inductor=True, xfail="F20: a lifted Python float enters the graph as float32 (loses float64 precision)")
+@backends(
+    inductor=True,
+    xfail="F20: a lifted Python float enters the graph as float32 (loses float64 precision)",
+)
 def test_item_float_arithmetic_float64(backend):
     run_case(
         Case(
@@ -148,7 +171,12 @@ def test_int_tensor_floor_div_by_changing_int(backend):
         Case(
             "int_tensor_floor_div_by_changing_int",
             build_int_tensor,
-            [Call(lambda env, v=v: (torch.tensor([-(2**40), -7, 0, 7, 2**40]), v), label=f"w={v}") for v in values],
+            [
+                Call(
+                    lambda env, v=v: (torch.tensor([-(2**40), -7, 0, 7, 2**40]), v), label=f"w={v}"
+                )
+                for v in values
+            ],
         ),
         backend,
     )

@@ -8,7 +8,7 @@ subclasses keep theirs.
 from __future__ import annotations
 
 import torch
-from harness import Call, Case, Do, Env, backends, calls, load_program, run_case
+from harness import Call, Case, Env, backends, calls, load_program, run_case
 
 
 def x23(env):
@@ -23,14 +23,21 @@ def build_shape():
     return Env(target=describe)
 
 
-@backends(inductor=True, xfail="F21: torch.Size comes back as a plain tuple (print(x.shape) prints (2, 3) on replay)")
+@backends(
+    inductor=True,
+    xfail="F21: torch.Size comes back as a plain tuple (print(x.shape) prints (2, 3) on replay)",
+)
 def test_torch_size_returned_and_printed(backend):
     run_case(
         Case(
             "torch_size_returned_and_printed",
             build_shape,
-            [*calls(2, x23), Call(lambda env: torch.randn(4, 3), label="new batch size"),
-             Call(lambda env: torch.randn(5, 3)), Call(lambda env: torch.randn(6, 7), label="both sizes new")],
+            [
+                *calls(2, x23),
+                Call(lambda env: torch.randn(4, 3), label="new batch size"),
+                Call(lambda env: torch.randn(5, 3)),
+                Call(lambda env: torch.randn(6, 7), label="both sizes new"),
+            ],
         ),
         backend,
     )
@@ -81,8 +88,13 @@ def test_namedtuple_output_dataclass_input(backend):
         Case(
             "namedtuple_output_dataclass_input",
             build_namedtuple,
-            [Call(batch(1.0)), Call(batch(1.0)), Call(batch(0.5), label="weight 0.5"), Call(batch(2.0)),
-             Call(batch(2.0, n=4), label="4 rows")],
+            [
+                Call(batch(1.0)),
+                Call(batch(1.0)),
+                Call(batch(0.5), label="weight 0.5"),
+                Call(batch(2.0)),
+                Call(batch(2.0, n=4), label="4 rows"),
+            ],
         ),
         backend,
     )
@@ -93,13 +105,19 @@ def build_dataclass_out():
     return Env(ns=ns, target=ns.wrap)
 
 
-@backends(xfail="F21: torch.Size comes back as a plain tuple (a Size stored in a returned dataclass)")
+@backends(
+    xfail="F21: torch.Size comes back as a plain tuple (a Size stored in a returned dataclass)"
+)
 def test_dataclass_output_with_size(backend):
     run_case(
         Case(
             "dataclass_output_with_size",
             build_dataclass_out,
-            [*calls(2, x23), Call(lambda env: torch.randn(5, 3)), Call(lambda env: torch.randn(7, 3))],
+            [
+                *calls(2, x23),
+                Call(lambda env: torch.randn(5, 3)),
+                Call(lambda env: torch.randn(7, 3)),
+            ],
         ),
         backend,
     )
@@ -129,7 +147,11 @@ def build_subclasses():
 @backends()
 def test_dict_subclass_ordereddict_namedtuple(backend):
     run_case(
-        Case("dict_subclass_ordereddict_namedtuple", build_subclasses, calls(3, lambda env: torch.randn(3, 4))),
+        Case(
+            "dict_subclass_ordereddict_namedtuple",
+            build_subclasses,
+            calls(3, lambda env: torch.randn(3, 4)),
+        ),
         backend,
     )
 
@@ -143,14 +165,20 @@ def build_size_arith():
     return Env(target=plan)
 
 
-@backends(xfail="F21: torch.Size comes back as a plain tuple (new_zeros(Size).shape, even on the size-following monitoring run)")
+@backends(
+    xfail="F21: torch.Size comes back as a plain tuple (new_zeros(Size).shape, even on the size-following monitoring run)"
+)
 def test_size_arithmetic_results(backend):
     run_case(
         Case(
             "size_arithmetic_results",
             build_size_arith,
-            [Call(lambda env: torch.randn(2, 4)), Call(lambda env: torch.randn(2, 4)),
-             Call(lambda env: torch.randn(3, 4)), Call(lambda env: torch.randn(5, 4))],
+            [
+                Call(lambda env: torch.randn(2, 4)),
+                Call(lambda env: torch.randn(2, 4)),
+                Call(lambda env: torch.randn(3, 4)),
+                Call(lambda env: torch.randn(5, 4)),
+            ],
         ),
         backend,
     )

@@ -8,8 +8,6 @@ harness seeds both twins identically before every call and compares
 
 from __future__ import annotations
 
-import random
-
 import torch
 from harness import Call, Case, Do, Env, backends, calls, load_program, run_case
 
@@ -33,14 +31,22 @@ def build_dropout():
     return Env(target=Noisy())
 
 
-@backends(inductor=True, xfail_inductor="F22: Inductor random ops do not reproduce eager's numbers under the same seed")
+@backends(
+    inductor=True,
+    xfail_inductor="F22: Inductor random ops do not reproduce eager's numbers under the same seed",
+)
 def test_dropout_training(backend):
     run_case(
         Case(
             "dropout_training",
             build_dropout,
-            [*calls(3, x), Do(lambda env: env.target.eval(), "eval()"), *calls(2, x),
-             Do(lambda env: env.target.train(), "train()"), Call(x)],
+            [
+                *calls(3, x),
+                Do(lambda env: env.target.eval(), "eval()"),
+                *calls(2, x),
+                Do(lambda env: env.target.train(), "train()"),
+                Call(x),
+            ],
         ),
         backend,
     )
@@ -54,7 +60,10 @@ def build_rand():
     return Env(target=jitter)
 
 
-@backends(inductor=True, xfail_inductor="F22: Inductor random ops do not reproduce eager's numbers under the same seed")
+@backends(
+    inductor=True,
+    xfail_inductor="F22: Inductor random ops do not reproduce eager's numbers under the same seed",
+)
 def test_rand_under_same_seed(backend):
     run_case(Case("rand_under_same_seed", build_rand, calls(3, x)), backend)
 
@@ -68,14 +77,20 @@ def build_bernoulli():
     return Env(target=mask_tokens)
 
 
-@backends(inductor=True, xfail_inductor="F23: an Inductor compile error (pattern matcher) reaches the user on the first call")
+@backends(
+    inductor=True,
+    xfail_inductor="F23: an Inductor compile error (pattern matcher) reaches the user on the first call",
+)
 def test_bernoulli_and_randperm(backend):
     run_case(
         Case(
             "bernoulli_and_randperm",
             build_bernoulli,
-            [Call(lambda env: (torch.arange(1, 9), 0.3)), Call(lambda env: (torch.arange(1, 9), 0.3)),
-             Call(lambda env: (torch.arange(1, 9), 0.6), label="p=0.6")],
+            [
+                Call(lambda env: (torch.arange(1, 9), 0.3)),
+                Call(lambda env: (torch.arange(1, 9), 0.3)),
+                Call(lambda env: (torch.arange(1, 9), 0.6), label="p=0.6"),
+            ],
         ),
         backend,
     )
@@ -101,7 +116,12 @@ def build_py_random():
 @backends()
 def test_python_random_decides_branch(backend):
     # a different seed per call: both branches and several shifts are taken
-    run_case(Case("python_random_decides_branch", build_py_random, calls(6, lambda env: torch.arange(8.0))), backend)
+    run_case(
+        Case(
+            "python_random_decides_branch", build_py_random, calls(6, lambda env: torch.arange(8.0))
+        ),
+        backend,
+    )
 
 
 def build_manual_seed_inside():

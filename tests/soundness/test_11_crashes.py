@@ -72,8 +72,15 @@ def test_operator_is(backend):
         return t, t
 
     run_case(
-        Case("operator_is", build_operator_is, [Call(lambda env: (torch.randn(3), torch.randn(3))),
-                                                Call(lambda env: (torch.randn(3), torch.randn(3))), Call(same)]),
+        Case(
+            "operator_is",
+            build_operator_is,
+            [
+                Call(lambda env: (torch.randn(3), torch.randn(3))),
+                Call(lambda env: (torch.randn(3), torch.randn(3))),
+                Call(same),
+            ],
+        ),
         backend,
     )
 
@@ -85,14 +92,19 @@ def build_tensor_class():
     return Env(target=cast)
 
 
-@backends(xfail="F25: the fx graph code for a tensor-class argument (torch.HalfTensor) is invalid Python")
+@backends(
+    xfail="F25: the fx graph code for a tensor-class argument (torch.HalfTensor) is invalid Python"
+)
 def test_tensor_class_as_argument(backend):
     run_case(
         Case(
             "tensor_class_as_argument",
             build_tensor_class,
-            [Call(lambda env: (torch.randn(3), torch.HalfTensor)), Call(lambda env: (torch.randn(3), torch.HalfTensor)),
-             Call(lambda env: (torch.randn(3), torch.DoubleTensor), label="DoubleTensor")],
+            [
+                Call(lambda env: (torch.randn(3), torch.HalfTensor)),
+                Call(lambda env: (torch.randn(3), torch.HalfTensor)),
+                Call(lambda env: (torch.randn(3), torch.DoubleTensor), label="DoubleTensor"),
+            ],
         ),
         backend,
     )
@@ -111,8 +123,12 @@ def test_dtype_argument_changes(backend):
         Case(
             "dtype_argument_changes",
             build_dtype_arg,
-            [Call(lambda env: (torch.randn(3), torch.float16)), Call(lambda env: (torch.randn(3), torch.float16)),
-             Call(lambda env: (torch.randn(3), torch.float64)), Call(lambda env: (torch.randn(3), torch.int32))],
+            [
+                Call(lambda env: (torch.randn(3), torch.float16)),
+                Call(lambda env: (torch.randn(3), torch.float16)),
+                Call(lambda env: (torch.randn(3), torch.float64)),
+                Call(lambda env: (torch.randn(3), torch.int32)),
+            ],
         ),
         backend,
     )
@@ -131,10 +147,14 @@ def test_argument_type_changes(backend):
         Case(
             "argument_type_changes",
             build_type_changes,
-            [Call(lambda env: (torch.randn(3), 1)), Call(lambda env: (torch.randn(3), 2)),
-             Call(lambda env: (torch.randn(3), torch.ones(3)), label="bias is a tensor"),
-             Call(lambda env: (torch.randn(3), 2.5), label="float"), Call(lambda env: (torch.randn(3), 3)),
-             Call(lambda env: (torch.randn(3), None), label="None: eager raises")],
+            [
+                Call(lambda env: (torch.randn(3), 1)),
+                Call(lambda env: (torch.randn(3), 2)),
+                Call(lambda env: (torch.randn(3), torch.ones(3)), label="bias is a tensor"),
+                Call(lambda env: (torch.randn(3), 2.5), label="float"),
+                Call(lambda env: (torch.randn(3), 3)),
+                Call(lambda env: (torch.randn(3), None), label="None: eager raises"),
+            ],
         ),
         backend,
     )
@@ -149,7 +169,10 @@ def build_generator():
     return Env(target=sample, gen=gen)
 
 
-@backends(inductor=True, xfail="F25: the fx graph code for generator= (a torch.Generator constant) is invalid Python")
+@backends(
+    inductor=True,
+    xfail="F25: the fx graph code for generator= (a torch.Generator constant) is invalid Python",
+)
 def test_generator_keyword(backend):
     run_case(
         Case(
@@ -188,7 +211,10 @@ def test_list_slice_assignment(backend):
         Case(
             "list_slice_assignment",
             build_slice_assign,
-            [Call(lambda env: ([torch.ones(3) * i for i in range(4)], torch.randn(3))) for _ in range(3)],
+            [
+                Call(lambda env: ([torch.ones(3) * i for i in range(4)], torch.randn(3)))
+                for _ in range(3)
+            ],
         ),
         backend,
     )

@@ -30,7 +30,9 @@ def build_is_compiling():
     return Env(ns=ns, target=ns.forward)
 
 
-@backends(xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path")
+@backends(
+    xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path"
+)
 def test_checks_is_compiling(backend):
     run_case(Case("checks_is_compiling", build_is_compiling, calls(3, x3)), backend)
 
@@ -51,10 +53,18 @@ def build_dynamo_compiling():
     return Env(ns=ns, target=ns.log_once, seen=[])
 
 
-@backends(xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path")
+@backends(
+    xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path"
+)
 def test_checks_dynamo_is_compiling(backend):
-    run_case(Case("checks_dynamo_is_compiling", build_dynamo_compiling, calls(3, lambda env: (torch.randn(2), env.seen))),
-             backend)
+    run_case(
+        Case(
+            "checks_dynamo_is_compiling",
+            build_dynamo_compiling,
+            calls(3, lambda env: (torch.randn(2), env.seen)),
+        ),
+        backend,
+    )
 
 
 def make_optimizer_case(opt_factory):
@@ -88,7 +98,9 @@ def opt_watch(env):
     return {"params": [p.detach() for p in env.model.parameters()], "opt_state": state}
 
 
-@backends(xfail="F26: Adam.step() under the monitor runs torch's is_compiling code path: a different update")
+@backends(
+    xfail="F26: Adam.step() under the monitor runs torch's is_compiling code path: a different update"
+)
 def test_adam_step_compiled(backend):
     run_case(
         Case(
@@ -130,6 +142,13 @@ def build_warn_once():
     return Env(ns=ns, target=ns.forward)
 
 
-@backends(xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path")
+@backends(
+    xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path"
+)
 def test_warning_skipped_when_compiling(backend):
-    run_case(Case("warning_skipped_when_compiling", build_warn_once, calls(3, x3), compare_warnings=True), backend)
+    run_case(
+        Case(
+            "warning_skipped_when_compiling", build_warn_once, calls(3, x3), compare_warnings=True
+        ),
+        backend,
+    )

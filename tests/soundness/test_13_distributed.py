@@ -37,7 +37,7 @@ def _worker(rank: int, port: int, which: str, backend: str, results) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch.distributed as dist
     import torch.nn.functional as F
-    from harness import Case, Env, SoundnessFailure, calls, run_case
+    from harness import Case, Env, calls, run_case
 
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
@@ -49,7 +49,9 @@ def _worker(rank: int, port: int, which: str, backend: str, results) -> None:
 
         def build_train_step():
             torch.manual_seed(0)  # same initial weights on every rank
-            model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+            model = torch.nn.Sequential(
+                torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)
+            )
             ddp = torch.nn.parallel.DistributedDataParallel(model)
             opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
 
@@ -65,7 +67,9 @@ def _worker(rank: int, port: int, which: str, backend: str, results) -> None:
         def build_forward_only():
             # the compiled object is the DDP module; the loop does backward/step
             torch.manual_seed(0)
-            model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+            model = torch.nn.Sequential(
+                torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2)
+            )
             ddp = torch.nn.parallel.DistributedDataParallel(model)
             return Env(model=model, target=ddp, opt=torch.optim.SGD(ddp.parameters(), lr=0.05))
 
@@ -86,7 +90,9 @@ def _worker(rank: int, port: int, which: str, backend: str, results) -> None:
 
         def build_eval():
             torch.manual_seed(0)
-            model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GELU(), torch.nn.Linear(8, 2)).eval()
+            model = torch.nn.Sequential(
+                torch.nn.Linear(6, 8), torch.nn.GELU(), torch.nn.Linear(8, 2)
+            ).eval()
             ddp = torch.nn.parallel.DistributedDataParallel(model)
             return Env(model=model, target=ddp)
 
@@ -94,7 +100,10 @@ def _worker(rank: int, port: int, which: str, backend: str, results) -> None:
             case = Case(
                 "ddp_eval_no_grad",
                 build_eval,
-                [Call(lambda env: rank_batch(env)[0], context=lambda env: torch.no_grad()) for _ in range(4)],
+                [
+                    Call(lambda env: rank_batch(env)[0], context=lambda env: torch.no_grad())
+                    for _ in range(4)
+                ],
             )
         elif which == "train_step":
             case = Case("ddp_train_step", build_train_step, calls(4, rank_batch))
@@ -102,8 +111,13 @@ def _worker(rank: int, port: int, which: str, backend: str, results) -> None:
             case = Case(
                 "ddp_forward_compiled",
                 build_forward_only,
-                [Do(loop_step, "step"), Do(loop_step, "step"), Call(lambda env: rank_batch(env)[0]),
-                 Do(loop_step, "step"), Call(lambda env: rank_batch(env)[0])],
+                [
+                    Do(loop_step, "step"),
+                    Do(loop_step, "step"),
+                    Call(lambda env: rank_batch(env)[0]),
+                    Do(loop_step, "step"),
+                    Call(lambda env: rank_batch(env)[0]),
+                ],
             )
         import harness
 
@@ -126,7 +140,9 @@ def run_ddp(which: str, backend: str = "eager") -> list:
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_worker, args=(r, port, which, backend, results)) for r in range(WORLD)]
+    procs = [
+        ctx.Process(target=_worker, args=(r, port, which, backend, results)) for r in range(WORLD)
+    ]
     for p in procs:
         p.start()
     out = []
@@ -159,19 +175,27 @@ def check(outcomes: list) -> None:
 
 
 @pytest.mark.timeout(DEADLINE_S + 60)
-@pytest.mark.xfail(strict=False, reason="F5: backward() in a record: the replayed DDP train step crashes",)
+@pytest.mark.xfail(
+    strict=False,
+    reason="F5: backward() in a record: the replayed DDP train step crashes",
+)
 def test_ddp_train_step_compiled():
     check(run_ddp("train_step"))
 
 
 @pytest.mark.timeout(DEADLINE_S + 60)
-@pytest.mark.xfail(strict=False, reason="F27: a replayed DDP forward skips DDP's bookkeeping: gradients are not all-reduced",)
+@pytest.mark.xfail(
+    strict=False,
+    reason="F27: a replayed DDP forward skips DDP's bookkeeping: gradients are not all-reduced",
+)
 def test_ddp_module_compiled_forward():
     check(run_ddp("forward"))
 
 
 @pytest.mark.timeout(DEADLINE_S + 60)
-@pytest.mark.xfail(strict=False, reason="F26: under the monitor's is_compiling flag DDP skips its _lazy_init (DDP state differs)",
-                   )
+@pytest.mark.xfail(
+    strict=False,
+    reason="F26: under the monitor's is_compiling flag DDP skips its _lazy_init (DDP state differs)",
+)
 def test_ddp_eval_forward_no_grad():
     check(run_ddp("eval"))
