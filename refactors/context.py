@@ -57,8 +57,23 @@ class _Replace(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         if original_node in self.changes:
-            return self.changes[original_node]
+            replacement = self.changes[original_node]
+            # A callable edits the node as updated by the changes inside it (a decorator
+            # added to a function whose calls other changes rewrite).
+            return replacement(updated_node) if callable(replacement) else replacement
         return updated_node
+
+
+def rewrite(
+    module: cst.Module, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str]
+) -> str:
+    """The source of ``module`` with ``changes`` made and ``imports`` added (each once)."""
+    module = module.visit(_Replace(changes))
+    for dotted in dict.fromkeys(imports):
+        module = ensure_import(module, dotted)
+    new_source = module.code
+    cst.parse_module(new_source)
+    return new_source
 
 
 class RuleContext:
@@ -192,18 +207,19 @@ class RuleContext:
     def _build_fix(
         self, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str], title: str
     ) -> Fix | None:
-        return Fix(title, build=lambda: self._fix_edits(changes, imports, title))
+        return Fix(
+            title,
+            build=lambda: self._fix_edits(changes, imports, title),
+            changes=changes,
+            imports=tuple(imports),
+        )
 
     def _fix_edits(
         self, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str], title: str
     ) -> list:
         # A fix is a result, never an exception: a rule bug costs the fix, not the lint run.
         try:
-            module = self.module.visit(_Replace(changes))
-            for dotted in imports:
-                module = ensure_import(module, dotted)
-            new_source = module.code
-            cst.parse_module(new_source)
+            new_source = rewrite(self.module, changes, imports)
         except Exception:
             logger.exception("could not build the fix %r", title)
             return []

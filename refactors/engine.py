@@ -8,7 +8,7 @@ from collections.abc import Collection
 import libcst as cst
 import libcst.metadata as meta
 
-from .context import RuleContext
+from .context import RuleContext, rewrite
 from .findings import Finding, SourceSyntaxError
 from .rules import RULES
 from .text_edits import apply_edits
@@ -47,15 +47,22 @@ def lint_source(
     ``entrypoints`` are qualified names of functions in this file that the
     user compiles; their call trees count as compiled regions.
     """
+    findings, _ = _lint(source, path, codes, entrypoints)
+    return findings
+
+
+def _lint(
+    source: str, path: str, codes: Collection[str] | None, entrypoints: Collection[str]
+) -> tuple[list[Finding], RuleContext | None]:
     module = _parse(source, path)
     if "torch" not in source:
         # Every rule is about torch code; skip the costly name resolution elsewhere.
-        return []
+        return [], None
     # The module was parsed for this run alone: the wrapper need not copy it.
     wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
     context = RuleContext(source, path, wrapper, entrypoints)
     run_rules(context, codes)
-    return sorted(context.findings, key=lambda f: (f.line, f.column, f.code))
+    return sorted(context.findings, key=lambda f: (f.line, f.column, f.code)), context
 
 
 def run_rules(context: RuleContext, codes: Collection[str] | None = None) -> None:
@@ -85,21 +92,79 @@ def fix_source(
     """``source`` with every safe fix applied (only fixes of ``codes`` when given); idempotent.
 
     Without ``codes``, rules whose fix opts code into something rather than removing
-    a break (hybridization, FG106) are left out; select them by code.
+    a break (hybridization, FG106) are left out; select them by code.  Only the
+    findings that ``fullgraph check`` reports are fixed: a finding outside a compiled
+    region is a hint (no break is known there), and its fix stays a quick fix an
+    editor offers; opt-in rules apply wherever they are selected.
+
+    Each round lints once and applies every fix of the round that does not overlap
+    an earlier one in one rewrite; overlapping fixes wait for the next round, which
+    lints the rewritten text.
     """
     if codes is None:
         codes = {code for code, rule in RULES.items() if rule.APPLY_BY_DEFAULT}
     seen = {source}
     for _ in range(_MAX_FIX_ROUNDS):
-        findings = lint_source(source, path, codes=codes, entrypoints=entrypoints)
-        fixable = next((f for f in findings if f.fix is not None and f.fix.edits), None)
-        if fixable is None:
+        findings, context = _lint(source, path, codes, entrypoints)
+        fixable = [f for f in findings if f.fix is not None and _applies(f)]
+        if not fixable or context is None:
             break
-        # One fix per round: the next fix is computed on the rewritten text, so
-        # fixes that touch the same lines (imports, decorators) never collide.
-        rewritten = apply_edits(source, fixable.fix.edits)
-        if rewritten in seen:
+        rewritten = _apply_round(source, context, fixable)
+        if rewritten is None or rewritten in seen:
             break
         seen.add(rewritten)
         source = rewritten
     return source
+
+
+def _applies(finding: Finding) -> bool:
+    return finding.severity != "hint" or not RULES[finding.code].APPLY_BY_DEFAULT
+
+
+def _apply_round(source: str, context: RuleContext, fixable: list[Finding]) -> str | None:
+    """``source`` with the non-overlapping fixes of ``fixable`` applied together."""
+    changes: dict = {}
+    imports: list[str] = []
+    replaced: set = set()  # nodes whose whole subtree a taken change rewrites
+    inside: set = set()  # every ancestor of a taken change's node
+    for finding in fixable:
+        fix = finding.fix
+        if fix.changes is None or not _fits(fix.changes, changes, replaced, inside, context):
+            continue
+        changes.update(fix.changes)
+        imports.extend(fix.imports)
+        for node, replacement in fix.changes.items():
+            if not callable(replacement):
+                replaced.add(node)
+            inside.update(_ancestors(node, context))
+    if changes:
+        try:
+            return rewrite(context.module, changes, imports)
+        except Exception:
+            logger.exception("the merged fixes of %s could not be built; fixing one", context.path)
+    # One fix alone, as its own edits say (the rule built it; a failure is no edits).
+    first = next((f for f in fixable if f.fix.edits), None)
+    return apply_edits(source, first.fix.edits) if first is not None else None
+
+
+def _ancestors(node, context: RuleContext) -> list:
+    found = []
+    parent = context.parent(node)
+    while parent is not None:
+        found.append(parent)
+        parent = context.parent(parent)
+    return found
+
+
+def _fits(new: dict, taken: dict, replaced: set, inside: set, context: RuleContext) -> bool:
+    """Whether the changes ``new`` touch nothing the ``taken`` changes rewrite."""
+    for node, replacement in new.items():
+        if node in taken:
+            if taken[node] != replacement or not callable(replacement):
+                return False
+            continue
+        if any(ancestor in replaced for ancestor in _ancestors(node, context)):
+            return False
+        if not callable(replacement) and node in inside:
+            return False
+    return True

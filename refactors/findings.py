@@ -49,12 +49,19 @@ class Fix:
         title: str,
         edits: list[TextEdit] | None = None,
         build: Callable[[], list[TextEdit]] | None = None,
+        *,
+        changes: dict | None = None,
+        imports: tuple[str, ...] = (),
     ) -> None:
         if (edits is None) == (build is None):
             raise ValueError("give the edits or a function that builds them")
         self.title = title
         self._edits = edits
         self._build = build
+        # The rule's node replacements and imports, which ``fix_source`` merges with the
+        # other fixes of a round into one rewrite (None for a fix given as edits).
+        self.changes = changes
+        self.imports = imports
 
     @property
     def edits(self) -> list[TextEdit]:

@@ -28,6 +28,7 @@ import libcst as cst
 
 from .purity import Impurity, check_speculatable, torch_names
 from .tensor_types import Kind, TensorTypes
+from .untaken import guard_untaken
 
 RETURN = "<return>"
 # Reductions that give one value when called without a dimension.
@@ -315,8 +316,13 @@ def plan(
     defined_before: set[str],
     taken_names: set[str],
     layers: dict | None = None,
+    torch: str = "torch",
 ) -> Plan:
-    """Check every legality condition and lay out the rewrite (or raise :class:`Refusal`)."""
+    """Check every legality condition and lay out the rewrite (or raise :class:`Refusal`).
+
+    ``torch`` is how the file spells the torch module (for the guards of
+    :mod:`fullgraph.refactors.untaken`).
+    """
     if not types.is_tensor(condition):
         raise Refusal(not_a_tensor(condition, types, code))
     if not is_single_value(condition, types, qualified_names):
@@ -339,6 +345,30 @@ def plan(
             ) from None
 
     fresh = fresh_names(taken_names)
+    # Operands the untaken branch must not see (a zero divisor, the log of zero) are
+    # replaced there by a safe value, selecting on the condition bound to a fresh name
+    # (the branches' renaming never touches it).
+    guard_name: str | None = None
+    guards = 0
+
+    def guarded(value: cst.BaseExpression, taken_when_true: bool) -> cst.BaseExpression:
+        nonlocal guards
+
+        def guard(operand: cst.BaseExpression, safe: str) -> cst.BaseExpression:
+            nonlocal guard_name
+            guard_name = guard_name or fresh("condition")
+            sides = (code(operand), safe) if taken_when_true else (safe, code(operand))
+            return cst.parse_expression(f"{torch}.where({guard_name}, {sides[0]}, {sides[1]})")
+
+        try:
+            value, count = guard_untaken(value, types, qualified_names, code, guard)
+        except Impurity as impurity:
+            raise Unspeculatable(
+                f"the untaken branch could fault or poison gradients: {impurity}"
+            ) from None
+        guards += count
+        return value
+
     hoisted: list[tuple[str, cst.BaseExpression]] = []
     # Tensor kinds are judged on the original (un-renamed) values.
     original_values: dict[str, cst.BaseExpression] = {}
@@ -347,7 +377,7 @@ def plan(
         mapping: dict[str, str] = {}
         for target, value in branch.assignments:
             original = value
-            value = rename(value, mapping)
+            value = rename(guarded(value, suffix == "if_true"), mapping)
             if target == RETURN:
                 hoisted.append((fresh(f"result_{suffix}"), value))
                 mapping[RETURN] = hoisted[-1][0]
@@ -381,10 +411,12 @@ def plan(
             if not types.is_tensor(original_values.get(ref, cst.Name(ref))):
                 label = "the returned value" if target == RETURN else f"`{target}`"
                 raise Refusal(f"{label} is not known to be a tensor in both branches")
-    return _layout(condition, hoisted, selects, code=code, fresh=fresh)
+    return _layout(
+        condition, hoisted, selects, code=code, fresh=fresh, guard_name=guard_name
+    )
 
 
-def _layout(condition, hoisted, selects, *, code, fresh) -> Plan:
+def _layout(condition, hoisted, selects, *, code, fresh, guard_name=None) -> Plan:
     # Inline a hoisted value into the select that is its only use, when no
     # earlier select has rebound a name it reads.
     uses: dict[str, int] = {}
@@ -407,7 +439,9 @@ def _layout(condition, hoisted, selects, *, code, fresh) -> Plan:
     condition_name = None
     needs_binding = len(selects) > 1 or remaining
     rebinds_condition = isinstance(condition, cst.Name) and condition.value in rebound
-    if needs_binding and (rebinds_condition or not isinstance(condition, cst.Name)):
+    if guard_name is not None:
+        condition_name = guard_name  # the guards read it
+    elif needs_binding and (rebinds_condition or not isinstance(condition, cst.Name)):
         condition_name = fresh("condition")
     elif isinstance(condition, cst.Name):
         condition_code = condition.value

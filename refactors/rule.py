@@ -9,7 +9,7 @@ rule "has a fix" is derived from its examples, never set by hand.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
@@ -44,8 +44,16 @@ class Invalid:
     column: int | None = None
 
 
-# A statement or expression replacement; statements may become several statements.
-Replacement = cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel
+# A statement or expression replacement; statements may become several statements.  A
+# callable gets the node as the changes inside it left it and returns its replacement;
+# fixes that make equal callable changes to one node merge (``fix_source`` applies them
+# in one rewrite).
+Replacement = (
+    cst.CSTNode
+    | cst.FlattenSentinel
+    | cst.RemovalSentinel
+    | Callable[[cst.CSTNode], cst.CSTNode]
+)
 
 
 class Rule(cst.BatchableCSTVisitor):

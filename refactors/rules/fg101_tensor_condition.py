@@ -28,6 +28,7 @@ from ..predication import (
 from ..purity import Impurity, check_speculatable
 from ..rule import Invalid, Rule, Valid
 from ..same_metadata import class_layers
+from ..untaken import guard_untaken
 
 
 def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -127,7 +128,13 @@ class TensorConditionRule(Rule):
         "(`if self.training and x.sum() > 0`) stays a Python `if`. `torch.where` "
         "broadcasts both results, so the fix assumes both branches give tensors of one "
         "shape, as a program whose result does not depend on the branch taken does. "
-        "`while` loops are reported without a fix.\n\n"
+        "`while` loops are reported without a fix. An operation whose untaken side can "
+        "leave its domain (a division, `log`, `sqrt`, `rsqrt`, `reciprocal`, a power that is "
+        "not a whole number >= 0, `acos`, `asin`, …) has its operand replaced in that branch "
+        "by a safe value, `torch.where(condition, operand, 1)` (the \"double where\"), so "
+        "the discarded side stays finite and the gradient is not `0 * inf = NaN`; where the "
+        "branch is taken the operand, its value and its gradient are unchanged. Where that "
+        "operand is not a tensor (a Python number) the `torch.where` form is refused.\n\n"
         "`torch.cond` is used only where `torch.where` is refused because a branch could "
         "fault or have an effect when not taken, and only when, in addition to the "
         "conditions above on the condition and the shape of the `if`: every call in the "
@@ -159,6 +166,7 @@ class TensorConditionRule(Rule):
     VALID = (
         Valid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor, n: int) -> torch.Tensor:\n"
             "    if x.shape[0] > n:\n"
             "        x = x[:n]\n"
@@ -166,6 +174,7 @@ class TensorConditionRule(Rule):
         ),
         Valid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    if x.sum() > 0:  # fullgraph: ignore\n"
             "        x = x * 2\n"
@@ -175,6 +184,7 @@ class TensorConditionRule(Rule):
     INVALID = (
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    # choose the scale\n"
             "    if x.sum() > 0:\n"
@@ -184,27 +194,63 @@ class TensorConditionRule(Rule):
             "    return y + 1\n",
             expected_replacement=(
                 "import torch\n\n\n"
+                "@torch.compile\n"
                 "def f(x: torch.Tensor) -> torch.Tensor:\n"
                 "    # choose the scale\n"
                 "    # double\n"
                 "    y = torch.where(x.sum() > 0, x * 2, x - 1)\n"
                 "    return y + 1\n"
             ),
-            line=6,
+            line=7,
             column=7,
         ),
         Invalid(
             "import torch as T\n\n\n"
+            "@T.compile\n"
             "def clamp_norm(x: T.Tensor) -> T.Tensor:\n"
             "    if x.norm() > 1.0:\n"
             "        x = x / x.norm()\n"
             "    return x\n",
             expected_replacement=(
                 "import torch as T\n\n\n"
+                "@T.compile\n"
                 "def clamp_norm(x: T.Tensor) -> T.Tensor:\n"
-                "    x = T.where(x.norm() > 1.0, x / x.norm(), x)\n"
+                "    condition = x.norm() > 1.0\n"
+                "    x = T.where(condition, x / T.where(condition, x.norm(), 1), x)\n"
                 "    return x\n"
             ),
+        ),
+        # The untaken side divides by zero: its divisor is replaced by 1 there, so the
+        # gradient stays finite (the "double where").
+        Invalid(
+            "import torch\n\n\n"
+            "@torch.compile\n"
+            "def loss_of(loss: torch.Tensor, pos_loss: torch.Tensor, neg_loss: torch.Tensor,\n"
+            "            num_pos: torch.Tensor) -> torch.Tensor:\n"
+            "    if num_pos.sum() == 0:\n"
+            "        loss = loss - neg_loss\n"
+            "    else:\n"
+            "        loss = loss - (pos_loss + neg_loss) / num_pos\n"
+            "    return loss\n",
+            expected_replacement=(
+                "import torch\n\n\n"
+                "@torch.compile\n"
+                "def loss_of(loss: torch.Tensor, pos_loss: torch.Tensor, neg_loss: torch.Tensor,\n"
+                "            num_pos: torch.Tensor) -> torch.Tensor:\n"
+                "    condition = num_pos.sum() == 0\n"
+                "    loss = torch.where(condition, loss - neg_loss, loss - (pos_loss + neg_loss) / "
+                "torch.where(condition, 1, num_pos))\n"
+                "    return loss\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "@torch.compile\n"
+            "def f(x: torch.Tensor, n: int) -> torch.Tensor:\n"
+            "    if x.sum() > 0:\n"
+            "        x = x / n\n"
+            "    return x\n",
+            refusal="is not a tensor that the untaken branch could replace",
         ),
         Invalid(
             "from torch import nn\n\n\n"
@@ -230,10 +276,12 @@ class TensorConditionRule(Rule):
         ),
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    return x * 2 if (x > 0).all() else torch.zeros_like(x)\n",
             expected_replacement=(
                 "import torch\n\n\n"
+                "@torch.compile\n"
                 "def f(x: torch.Tensor) -> torch.Tensor:\n"
                 "    return torch.where((x > 0).all(), x * 2, torch.zeros_like(x))\n"
             ),
@@ -311,6 +359,7 @@ class TensorConditionRule(Rule):
         ),
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    if x.sum() > 0:\n"
             "        y = x\n"
@@ -323,6 +372,7 @@ class TensorConditionRule(Rule):
         ),
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    while x.norm() > 1:\n"
             "        x = x / 2\n"
@@ -394,7 +444,8 @@ class TensorConditionRule(Rule):
             "layers": self._layers(function),
         }
         try:
-            layout = plan(condition, then, otherwise, **arguments)
+            torch = self.context.module_reference("torch")
+            layout = plan(condition, then, otherwise, torch=torch, **arguments)
         except Unspeculatable as unspeculatable:
             # torch.where would run the branch untaken; torch.cond runs only the taken one.
             try:
@@ -587,9 +638,8 @@ class TensorConditionRule(Rule):
         torch = self.context.module_reference("torch")
         try:
             self._check_ifexp(node, types, self._layers(function))
-            select = cst.parse_expression(
-                f"{torch}.where({code(node.test)}, {code(node.body)}, {code(node.orelse)})"
-            )
+            body, orelse = self._guarded_ifexp(node, types, torch)
+            select = cst.parse_expression(f"{torch}.where({code(node.test)}, {body}, {orelse})")
             title = "Select with torch.where"
         except Unspeculatable as unspeculatable:
             try:
@@ -619,6 +669,29 @@ class TensorConditionRule(Rule):
             self.report(node.test, message, refusal_reason=str(refusal))
             return
         self.report(node.test, message, changes={node: select}, imports=["torch"], fix_title=title)
+
+    def _guarded_ifexp(self, node: cst.IfExp, types, torch: str) -> tuple[str, str]:
+        """Both sides, with the operands the untaken side must not see guarded.
+
+        An expression binds no name to hold the condition, so the guards repeat it
+        (it is effect-free: it was evaluated before either side in the original).
+        """
+        code, test = self.context.code, self.context.code(node.test)
+        sides = []
+        for value, taken_when_true in ((node.body, True), (node.orelse, False)):
+
+            def guard(operand, safe, taken_when_true=taken_when_true):
+                pair = (code(operand), safe) if taken_when_true else (safe, code(operand))
+                return cst.parse_expression(f"{torch}.where({test}, {pair[0]}, {pair[1]})")
+
+            try:
+                guarded, _ = guard_untaken(value, types, self.context.qualified_names, code, guard)
+            except Impurity as impurity:
+                raise Unspeculatable(
+                    f"the untaken branch could fault or poison gradients: {impurity}"
+                ) from None
+            sides.append(code(guarded))
+        return sides[0], sides[1]
 
     def _check_ifexp(self, node: cst.IfExp, types, layers) -> None:
         names, code = self.context.qualified_names, self.context.code

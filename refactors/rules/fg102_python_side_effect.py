@@ -7,6 +7,8 @@ Fix: deferred side effects (GraphMend).  The call becomes
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 
 from ..rule import Invalid, Rule, Valid
@@ -220,12 +222,9 @@ class PythonSideEffectRule(Rule):
         decorator_name = self.context.module_reference(DEFER_SIDE_EFFECTS)
         for root in info.roots:
             if not self._defers(root):
-                # Innermost, so that staticmethod/torch.compile wrap the deferring function.
-                decorators = [*root.decorators, cst.Decorator(cst.Name(decorator_name))]
-                # The root's replacement replaces its whole subtree, so it must carry
-                # the rewritten call too when the call lies inside it.
-                body = root.deep_replace(node, changes[node]) if _contains(root, node) else root
-                changes[root] = _with_decorators(body, decorators)
+                # Applied to the root as the other changes left it (the rewritten call may
+                # lie inside it), so every deferral of one function adds one decorator.
+                changes[root] = AddDecorator(decorator_name)
         self.report(
             node,
             message,
@@ -252,18 +251,15 @@ class PythonSideEffectRule(Rule):
         return None
 
 
-def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
-    """Whether ``target`` (by identity) lies inside ``tree``."""
-    found = False
+@dataclasses.dataclass(frozen=True)
+class AddDecorator:
+    """A change that adds ``@name`` to a function, innermost (under staticmethod, torch.compile)."""
 
-    class _Finder(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            nonlocal found
-            found = found or node is target
-            return not found
+    name: str
 
-    tree.visit(_Finder())
-    return found
+    def __call__(self, function: cst.FunctionDef) -> cst.FunctionDef:
+        decorators = [*function.decorators, cst.Decorator(cst.Name(self.name))]
+        return _with_decorators(function, decorators)
 
 
 def _with_decorators(function: cst.FunctionDef, decorators: list[cst.Decorator]) -> cst.FunctionDef:

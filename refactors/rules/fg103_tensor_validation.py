@@ -79,12 +79,14 @@ class TensorValidationRule(Rule):
     VALID = (
         Valid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    assert x.dim() == 2, 'expected a matrix'\n"
             "    return x\n"
         ),
         Valid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor, n: int) -> torch.Tensor:\n"
             "    if n < 0:\n"
             "        raise ValueError('n must be positive')\n"
@@ -135,6 +137,7 @@ class TensorValidationRule(Rule):
     INVALID = (
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    if (x < 0).any():\n"
             "        raise ValueError('x must be non-negative')\n"
@@ -142,21 +145,24 @@ class TensorValidationRule(Rule):
             expected_replacement=(
                 "import torch\n"
                 "from fullgraph.refactors.support import check\n\n\n"
+                "@torch.compile\n"
                 "def f(x: torch.Tensor) -> torch.Tensor:\n"
                 "    check(~(x < 0).any(), ValueError, 'x must be non-negative')\n"
                 "    return x.sqrt()\n"
             ),
-            line=5,
+            line=6,
             column=7,
         ),
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    assert torch.isfinite(x).all(), 'non-finite input'  # cheap\n"
             "    return x * 2\n",
             expected_replacement=(
                 "import torch\n"
                 "from fullgraph.refactors.support import check\n\n\n"
+                "@torch.compile\n"
                 "def f(x: torch.Tensor) -> torch.Tensor:\n"
                 "    check(torch.isfinite(x).all(), AssertionError, 'non-finite input')  # cheap\n"
                 "    return x * 2\n"
@@ -164,12 +170,14 @@ class TensorValidationRule(Rule):
         ),
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(p: torch.Tensor) -> torch.Tensor:\n"
             "    assert (p >= 0).all() and (p <= 1).all(), 'not a probability'\n"
             "    return p.log()\n",
             expected_replacement=(
                 "import torch\n"
                 "from fullgraph.refactors.support import check\n\n\n"
+                "@torch.compile\n"
                 "def f(p: torch.Tensor) -> torch.Tensor:\n"
                 "    check((p >= 0).all() & (p <= 1).all(), AssertionError, 'not a probability')\n"
                 "    return p.log()\n"
@@ -177,6 +185,7 @@ class TensorValidationRule(Rule):
         ),
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    if not (x > 0).all():\n"
             "        raise ValueError(f'bad input {x}')\n"
@@ -185,6 +194,7 @@ class TensorValidationRule(Rule):
         ),
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:\n"
             "    if not torch.equal(a, b):\n"
             "        raise ValueError('a and b differ')\n"
@@ -203,6 +213,7 @@ class TensorValidationRule(Rule):
         ),
         Invalid(
             "import torch\n\n\n"
+            "@torch.compile\n"
             "def f(x: torch.Tensor) -> torch.Tensor:\n"
             "    if x.sum():\n"
             "        raise ValueError('x must sum to zero')\n"

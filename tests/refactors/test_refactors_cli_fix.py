@@ -31,8 +31,8 @@ def test_fix_diff_shows_the_rewrite_and_leaves_the_file(tmp_path, capsys) -> Non
     before = target.read_text()
     main(["fix", "--diff", "--root", str(tmp_path), str(target)])
     diff = capsys.readouterr().out
-    assert "-    if x.sum() > 0:\n" in diff
-    assert "+    y = torch.where(x.sum() > 0, x * 2, x - 1)\n" in diff
+    assert "-        if x.sum() > 0:\n" in diff
+    assert "+        y = torch.where(x.sum() > 0, x * 2, x - 1)\n" in diff
     assert target.read_text() == before
 
 

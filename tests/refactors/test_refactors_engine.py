@@ -66,6 +66,7 @@ def test_fix_edits_are_minimal_and_leave_other_lines_alone() -> None:
         "UNRELATED = 1  # keep me\n"
         "\n"
         "\n"
+        "@torch.compile\n"
         "def f(x: torch.Tensor) -> torch.Tensor:\n"
         "    if x.sum() > 0:\n"
         "        y = x * 2\n"
@@ -76,7 +77,7 @@ def test_fix_edits_are_minimal_and_leave_other_lines_alone() -> None:
     (finding,) = [f for f in lint_source(source) if f.code == "FG101"]
     (edit,) = finding.fix.edits
     # Only the four lines of the `if` are replaced.
-    assert (edit.line, edit.column, edit.end_line, edit.end_column) == (7, 0, 11, 0)
+    assert (edit.line, edit.column, edit.end_line, edit.end_column) == (8, 0, 12, 0)
     assert edit.new_text == "    y = torch.where(x.sum() > 0, x * 2, x)\n"
     assert apply_edits(source, finding.fix.edits) == fix_source(source, codes={"FG101"})
 
@@ -105,9 +106,37 @@ def test_import_is_added_once_for_several_fixes() -> None:
 
 
 def test_codes_filter_limits_fix_source() -> None:
-    source = BRANCHY.format(comment="")
+    source = BRANCHY.format(comment="").replace("def f", "@torch.compile\ndef f")
     assert fix_source(source, codes={"FG102"}) == source
     assert fix_source(source, codes={"FG101"}) != source
+
+
+def test_fix_changes_only_what_check_reports() -> None:
+    # Outside a compiled region a finding is a hint, which `fullgraph check` does not
+    # show: its fix stays a quick fix and `fix_source` leaves the code alone.
+    plain = BRANCHY.format(comment="")
+    (finding,) = [f for f in lint_source(plain) if f.code == "FG101"]
+    assert finding.severity == "hint" and finding.fix is not None
+    assert fix_source(plain) == plain
+
+
+def test_one_round_applies_every_fix_that_does_not_overlap(monkeypatch) -> None:
+    from fullgraph.refactors import engine
+
+    body = "".join(f"        print('step {i}', x)\n        x = x + {i}\n" for i in range(30))
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n" + body + "        assert (x > 0).all(), 'positive'\n"
+        "        return x\n"
+    )
+    rounds = []
+    original = engine._lint
+    monkeypatch.setattr(engine, "_lint", lambda *a: rounds.append(1) or original(*a))
+    fixed = fix_source(source)
+    assert fixed.count("deferred(print, ") == 30 and fixed.count("@defer_side_effects") == 1
+    assert "check((x > 0).all(), AssertionError, 'positive')" in fixed
+    assert len(rounds) == 2  # one round fixes everything, the next finds nothing left
+    assert fix_source(fixed) == fixed
 
 
 def test_entrypoints_make_a_compiled_region() -> None:
