@@ -78,7 +78,7 @@ def pytest_terminal_summary(terminalreporter):
         )
         row["cases"] += 1
         status = entry["status"]
-        row["passed" if status == "passed" else "xfailed" if status == "xfailed" else "failed"] += 1
+        row[status if status in ("passed", "xfailed", "xpassed") else "failed"] += 1
         for result in entry["results"]:
             row["examples"] += 1
             row["hits"] += result["hits"]
@@ -95,7 +95,7 @@ def pytest_terminal_summary(terminalreporter):
     write = terminalreporter.write_line
     terminalreporter.section("fullgraph soundness")
     header = (
-        f"{'class':<22}{'cases':>6}{'pass':>6}{'xfail':>6}{'fail':>6}"
+        f"{'class':<22}{'cases':>6}{'pass':>6}{'xfail':>6}{'xpass':>6}{'fail':>6}"
         f"{'wrong':>7}{'intern':>7}{'norepl':>7}{'replays/calls':>16}"
     )
     write(header)
@@ -119,6 +119,6 @@ def _line(name: str, row: dict) -> str:
     if row["calls"]:
         rate += f" ({100 * row['hits'] / row['calls']:.0f}%)"
     return (
-        f"{name:<22}{row['cases']:>6}{row['passed']:>6}{row['xfailed']:>6}{row['failed']:>6}"
+        f"{name:<22}{row['cases']:>6}{row['passed']:>6}{row['xfailed']:>6}{row['xpassed']:>6}{row['failed']:>6}"
         f"{row['wrong']:>7}{row['internal']:>7}{row['noreplay']:>7}{rate:>16}"
     )
