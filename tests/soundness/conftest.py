@@ -67,6 +67,7 @@ def pytest_terminal_summary(terminalreporter):
                 "cases": 0,
                 "passed": 0,
                 "xfailed": 0,
+                "xpassed": 0,
                 "failed": 0,
                 "wrong": 0,
                 "internal": 0,
