@@ -877,7 +877,7 @@ def backends(
         if reason:
             marks = [
                 *marks,
-                pytest.mark.xfail(strict=False, reason=reason, raises=SoundnessFailure),
+                pytest.mark.xfail(strict=True, reason=reason, raises=SoundnessFailure),
             ]
         return pytest.param(name, marks=marks, id=name)
 

@@ -35,7 +35,6 @@ def build_accumulate():
 
 @backends(
     inductor=True,
-    xfail="F1: the guard does not check whether two tensor arguments are the same object",
 )
 def test_inplace_then_same_tensor_twice(backend):
     run_case(
@@ -48,7 +47,7 @@ def test_inplace_then_same_tensor_twice(backend):
     )
 
 
-@backends(xfail="F1: the guard does not check whether two tensor arguments are the same object")
+@backends()
 def test_same_tensor_first_then_distinct(backend):
     run_case(
         Case(
@@ -110,7 +109,7 @@ def table_and_view(env):
     return table, table[1]
 
 
-@backends(xfail="F2: storage overlap (a view of another argument / of a buffer) is not guarded")
+@backends()
 def test_view_of_argument_beside_it(backend):
     run_case(
         Case(
@@ -143,7 +142,7 @@ def build_running_sum():
     return Env(target=RunningSum())
 
 
-@backends(xfail="F2: storage overlap (a view of another argument / of a buffer) is not guarded")
+@backends()
 def test_argument_is_view_of_buffer(backend):
     run_case(
         Case(
@@ -222,7 +221,6 @@ def overlapping(env):
 
 
 @backends(
-    xfail="F4: an out= overlapping an input does not raise on replay (the graph writes a copy)"
 )
 def test_out_overlapping_input_raises(backend):
     run_case(

@@ -35,8 +35,6 @@ def build_sgd_step():
 
 @backends(
     inductor=True,
-    xfail_eager="F5: backward() in a record: the replay crashes (add_(None) on .grad of a clone)",
-    xfail_inductor="F6: Inductor fails to compile a graph that reads .grad (None): AttributeError on the first call",
 )
 def test_sgd_training_step(backend):
     run_case(Case("sgd_training_step", build_sgd_step, calls(4, batch)), backend)
@@ -54,7 +52,7 @@ def build_accumulating():
     return Env(model=model, target=accumulate)
 
 
-@backends(xfail="F5: backward() in a record is not replayed: gradients go stale")
+@backends()
 def test_gradient_accumulation(backend):
     run_case(Case("gradient_accumulation", build_accumulating, calls(4, batch)), backend)
 
@@ -82,7 +80,7 @@ def build_manual_sgd():
     return Env(ns=ns, target=ns.fit)
 
 
-@backends(xfail="F5: backward() in a record is not replayed")
+@backends()
 def test_manual_sgd_with_no_grad_update(backend):
     run_case(
         Case(
@@ -174,7 +172,6 @@ def build_tied():
 
 
 @backends(
-    xfail="F3: the no_grad in-place update clones the parameter; the replayed output loses its grad_fn"
 )
 def test_no_grad_parameter_update_in_forward(backend):
     run_case(

@@ -63,7 +63,7 @@ def test_forward_hook_added_between_calls(backend):
     )
 
 
-@backends(xfail="F8: hooks are guarded by count, not identity: a swapped hook replays the old one")
+@backends()
 def test_hook_swapped_same_count(backend):
     run_case(
         Case(
@@ -97,7 +97,7 @@ def swap_pre_hook(env):
     env.handles["pre"] = env.target.lin.register_forward_pre_hook(negate_input)
 
 
-@backends(xfail="F8: hooks are guarded by count, not identity: a swapped hook replays the old one")
+@backends()
 def test_pre_hook_on_submodule_swapped(backend):
     run_case(
         Case(
@@ -148,7 +148,7 @@ def remove_global(env):
     env.handles.pop("global").remove()
 
 
-@backends(xfail="F8: module-global hooks (register_module_forward_hook) are not guarded")
+@backends()
 def test_module_global_forward_hook(backend):
     # A Linear inside a function (its output goes through tanh, so clamping shows).
     def build():
@@ -203,7 +203,7 @@ def call_and_backward(env):
     env.call(torch.randn(2, 3)).backward()
 
 
-@backends(xfail="F9: t.register_hook inside the function is not registered again on replay")
+@backends()
 def test_tensor_hook_registered_inside(backend):
     run_case(
         Case(
@@ -242,7 +242,6 @@ def step_with_backward(env):
 
 
 @backends(
-    xfail="F10: a full backward hook does not fire on replay (the mock bypasses Module.__call__)"
 )
 def test_full_backward_hook_added_later(backend):
     run_case(

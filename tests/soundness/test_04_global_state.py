@@ -34,7 +34,6 @@ def autocast_ctx(env):
 
 @backends(
     inductor=True,
-    xfail_inductor="F11: ambient autocast is not guarded (the eager backend hides it: its graph runs under the caller's autocast)",
 )
 def test_autocast_context_around_call(backend):
     run_case(
@@ -101,7 +100,6 @@ def build_autocast_inside():
 
 @backends(
     inductor=True,
-    xfail="F12: a torch.autocast context inside the function is dropped on replay (float32 math)",
 )
 def test_autocast_context_inside(backend):
     run_case(Case("autocast_context_inside", build_autocast_inside, calls(3, mat)), backend)
@@ -131,7 +129,6 @@ def idx(env):
 
 
 @backends(
-    xfail="F13: results of opaque calls reading hidden state are frozen (are_deterministic_algorithms_enabled)"
 )
 def test_deterministic_algorithms_toggled(backend):
     run_case(
@@ -184,7 +181,6 @@ def build_contiguous():
 
 @backends(
     inductor=True,
-    xfail_eager="F14: tensor properties the program reads (is_contiguous()) are not guarded",
 )
 def test_reads_is_contiguous(backend):
     run_case(
@@ -208,7 +204,7 @@ def build_stride():
     return Env(target=row_major_sum)
 
 
-@backends(xfail="F14: tensor properties the program reads (stride()) are not guarded")
+@backends()
 def test_reads_stride(backend):
     run_case(
         Case(
@@ -259,7 +255,7 @@ def inference_tensor(env):
         return torch.randn(3)
 
 
-@backends(xfail="F14: tensor properties the program reads (is_inference()) are not guarded")
+@backends()
 def test_reads_is_inference(backend):
     run_case(
         Case(
@@ -286,7 +282,7 @@ def non_leaf(env):
     return torch.randn(3, requires_grad=True) * 1.0
 
 
-@backends(xfail="F14: tensor properties the program reads (is_leaf) are not guarded")
+@backends()
 def test_reads_is_leaf(backend):
     run_case(
         Case(

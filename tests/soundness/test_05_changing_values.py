@@ -137,7 +137,6 @@ def build_default_arg():
 
 
 @backends(
-    xfail="F15: a value read from a container that changes every call (len of a default-argument list) is frozen"
 )
 def test_mutable_default_argument(backend):
     run_case(
@@ -181,7 +180,7 @@ def build_growing_set():
     return Env(target=distinct, tags=set())
 
 
-@backends(xfail="F15: len() of a set argument that grows is frozen at the monitored call's value")
+@backends()
 def test_set_that_grows(backend):
     sizes = [2, 3, 3, 5, 2, 7]
     run_case(
@@ -357,7 +356,6 @@ def build_snapshot():
 
 
 @backends(
-    xfail="F28: list(log) of a list the call appended to is returned as the monitored call's copy"
 )
 def test_copy_of_growing_list_returned(backend):
     run_case(Case("copy_of_growing_list_returned", build_snapshot, calls(4, vec)), backend)

@@ -140,7 +140,6 @@ def pairs(n, m):
 
 
 @backends(
-    xfail="F16: iteration through zip() is not guarded: the container's length and items are frozen"
 )
 def test_zip_of_lists_changing_length(backend):
     run_case(
@@ -194,7 +193,6 @@ def build_strict_zip():
 
 
 @backends(
-    xfail="F16: iteration through zip(strict=True) is not guarded: the container's length and items are frozen (no ValueError on replay)"
 )
 def test_strict_zip_raises_on_mismatch(backend):
     def lists(n, m):
@@ -242,7 +240,6 @@ def x3(env):
 
 
 @backends(
-    xfail="F16: iteration through enumerate/reversed/islice/map is not guarded: the container's length and items are frozen"
 )
 def test_enumerate_reversed_islice_map_over_globals(backend):
     def set_scale(env):
@@ -321,7 +318,6 @@ def build_global_fn():
 
 
 @backends(
-    xfail="F17: a guard that refers to a lambda is invalid Python (SyntaxError in the generated guard)"
 )
 def test_global_function_swapped_for_lambda(backend):
     def swap(env):

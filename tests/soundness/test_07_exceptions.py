@@ -37,7 +37,6 @@ def build_key():
 
 @backends(
     inductor=True,
-    xfail="F18: a lookup that raised (KeyError) is not guarded: the except-path record replays once it succeeds",
 )
 def test_key_present_or_not(backend):
     def add(env):
@@ -86,7 +85,6 @@ def build_attr():
 
 
 @backends(
-    xfail="F18: a lookup that raised (AttributeError) is not guarded: the except-path record replays once it succeeds"
 )
 def test_attribute_present_or_not(backend):
     def add(env):

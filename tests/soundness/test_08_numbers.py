@@ -29,7 +29,6 @@ def f64(values):
 
 @backends(
     inductor=True,
-    xfail="F20: a lifted Python float enters the graph as float32 (loses float64 precision)",
 )
 def test_lifted_float_times_float64_tensor(backend):
     run_case(
@@ -42,7 +41,7 @@ def test_lifted_float_times_float64_tensor(backend):
     )
 
 
-@backends(xfail="F20: a lifted Python float enters the graph as float32 (loses float64 precision)")
+@backends()
 def test_lifted_float_beyond_float32(backend):
     run_case(
         Case(
@@ -144,7 +143,6 @@ def build_item_float():
 
 @backends(
     inductor=True,
-    xfail="F20: a lifted Python float enters the graph as float32 (loses float64 precision)",
 )
 def test_item_float_arithmetic_float64(backend):
     run_case(

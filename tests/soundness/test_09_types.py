@@ -106,7 +106,6 @@ def build_dataclass_out():
 
 
 @backends(
-    xfail="F21: torch.Size comes back as a plain tuple (a Size stored in a returned dataclass)"
 )
 def test_dataclass_output_with_size(backend):
     run_case(

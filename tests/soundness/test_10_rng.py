@@ -79,7 +79,6 @@ def build_bernoulli():
 
 @backends(
     inductor=True,
-    xfail_inductor="F23: an Inductor compile error (pattern matcher) reaches the user on the first call",
 )
 def test_bernoulli_and_randperm(backend):
     run_case(

@@ -34,7 +34,7 @@ def build_lambda():
     return Env(ns=ns, target=ns.head)
 
 
-@backends(xfail="F17: a guard that refers to a lambda is invalid Python (SyntaxError)")
+@backends()
 def test_global_lambda(backend):
     run_case(Case("global_lambda", build_lambda, calls(3, x3)), backend)
 
@@ -51,7 +51,7 @@ def build_lambda_attr():
     return Env(target=Wrapper())
 
 
-@backends(xfail="F17: a guard that refers to a lambda is invalid Python (SyntaxError)")
+@backends()
 def test_lambda_attribute(backend):
     run_case(Case("lambda_attribute", build_lambda_attr, calls(3, x3)), backend)
 
@@ -65,7 +65,7 @@ def build_operator_is():
     return Env(target=pick)
 
 
-@backends(xfail="F17: the guard generated for operator.is_ is invalid Python (SyntaxError)")
+@backends()
 def test_operator_is(backend):
     def same(env):
         t = torch.randn(3)
@@ -93,7 +93,6 @@ def build_tensor_class():
 
 
 @backends(
-    xfail="F25: the fx graph code for a tensor-class argument (torch.HalfTensor) is invalid Python"
 )
 def test_tensor_class_as_argument(backend):
     run_case(
@@ -171,7 +170,6 @@ def build_generator():
 
 @backends(
     inductor=True,
-    xfail="F25: the fx graph code for generator= (a torch.Generator constant) is invalid Python",
 )
 def test_generator_keyword(backend):
     run_case(

@@ -31,7 +31,6 @@ def build_is_compiling():
 
 
 @backends(
-    xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path"
 )
 def test_checks_is_compiling(backend):
     run_case(Case("checks_is_compiling", build_is_compiling, calls(3, x3)), backend)
@@ -54,7 +53,6 @@ def build_dynamo_compiling():
 
 
 @backends(
-    xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path"
 )
 def test_checks_dynamo_is_compiling(backend):
     run_case(
@@ -99,7 +97,6 @@ def opt_watch(env):
 
 
 @backends(
-    xfail="F26: Adam.step() under the monitor runs torch's is_compiling code path: a different update"
 )
 def test_adam_step_compiled(backend):
     run_case(
@@ -143,7 +140,6 @@ def build_warn_once():
 
 
 @backends(
-    xfail="F26: the monitoring run sets torch's is_compiling flag: the program takes another path"
 )
 def test_warning_skipped_when_compiling(backend):
     run_case(

@@ -193,9 +193,5 @@ def test_ddp_module_compiled_forward():
 
 
 @pytest.mark.timeout(DEADLINE_S + 60)
-@pytest.mark.xfail(
-    strict=False,
-    reason="F26: under the monitor's is_compiling flag DDP skips its _lazy_init (DDP state differs)",
-)
 def test_ddp_eval_forward_no_grad():
     check(run_ddp("eval"))
