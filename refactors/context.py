@@ -64,6 +64,45 @@ class _Replace(cst.CSTTransformer):
         return updated_node
 
 
+_PLAIN_DECORATORS = frozenset(
+    {"staticmethod", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"}
+)
+
+
+def _returns_only_tensors(function: cst.FunctionDef, context: RuleContext) -> bool:
+    for decorator in function.decorators:
+        target = decorator.decorator
+        target = target.func if isinstance(target, cst.Call) else target
+        names = context.qualified_names(target) | {getattr(target, "value", "")}
+        if not names & _PLAIN_DECORATORS and not any("defer_side_effects" in n for n in names):
+            return False  # a decorator may return anything
+    returns: list[cst.Return] = []
+    generator = False
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            returns.append(node)
+
+        def visit_Yield(self, node: cst.Yield) -> None:
+            nonlocal generator
+            generator = True
+
+    function.visit(_Returns())
+    if generator or not returns or function not in context.functions:
+        return False
+    types = context.tensor_types(function)
+    return all(r.value is not None and types.is_tensor(r.value) for r in returns)
+
+
 def rewrite(
     module: cst.Module, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str]
 ) -> str:
@@ -154,8 +193,56 @@ class RuleContext:
                 likely=likely,
                 submodules=info.submodules,
                 buffers=info.buffers,
+                returns_tensor=lambda func, caller=function: self.call_returns_tensor(caller, func),
             )
         return self._types[key]
+
+    # -- what functions of this file return -----------------------------------
+
+    def call_returns_tensor(self, caller: cst.FunctionDef, func: cst.BaseExpression) -> bool:
+        """Whether calling ``func`` from ``caller`` runs a function of this file that returns a tensor.
+
+        ``f(...)`` for a module-level ``f``, ``self.m(...)`` for a method of the caller's
+        class, ``self.loss(...)`` for ``self.loss = f``; every ``return`` of the callee
+        must be a tensor by the strict kinds (a subclass in another file that overrides
+        the method is not seen).
+        """
+        targets = self._call_targets(caller, func)
+        return bool(targets) and all(self._returns_tensor(target) for target in targets)
+
+    def _call_targets(self, caller: cst.FunctionDef, func: cst.BaseExpression) -> list:
+        info = self.functions.get(caller)
+        if info is None:
+            return []
+        index = self.__dict__.get("_by_class_and_name")
+        if index is None:
+            index = self.__dict__["_by_class_and_name"] = {}
+            for function, function_info in self.functions.items():
+                if "<locals>" not in function_info.qualname:
+                    key = (function_info.class_name, function.name.value)
+                    index.setdefault(key, []).append(function)
+        if isinstance(func, cst.Name):
+            return index.get((None, func.value), [])
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and info.class_name is not None
+        ):
+            attr = func.attr.value
+            methods = index.get((info.class_name, attr))
+            if methods:
+                return methods
+            return [f for name in info.function_attributes.get(attr, ()) for f in index.get((None, name), [])]
+        return []
+
+    def _returns_tensor(self, function: cst.FunctionDef) -> bool:
+        cache = self.__dict__.setdefault("_returns", {})
+        if function in cache:
+            return bool(cache[function])  # None while it is being found: a cycle, so no
+        cache[function] = None
+        cache[function] = _returns_only_tensors(function, self)
+        return cache[function]
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

@@ -53,6 +53,8 @@ class FunctionInfo:
     # A method of a ``torch.autograd.Function`` (its ``backward`` runs in the autograd
     # engine, its values are often Python flags): the tensor rules leave it alone.
     in_autograd_function: bool = False
+    # For methods: ``self.<attr>`` -> names of the file's functions assigned to it.
+    function_attributes: dict[str, set[str]] = dataclasses.field(default_factory=dict)
 
 
 class _Collector(cst.CSTVisitor):
@@ -232,6 +234,7 @@ def find_functions(
             attributes = collector.class_attributes.get(info.class_name, {})
             info.submodules = submodule_constructors(attributes)
             info.buffers = _buffers(collector.buffers.get(info.class_name, set()), attributes)
+            info.function_attributes = collector.function_attributes.get(info.class_name, {})
     pending = []
     for info in functions.values():
         if info.compile_decorated:

@@ -173,7 +173,11 @@ class TensorTypes:
         likely: bool = False,
         submodules: dict[str, str] | None = None,
         buffers: frozenset[str] = frozenset(),
+        returns_tensor=None,
     ) -> None:
+        # ``returns_tensor(func)``: whether a call of ``func`` (a function or method of
+        # this file) provably returns a tensor; given by the rule context.
+        self._returns_tensor = returns_tensor
         # ``self.<name>`` the class registers as a buffer (``register_buffer``): a tensor.
         self.buffers = buffers
         # ``self.<attr>`` -> the torch.nn class it was built from, for calls like self.proj(x).
@@ -363,6 +367,8 @@ class TensorTypes:
                 return Kind.UNKNOWN
             return Kind.TENSOR
         if self.submodule(func) in PURE_TENSOR_MODULES | EFFECTFUL_TENSOR_MODULES:
+            return Kind.TENSOR
+        if self._returns_tensor is not None and self._returns_tensor(func):
             return Kind.TENSOR
         if (
             self.likely

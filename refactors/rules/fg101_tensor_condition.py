@@ -180,6 +180,26 @@ class TensorConditionRule(Rule):
             "        x = x * 2\n"
             "    return x\n"
         ),
+        # Python values that only look like tensor data: flags from torch's non-operator
+        # namespaces, string comparisons, sizes, an autograd Function's backward.
+        Valid(
+            "import torch\nfrom torch import nn\n\n\n"
+            "class Block(nn.Module):\n"
+            "    def forward(self, x, group, C):\n"
+            "        if torch.jit.is_scripting() or torch.distributed.is_initialized():\n"
+            "            x = x * 2\n"
+            "        if group[0] == 'tpu':\n"
+            "            x = x + 1\n"
+            "        if x.size()[1] == C:\n"
+            "            x = x.flatten(1)\n"
+            "        return x\n\n\n"
+            "class Clip(torch.autograd.Function):\n"
+            "    @staticmethod\n"
+            "    def backward(ctx, grad):\n"
+            "        if grad.norm() > 1:\n"
+            "            grad = grad / grad.norm()\n"
+            "        return grad\n"
+        ),
     )
     INVALID = (
         Invalid(

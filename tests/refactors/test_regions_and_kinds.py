@@ -156,3 +156,30 @@ def test_operators_return_tensors(condition: str) -> None:
         """
     (finding,) = _findings(source, "FG103")
     assert finding.fix is not None
+
+
+@pytest.mark.parametrize(
+    ("helper", "fixed"),
+    [
+        ("def scores(self, x):\n        return torch.sigmoid(x)\n", True),
+        ("def scores(self, x):\n        return self.cache\n", False),
+        (
+            "def scores(self, x):\n        if self.training:\n            return x.tolist()\n"
+            "        return torch.sigmoid(x)\n",
+            False,
+        ),
+        ("@property\n    def scores(self):\n        return torch.ones(2)\n", False),
+    ],
+)
+def test_a_method_that_returns_tensors_makes_a_tensor(helper: str, fixed: bool) -> None:
+    call = "self.scores(x)" if "property" not in helper else "self.scores"
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass Head(nn.Module):\n"
+        f"    {helper}\n"
+        "    def forward(self, x):\n"
+        f"        s = {call}\n"
+        "        if s.sum() > 0:\n            y = s * 2\n        else:\n            y = s\n"
+        "        return y\n"
+    )
+    findings = _findings(source, "FG101")
+    assert any(f.fix is not None for f in findings) is fixed, findings
