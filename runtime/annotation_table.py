@@ -35,6 +35,7 @@ class Annotation:
 
 PURE = Annotation()
 EFFECT = Annotation(pure=False, category=breaks.PYTHON_SIDE_EFFECT)
+READS_HIDDEN_STATE = Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
 UNKNOWN_NATIVE = Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
 
 
@@ -308,6 +309,13 @@ OBJECT_METHODS: dict[str, Annotation] = {
 
 # Specific functions that differ from their module's entry.
 FUNCTIONS: dict[str, Annotation] = {
+    # Reads of process-wide settings no guard checks: replayed, their result checked.
+    "torch.get_num_threads": READS_HIDDEN_STATE,
+    "torch.get_num_interop_threads": READS_HIDDEN_STATE,
+    "torch.initial_seed": READS_HIDDEN_STATE,
+    "torch.get_rng_state": READS_HIDDEN_STATE,
+    "torch.random.initial_seed": READS_HIDDEN_STATE,
+    "torch.random.get_rng_state": READS_HIDDEN_STATE,
     "torch.manual_seed": EFFECT,
     "torch.seed": EFFECT,
     "torch.random.manual_seed": EFFECT,

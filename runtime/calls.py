@@ -302,7 +302,8 @@ class CallHandling:
                     value,
                     annotation.category,
                     effectful=effectful,
-                    guard_result=value is not None,
+                    # A read's None decides as much as any other value (``.get(k)``).
+                    guard_result=value is not None or not effectful,
                 )
             except Unsupported as error:
                 self.tape.unsupported = error

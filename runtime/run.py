@@ -762,6 +762,7 @@ _HIDDEN_STATE_CALLS = _HIDDEN_STATE_EFFECTS | frozenset(
         "_is_view",
         "is_set_to",
         "retains_grad",
+        "storage_offset",
     ]
 )
 # Tensor queries whose result depends on a size (the graph can't be size-generic then).

@@ -281,7 +281,11 @@ def _combine(run, state, syms, values, template: str) -> After:
     for sym in syms:
         if sym is not None:
             run.concretize(sym)
-    return None
+
+    def after() -> None:  # the result is a plain value now (its operands are guarded)
+        _set_top(state, None)
+
+    return after
 
 
 @_handles("BINARY_OP")
@@ -307,7 +311,7 @@ def _compare_op(run, state, ins, shadow) -> After:
         for sym in syms:
             if sym is not None:
                 run.concretize(sym)
-        return None
+        return lambda: _set_top(state, None)
     return _combine(run, state, syms, values, f"({{0}} {ins.argval} {{1}})")
 
 

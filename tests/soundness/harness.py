@@ -642,10 +642,12 @@ class Twin:
         env = self.env
         set_global_state(self.torch_state)
         try:
+            # Both twins run each step from the same seed: a Do that draws random data
+            # (a backward on torch.randn input) must change both twins alike.
+            seed_all(self.case.seed + index)
             if isinstance(step, Do):
                 step.action(env)
                 return None
-            seed_all(self.case.seed + index)
             args = step.args(env) if callable(step.args) else copy.deepcopy(step.args)
             if not isinstance(args, tuple):
                 args = (args,)

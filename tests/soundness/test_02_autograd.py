@@ -132,9 +132,7 @@ def backward_once(env):
     env.model(torch.randn(4, 3)).sum().backward()
 
 
-@backends(
-    xfail="F7: whether p.grad is None is not guarded: a record made before backward replays after it"
-)
+@backends()
 def test_reads_grad_that_changes(backend):
     run_case(
         Case(

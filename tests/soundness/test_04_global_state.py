@@ -226,7 +226,7 @@ def build_offset():
     return Env(target=window)
 
 
-@backends(xfail="F14: tensor properties the program reads (storage_offset()) are not guarded")
+@backends()
 def test_reads_storage_offset(backend):
     run_case(
         Case(
@@ -325,7 +325,7 @@ def set_env(value):
     return action
 
 
-@backends(xfail="F13: results of opaque calls reading hidden state are frozen (os.environ.get)")
+@backends()
 def test_reads_os_environ(backend):
     try:
         run_case(
@@ -354,9 +354,7 @@ def build_num_threads():
     return Env(target=chunks)
 
 
-@backends(
-    xfail="F13: results of opaque calls reading hidden state are frozen (torch.get_num_threads)"
-)
+@backends()
 def test_reads_num_threads(backend):
     before = torch.get_num_threads()
     try:
