@@ -83,15 +83,17 @@ def deferred(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None
     _regions[-1].append((function, _snapshot(args), _snapshot(kwargs)))
 
 
-def deferred_method(receiver: Any, name: str, /, *args: Any, **kwargs: Any) -> None:
-    """Like ``deferred(receiver.name, ...)``: the form for methods (``logger.info``).
+def deferred_method(method: Callable[..., Any], name: str, /, *args: Any, **kwargs: Any) -> None:
+    """``deferred(method, ...)`` for a bound method (``logger.info``) called ``name``.
 
     A bound method is a new object on every attribute read, which Dynamo cannot
-    turn into a constant; the receiver and the method's name can be.
+    turn into a constant; its receiver and the method's name can be.  The method
+    itself is passed too: fullgraph's runtime takes a call that receives an object
+    from outside (the logger) for one that may read it, which is a break there.
     """
-    if torch.compiler.is_compiling() and _in_graph(id(receiver), name, args, kwargs):
+    if torch.compiler.is_compiling() and _in_graph(id(method.__self__), name, args, kwargs):
         return
-    deferred(getattr(receiver, name), *args, **kwargs)
+    deferred(method, *args, **kwargs)
 
 
 # -- emission inside a Dynamo graph -----------------------------------------------

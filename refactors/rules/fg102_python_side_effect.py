@@ -82,8 +82,8 @@ class PythonSideEffectRule(Rule):
         "(`torch._dynamo.decorators.leaf_function`) that makes the call when the graph "
         "runs, at its place: no break, also where the function is inlined into another "
         "compiled function (a submodule's `forward`). A logger method is written "
-        "`deferred_method(logger, \"info\", ...)` because a graph can carry the logger and "
-        "the method's name but not the bound method. Arguments a graph cannot carry (objects "
+        "`deferred_method(logger.info, \"info\", ...)` because a graph can carry the logger "
+        "and the method's name but not the bound method. Arguments a graph cannot carry (objects "
         "other than tensors, numbers, strings, sizes and lists, tuples and dicts of them) "
         "make the call run where it stands there, which breaks the graph as the original "
         "did; torch before 2.13 has no such node and defers only where compilation starts."
@@ -145,7 +145,7 @@ class PythonSideEffectRule(Rule):
                 "@torch.compile\n"
                 "@defer_side_effects\n"
                 "def normalize(x):\n"
-                "    deferred_method(logger, \"info\", 'norm %s', x.norm())\n"
+                "    deferred_method(logger.info, \"info\", 'norm %s', x.norm())\n"
                 "    if x.shape[0] == 0:\n"
                 "        deferred(warnings.warn, 'empty batch')\n"
                 "    return helper(x)\n\n\n"
@@ -207,7 +207,7 @@ class PythonSideEffectRule(Rule):
             # graph, not the bound method (a new object on every read).
             helper = DEFERRED_METHOD
             leading = [
-                cst.Arg(node.func.value, comma=comma),
+                cst.Arg(node.func, comma=comma),
                 cst.Arg(cst.SimpleString(f'"{node.func.attr.value}"'), comma=comma),
             ]
         else:

@@ -149,7 +149,7 @@ def _emitting_block():
             h = self.proj(x)
             deferred(events.append, "not a known function: recorded")
             deferred(print, "h", h.shape, h.sum(), end="|\n")
-            deferred_method(logger, "warning", "mean %.3f", h.mean())
+            deferred_method(logger.warning, "warning", "mean %.3f", h.mean())
             return h * 2
 
     class Model(torch.nn.Module):
@@ -189,3 +189,16 @@ def test_deferred_calls_break_no_graph_when_the_region_is_inlined(capsys, caplog
     assert torch.allclose(eager, compiled)
     assert eager_out == compiled_out == f"h torch.Size([2, 4]) {model.block.proj(x).sum().detach()!r}|\n"
     assert eager_log == compiled_log and len(eager_log) == 1
+
+
+def test_deferred_calls_break_no_graph_under_fullgraphs_runtime() -> None:
+    import contextlib
+    import io
+
+    import fullgraph.runtime
+
+    model, _ = _emitting_block()
+    for compiled in (model, model.block):  # inlined into a model, and where compilation starts
+        with contextlib.redirect_stdout(io.StringIO()):
+            report = fullgraph.runtime.explain(compiled, torch.ones(2, 4)).to_json()
+        assert report["breaks"] == []
