@@ -799,6 +799,8 @@ def _position(frame, ins) -> tuple[int, int, int, int]:
 def _version(tensor: torch.Tensor) -> int | None:
     """The tensor's version counter (bumped by in-place updates); None for inference
     tensors, which have none: an update of one is then only seen in the op's name."""
+    if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
+        return None  # a lazy module's parameter before its first forward: no data yet
     if tensor.is_inference():
         return None
     return tensor._version

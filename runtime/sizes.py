@@ -330,7 +330,23 @@ def map_sizes(value: Any, fn: Callable[[SizeInt], Any]) -> Any:
         return item
 
     flat, spec = tree_flatten(value)
-    return tree_unflatten([leaf(item) for item in flat], spec)
+    return _restore_sizes(value, tree_unflatten([leaf(item) for item in flat], spec))
+
+
+def _restore_sizes(original: Any, mapped: Any) -> Any:
+    """torch's pytree rebuilds a ``torch.Size`` as a tuple: give the program its
+    ``torch.Size`` back wherever it held one (and the numbers are plain ints)."""
+    if isinstance(original, torch.Size):
+        if isinstance(mapped, tuple) and all(type(p) is int for p in mapped):
+            return torch.Size(mapped)
+        return mapped
+    if type(original) in (tuple, list) and type(mapped) is type(original):
+        if len(original) == len(mapped):
+            return type(original)(_restore_sizes(a, b) for a, b in zip(original, mapped))
+        return mapped
+    if type(original) is dict and type(mapped) is dict:
+        return {k: _restore_sizes(original.get(k), v) for k, v in mapped.items()}
+    return mapped
 
 
 def plain(value: Any) -> Any:

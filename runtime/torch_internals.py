@@ -24,9 +24,13 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
     """
     import inspect
 
+    import torch._inductor.config as inductor_config
     from torch._inductor.compile_fx import compile_fx as inductor_compile_fx
 
-    compiled = inductor_compile_fx(gm, example_inputs)
+    # Random ops draw from torch's own generator, op by op as eager does: a replay gives
+    # eager's numbers under the same seed and leaves the same RNG state.
+    with inductor_config.patch(fallback_random=True):
+        compiled = inductor_compile_fx(gm, example_inputs)
     parameters = inspect.signature(compiled, follow_wrapped=False).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
         return compiled

@@ -220,8 +220,7 @@ def overlapping(env):
     return base[:4], base[1:]
 
 
-@backends(
-)
+@backends()
 def test_out_overlapping_input_raises(backend):
     run_case(
         Case(

@@ -169,8 +169,7 @@ def build_tied():
     return Env(target=Tied())
 
 
-@backends(
-)
+@backends()
 def test_no_grad_parameter_update_in_forward(backend):
     run_case(
         Case(

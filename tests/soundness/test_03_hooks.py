@@ -241,8 +241,7 @@ def step_with_backward(env):
     env.call(torch.randn(4, 3)).sum().backward()
 
 
-@backends(
-)
+@backends()
 def test_full_backward_hook_added_later(backend):
     run_case(
         Case(

@@ -128,8 +128,7 @@ def idx(env):
     return torch.randint(0, 8, (6,)), torch.randn(6)
 
 
-@backends(
-)
+@backends()
 def test_deterministic_algorithms_toggled(backend):
     run_case(
         Case(

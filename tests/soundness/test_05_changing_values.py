@@ -136,8 +136,7 @@ def build_default_arg():
     return Env(ns=ns, target=ns.step)
 
 
-@backends(
-)
+@backends()
 def test_mutable_default_argument(backend):
     run_case(
         Case(
@@ -355,7 +354,6 @@ def build_snapshot():
     return Env(ns=ns, target=ns.program)
 
 
-@backends(
-)
+@backends()
 def test_copy_of_growing_list_returned(backend):
     run_case(Case("copy_of_growing_list_returned", build_snapshot, calls(4, vec)), backend)

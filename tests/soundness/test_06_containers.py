@@ -139,8 +139,7 @@ def pairs(n, m):
     return make
 
 
-@backends(
-)
+@backends()
 def test_zip_of_lists_changing_length(backend):
     run_case(
         Case(
@@ -192,8 +191,7 @@ def build_strict_zip():
     return Env(target=pairwise_dist)
 
 
-@backends(
-)
+@backends()
 def test_strict_zip_raises_on_mismatch(backend):
     def lists(n, m):
         return lambda env: ([torch.randn(3) for _ in range(n)], [torch.randn(3) for _ in range(m)])
@@ -239,8 +237,7 @@ def x3(env):
     return torch.randn(3)
 
 
-@backends(
-)
+@backends()
 def test_enumerate_reversed_islice_map_over_globals(backend):
     def set_scale(env):
         env.ns.scales[0] = 10.0
@@ -317,8 +314,7 @@ def build_global_fn():
     return Env(ns=ns, target=ns.layer)
 
 
-@backends(
-)
+@backends()
 def test_global_function_swapped_for_lambda(backend):
     def swap(env):
         env.ns.activation = lambda x: x.tanh()

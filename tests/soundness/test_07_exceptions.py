@@ -84,8 +84,7 @@ def build_attr():
     return Env(ns=ns, target=ns.Head())
 
 
-@backends(
-)
+@backends()
 def test_attribute_present_or_not(backend):
     def add(env):
         env.target.temperature = 0.25
@@ -148,9 +147,7 @@ def build_view_sizes():
     return Env(target=chunks_of_four)
 
 
-@backends(
-    xfail="F19: a size-generic record replays the except path of a view() that only failed for the monitored size"
-)
+@backends()
 def test_view_fails_for_some_sizes_size_generic(backend):
     sizes = [8, 12, 16, 10, 20, 6]
     run_case(

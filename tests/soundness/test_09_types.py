@@ -25,7 +25,6 @@ def build_shape():
 
 @backends(
     inductor=True,
-    xfail="F21: torch.Size comes back as a plain tuple (print(x.shape) prints (2, 3) on replay)",
 )
 def test_torch_size_returned_and_printed(backend):
     run_case(
@@ -105,8 +104,7 @@ def build_dataclass_out():
     return Env(ns=ns, target=ns.wrap)
 
 
-@backends(
-)
+@backends()
 def test_dataclass_output_with_size(backend):
     run_case(
         Case(
@@ -164,9 +162,7 @@ def build_size_arith():
     return Env(target=plan)
 
 
-@backends(
-    xfail="F21: torch.Size comes back as a plain tuple (new_zeros(Size).shape, even on the size-following monitoring run)"
-)
+@backends()
 def test_size_arithmetic_results(backend):
     run_case(
         Case(

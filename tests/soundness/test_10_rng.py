@@ -33,7 +33,6 @@ def build_dropout():
 
 @backends(
     inductor=True,
-    xfail_inductor="F22: Inductor random ops do not reproduce eager's numbers under the same seed",
 )
 def test_dropout_training(backend):
     run_case(
@@ -62,7 +61,6 @@ def build_rand():
 
 @backends(
     inductor=True,
-    xfail_inductor="F22: Inductor random ops do not reproduce eager's numbers under the same seed",
 )
 def test_rand_under_same_seed(backend):
     run_case(Case("rand_under_same_seed", build_rand, calls(3, x)), backend)

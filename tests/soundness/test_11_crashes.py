@@ -92,8 +92,7 @@ def build_tensor_class():
     return Env(target=cast)
 
 
-@backends(
-)
+@backends()
 def test_tensor_class_as_argument(backend):
     run_case(
         Case(
@@ -189,7 +188,7 @@ def build_lazy():
     return Env(target=model)
 
 
-@backends(xfail="F24: nn.LazyLinear: the monitor touches the uninitialized parameter (ValueError)")
+@backends()
 def test_lazy_linear(backend):
     run_case(Case("lazy_linear", build_lazy, calls(3, lambda env: torch.randn(2, 5))), backend)
 

@@ -30,8 +30,7 @@ def build_is_compiling():
     return Env(ns=ns, target=ns.forward)
 
 
-@backends(
-)
+@backends()
 def test_checks_is_compiling(backend):
     run_case(Case("checks_is_compiling", build_is_compiling, calls(3, x3)), backend)
 
@@ -52,8 +51,7 @@ def build_dynamo_compiling():
     return Env(ns=ns, target=ns.log_once, seen=[])
 
 
-@backends(
-)
+@backends()
 def test_checks_dynamo_is_compiling(backend):
     run_case(
         Case(
@@ -96,8 +94,7 @@ def opt_watch(env):
     return {"params": [p.detach() for p in env.model.parameters()], "opt_state": state}
 
 
-@backends(
-)
+@backends()
 def test_adam_step_compiled(backend):
     run_case(
         Case(
@@ -139,8 +136,7 @@ def build_warn_once():
     return Env(ns=ns, target=ns.forward)
 
 
-@backends(
-)
+@backends()
 def test_warning_skipped_when_compiling(backend):
     run_case(
         Case(
