@@ -33,12 +33,12 @@ class Monitor:
         """Run ``call()`` under observation and return its real result."""
         cpython.check_supported()
         previous = sys.gettrace()
-        sys.settrace(self._on_call)
+        cpython.start_tracing(self._on_call)
         try:
             with self.run.mode, torch_internals.compiling():
                 return call()
         finally:
-            sys.settrace(previous)
+            cpython.stop_tracing(previous)
             self.run.paused = False
 
     def _on_call(self, frame, event, arg):
@@ -49,10 +49,10 @@ class Monitor:
         state = FrameState(frame)
         if not self.run.frames and frame.f_code is self.run.root_code:
             state.local_syms.update(self.run.root_local_syms(frame.f_code))
-        frame.f_trace_lines = False
-        frame.f_trace_opcodes = True
+        tracer = self._local_tracer(state)
+        cpython.trace_opcodes(frame, tracer)
         self.run.frames.append(state)
-        return self._local_tracer(state)
+        return tracer
 
     def _local_tracer(self, state: FrameState):
         run = self.run
