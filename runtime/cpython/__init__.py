@@ -25,7 +25,6 @@ from fullgraph.runtime.cpython._common import (
     StackDepthError,
     UnsupportedPythonError,
     free_var_index,
-    instructions,
     is_real_opcode,
     nlocalsplus,
     static_depths,
@@ -78,6 +77,7 @@ else:
     _impl = None
 
 if _impl is not None:
+    instructions = _impl.instructions
     stack_depth = _impl.stack_depth
     stack_item = _impl.stack_item
     replace_stack_item = _impl.replace_stack_item
@@ -100,6 +100,8 @@ else:  # an interpreter without a reader: importable, never used (check_supporte
     def _unsupported(*args, **kwargs):
         check_supported()
         raise UnsupportedPythonError("fullgraph's monitor cannot read this interpreter's frames.")
+
+    from fullgraph.runtime.cpython._common import instructions
 
     stack_depth = stack_item = replace_stack_item = frame_function = _unsupported
     start_tracing = stop_tracing = trace_opcodes = _unsupported

@@ -66,6 +66,20 @@ def instructions(code: types.CodeType) -> dict[int, dis.Instruction]:
     return {ins.offset: ins for ins in dis.get_instructions(code)}
 
 
+@functools.cache
+def instructions_skipping_extended_arg(code: types.CodeType) -> dict[int, dis.Instruction]:
+    """Like :func:`instructions`, but an EXTENDED_ARG's offset gives the instruction it
+    extends (for interpreters whose opcode event comes at the prefix only)."""
+    listing = list(dis.get_instructions(code))
+    by_offset = {}
+    for index, ins in enumerate(listing):
+        target = index
+        while listing[target].opname == "EXTENDED_ARG" and target + 1 < len(listing):
+            target += 1
+        by_offset[ins.offset] = listing[target]
+    return by_offset
+
+
 def free_var_index(code: types.CodeType, oparg: int) -> int | None:
     """Index into ``fn.__closure__`` for LOAD_DEREF/STORE_DEREF's oparg, if free."""
     first_free = nlocalsplus(code) - len(code.co_freevars)

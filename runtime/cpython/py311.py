@@ -21,6 +21,7 @@ from fullgraph.runtime.cpython._common import (
     PTR,
     FrameReader,
     binary_ops,
+    instructions_skipping_extended_arg,
     make_pops,
 )
 
@@ -39,6 +40,11 @@ stack_depth = _reader.depth
 stack_item = _reader.item
 replace_stack_item = _reader.replace
 frame_function = _reader.function
+
+
+# 3.11 delivers the opcode event of an instruction with an EXTENDED_ARG prefix
+# at the prefix, and none at the instruction itself.
+instructions = instructions_skipping_extended_arg
 
 
 def start_tracing(tracer) -> None:

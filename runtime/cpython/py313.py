@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 
+from fullgraph.runtime.cpython import _common
 from fullgraph.runtime.cpython._common import (
     COMMON_NO_POPS,
     COMMON_POPS,
@@ -42,6 +43,11 @@ stack_depth = _reader.depth
 stack_item = _reader.item
 replace_stack_item = _reader.replace
 frame_function = _reader.function
+
+
+# An instruction with an EXTENDED_ARG prefix gets an opcode event of its own
+# (after the prefix's, which has no handler).
+instructions = _common.instructions
 
 
 def start_tracing(tracer) -> None:
