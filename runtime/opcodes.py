@@ -10,11 +10,13 @@ import instead of silently never firing.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
 from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
+from fullgraph.runtime.user_code import is_user_code
 
 if TYPE_CHECKING:
     from fullgraph.runtime.run import MonitorRun
@@ -235,10 +237,15 @@ def call(run, state, ins) -> After:
 def call_function_ex(run, state, ins) -> After:
     fn_depth, args_depth, kwargs_depth = cpython.call_ex_layout(ins)
     fn, args = tos(state, fn_depth), tos(state, args_depth)
-    if not isinstance(args, tuple):
-        # f(*iterable): the interpreter makes the tuple itself; make it here, once,
-        # and hand it over, so reading the arguments does not consume an iterator.
+    if isinstance(args, list):
         args = tuple(args)
-        cpython.replace_stack_item(state.frame, args_depth, args)
+    elif not isinstance(args, tuple):
+        # f(*iterator): the interpreter consumes it as the call starts (running a
+        # generator's frames under observation); reading it here would consume it.
+        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
+            return None  # stepped into: its frame sees the arguments
+        run._unsupported(f"a call with *arguments from an iterator ({type(args).__name__})")
+        return None
     kwargs = dict(tos(state, kwargs_depth)) if kwargs_depth is not None else {}
     return run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)
