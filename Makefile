@@ -12,7 +12,20 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/.cache/inductor
 export HF_HUB_OFFLINE := 1
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-python test-extension bench venv clean soundness
+# The other interpreter legs: the runtime suite and the corpus on Python 3.12
+# with torch 2.11 (the CUDA machine's pair) and on 3.13 with torch 2.13, each in
+# a virtual environment made once and reused like .venv.  torch for these comes
+# from the package index (a CUDA build, ~4.7 GB, runs on the CPU).  A missing
+# interpreter skips its leg and says so.
+find_python = $(shell for p in $$(command -v python$(1)) $(HOME)/.pyenv/versions/$(1).*/bin/python$(1); do \
+	"$$p" -c "" >/dev/null 2>&1 && { echo "$$p"; break; }; done)
+PYTHON312 ?= $(call find_python,3.12)
+PYTHON313 ?= $(call find_python,3.13)
+TORCH312 ?= torch==2.11.*
+TORCH313 ?= torch==2.13.*
+LEG_TESTS ?= tests/runtime tests/test_corpus.py
+
+.PHONY: demo test test-python test-py312 test-py313 test-extension bench venv venv312 venv313 clean soundness
 
 venv: $(STAMP)
 
@@ -25,10 +38,43 @@ $(STAMP): pyproject.toml requirements-dev.txt
 demo: $(STAMP)
 	$(PY) -m fullgraph.lsp_server.demo
 
-test: test-python test-extension
+test: test-python test-py312 test-py313 test-extension
 
 test-python: $(STAMP)
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+.venv312/.installed: pyproject.toml
+	test -x .venv312/bin/python || $(PYTHON312) -m venv .venv312
+	.venv312/bin/python -m pip install --quiet --upgrade pip
+	.venv312/bin/python -m pip install --quiet "$(TORCH312)"
+	.venv312/bin/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+.venv313/.installed: pyproject.toml
+	test -x .venv313/bin/python || $(PYTHON313) -m venv .venv313
+	.venv313/bin/python -m pip install --quiet --upgrade pip
+	.venv313/bin/python -m pip install --quiet "$(TORCH313)"
+	.venv313/bin/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+venv312: .venv312/.installed
+venv313: .venv313/.installed
+
+ifeq ($(PYTHON312),)
+test-py312:
+	@echo "skipping the Python 3.12 leg: no python3.12 found (set PYTHON312=/path/to/python3.12)"
+else
+test-py312: .venv312/.installed
+	.venv312/bin/python -m pytest -n 2 -q $(LEG_TESTS) $(PYTEST_ARGS)
+endif
+
+ifeq ($(PYTHON313),)
+test-py313:
+	@echo "skipping the Python 3.13 leg: no python3.13 found (set PYTHON313=/path/to/python3.13)"
+else
+test-py313: .venv313/.installed
+	.venv313/bin/python -m pytest -n 2 -q $(LEG_TESTS) $(PYTEST_ARGS)
+endif
 
 # The extension's build and tests run when Node is present.
 test-extension:
@@ -49,4 +95,4 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .cache build *.egg-info
+	rm -rf $(VENV) .venv312 .venv313 .cache build *.egg-info

@@ -33,14 +33,14 @@ class Monitor:
         """Run ``call()`` under observation and return its real result."""
         cpython.check_supported()
         previous = sys.gettrace()
-        sys.settrace(self._on_call)
+        cpython.start_tracing(self._on_call)
         try:
             # No 'is compiling' flag: the monitoring run is the real program, and library
             # code that asks (optimizers, transformers) must take its eager path.
             with self.run.mode:
                 return call()
         finally:
-            sys.settrace(previous)
+            cpython.stop_tracing(previous)
             self.run.paused = False
 
     def _on_call(self, frame, event, arg):
@@ -54,10 +54,10 @@ class Monitor:
             self.run.register_defaults(callee)
         if not self.run.frames and frame.f_code is self.run.root_code:
             state.local_syms.update(self.run.root_local_syms(frame.f_code))
-        frame.f_trace_lines = False
-        frame.f_trace_opcodes = True
+        tracer = self._local_tracer(state)
+        cpython.trace_opcodes(frame, tracer)
         self.run.frames.append(state)
-        return self._local_tracer(state)
+        return tracer
 
     def _local_tracer(self, state: FrameState):
         run = self.run

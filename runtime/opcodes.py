@@ -10,11 +10,13 @@ import instead of silently never firing.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
 from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
+from fullgraph.runtime.user_code import is_user_code
 
 if TYPE_CHECKING:
     from fullgraph.runtime.run import MonitorRun
@@ -25,12 +27,13 @@ Handler = Callable[["MonitorRun", "FrameState", object], After]
 HANDLERS: dict[str, Handler] = {}
 
 
-def handles(*names: str):
+def handles(*names: str, since: tuple | None = None, until: tuple | None = None):
+    """Register a handler for opcodes ``names`` on Python versions [since, until]."""
+
     def register(fn: Handler) -> Handler:
         for name in names:
-            if not cpython.opcode_exists(name):
-                continue  # not an opcode of this interpreter version
-            HANDLERS[name] = fn
+            if cpython.registers(name, since, until):
+                HANDLERS[name] = fn
         return fn
 
     return register
@@ -46,37 +49,32 @@ def load_global(run: MonitorRun, state: FrameState, ins) -> After:
     globals_dict = state.frame.f_globals
 
     def after() -> None:
+        value = tos(state, cpython.loaded_depth(ins, lambda depth: tos(state, depth)))
         if (id(globals_dict), name) in run.written:
-            run.loaded_written((id(globals_dict), name), tos(state))
+            run.loaded_written((id(globals_dict), name), value)
         elif name in globals_dict:
             source = ItemSource(ConstSource(run.globals_name(globals_dict)), name)
-            run.read(source, tos(state))
+            run.read(source, value)
 
     return after
 
 
 @handles("LOAD_ATTR")
+@handles("LOAD_METHOD", until=(3, 11))
 def load_attr(run, state, ins) -> After:
     owner = tos(state)
     name = ins.argval
 
     def after() -> None:
-        run.read_attr(owner, name, tos(state))
+        # A method load pushes [method, self] when the attribute is a method found
+        # on the type (decided by the owner's type, which is guarded), else the
+        # value and a NULL (their order depends on the version).
+        depth = cpython.loaded_depth(ins, lambda depth: tos(state, depth))
+        if depth is not None:
+            run.read_attr(owner, name, tos(state, depth))
 
+    # A missing attribute that decides an ``except`` path: guard that it is missing.
     after.on_exception = lambda error: run.read_missing_attr(owner, name, error)
-    return after
-
-
-@handles("LOAD_METHOD")
-def load_method(run, state, ins) -> After:
-    owner = tos(state)
-    name = ins.argval
-
-    def after() -> None:
-        # [method, self] when the attribute is a method found on the type (decided
-        # by the owner's type, which is guarded); [NULL, value] otherwise.
-        if tos(state, 1) is cpython.NULL:
-            run.read_attr(owner, name, tos(state))
 
     return after
 
@@ -93,8 +91,23 @@ def binary_subscr(run, state, ins) -> After:
     return after
 
 
-@handles("LOAD_DEREF", "LOAD_CLASSDEREF")
+@handles("BINARY_SLICE", since=(3, 12))
+def binary_slice(run, state, ins) -> After:
+    # container[start:stop] without a BUILD_SLICE: [container, start, stop]
+    container, key = tos(state, 2), slice(tos(state, 1), tos(state))
+
+    def after() -> None:
+        run.read_item(container, key, tos(state))
+
+    return after
+
+
+@handles("LOAD_DEREF")
+@handles("LOAD_CLASSDEREF", until=(3, 11))
+@handles("LOAD_FROM_DICT_OR_DEREF", since=(3, 12))
 def load_deref(run, state, ins) -> After:
+    if ins.opname == "LOAD_FROM_DICT_OR_DEREF" and ins.argval in tos(state):
+        return None  # a class body's own name: read from its namespace, not the cell
     index = cpython.free_var_index(state.frame.f_code, ins.arg)
     function = cpython.frame_function(state.frame)
 
@@ -139,6 +152,13 @@ def delete_attr(run, state, ins) -> After:
 @handles("STORE_SUBSCR")
 def store_subscr(run, state, ins) -> After:
     run.store_item(tos(state, 1), tos(state))
+    return None
+
+
+@handles("STORE_SLICE", since=(3, 12))
+def store_slice(run, state, ins) -> After:
+    # container[start:stop] = value: [value, container, start, stop]
+    run.store_item(tos(state, 2), slice(tos(state, 1), tos(state)))
     return None
 
 
@@ -201,33 +221,36 @@ def contains_op(run, state, ins) -> After:
     return after
 
 
-@handles("KW_NAMES")
+@handles("KW_NAMES", until=(3, 12))
 def kw_names(run, state, ins) -> After:
     state.kwnames = state.frame.f_code.co_consts[ins.arg]
     return None
 
 
 @handles("CALL")
+@handles("CALL_KW", since=(3, 13))
 def call(run, state, ins) -> After:
-    argc = ins.arg
-    kwnames = state.kwnames or ()
+    kwnames = state.kwnames
     state.kwnames = None
-    bound = tos(state, argc + 1)
-    if bound is cpython.NULL:
-        fn, fn_depth = tos(state, argc), argc
-        values = [tos(state, argc - 1 - i) for i in range(argc)]
-    else:
-        fn, fn_depth = bound, argc + 1
-        values = [tos(state, argc - i) for i in range(argc + 1)]
-    split = len(values) - len(kwnames)
-    args, kwargs = tuple(values[:split]), dict(zip(kwnames, values[split:]))
+    fn, fn_depth, args, kwargs = cpython.call_operands(
+        ins, lambda depth: tos(state, depth), kwnames
+    )
     return run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)
 
 
 @handles("CALL_FUNCTION_EX")
 def call_function_ex(run, state, ins) -> After:
-    has_kwargs = bool(ins.arg & 1)
-    fn = tos(state, 1 + has_kwargs)
-    args = tuple(tos(state, has_kwargs))
-    kwargs = dict(tos(state)) if has_kwargs else {}
-    return run.call(state, fn, args, kwargs, lambda: tos(state), 1 + has_kwargs)
+    fn_depth, args_depth, kwargs_depth = cpython.call_ex_layout(ins)
+    fn, args = tos(state, fn_depth), tos(state, args_depth)
+    if isinstance(args, list):
+        args = tuple(args)
+    elif not isinstance(args, tuple):
+        # f(*iterator): the interpreter consumes it as the call starts (running a
+        # generator's frames under observation); reading it here would consume it.
+        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
+            return None  # stepped into: its frame sees the arguments
+        run._unsupported(f"a call with *arguments from an iterator ({type(args).__name__})")
+        return None
+    kwargs = dict(tos(state, kwargs_depth)) if kwargs_depth is not None else {}
+    return run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)

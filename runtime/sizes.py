@@ -384,7 +384,9 @@ def keeps_sizes(fn: Any) -> bool:
 
 
 # The instructions that may read an int's value natively (see check_instruction).
-NATIVE_READS = frozenset(["BINARY_OP", "BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR"])
+NATIVE_READS = frozenset(
+    ["BINARY_OP", "BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR", "BINARY_SLICE", "STORE_SLICE"]
+)
 
 
 def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], Any]) -> None:
@@ -395,6 +397,12 @@ def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], A
         left, right = top(1), top(0)
         if isinstance(left, (str, bytes, bytearray)) and holds_size(right):
             tracker.concretize_all(right)  # "%d" % s formats the number natively
+        return
+    if opname in ("BINARY_SLICE", "STORE_SLICE"):
+        # 3.12+: container[start:stop] without a slice object, [container, start, stop]
+        container, bounds = top(2), (top(1), top(0))
+        if not isinstance(container, torch.Tensor) and holds_size(bounds):
+            tracker.concretize_all(bounds)
         return
     if opname not in ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR"):
         return

@@ -22,22 +22,7 @@ from typing import Any
 
 from fullgraph.runtime.sources import Source
 
-BINARY = {
-    0: ("+", operator.add),
-    1: ("&", operator.and_),
-    2: ("//", operator.floordiv),
-    3: ("<<", operator.lshift),
-    5: ("*", operator.mul),
-    6: ("%", operator.mod),
-    7: ("|", operator.or_),
-    8: ("**", operator.pow),
-    9: (">>", operator.rshift),
-    10: ("-", operator.sub),
-    11: ("/", operator.truediv),
-    12: ("^", operator.xor),
-}
-# In-place variants (13 + n) compute the same for immutable numbers.
-BINARY.update({13 + k: v for k, v in list(BINARY.items())})
+# BINARY_OP's oparg table is the interpreter's: ``cpython.BINARY_OPS``.
 COMPARE = {
     "<": operator.lt,
     "<=": operator.le,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fullgraph.runtime import cpython, sizes
-from fullgraph.runtime.symbolic import BINARY, COMPARE, Leaf, Op, Sym
+from fullgraph.runtime.symbolic import COMPARE, Leaf, Op, Sym
 
 if TYPE_CHECKING:
     from fullgraph.runtime.run import MonitorRun
@@ -25,108 +25,11 @@ if TYPE_CHECKING:
 
 After = Callable[[], None] | None
 
-# How many stack slots an instruction consumes (3.11), for those not modelled below.
-_FIXED_POPS = {
-    "POP_TOP": 1,
-    "STORE_ATTR": 2,
-    "STORE_SUBSCR": 3,
-    "STORE_GLOBAL": 1,
-    "STORE_DEREF": 1,
-    "STORE_NAME": 1,
-    "LOAD_ATTR": 1,
-    "LOAD_METHOD": 1,
-    "BINARY_SUBSCR": 2,
-    "IS_OP": 2,
-    "CONTAINS_OP": 2,
-    "RETURN_VALUE": 1,
-    "YIELD_VALUE": 1,
-    "GET_ITER": 1,
-    "UNPACK_SEQUENCE": 1,
-    "UNPACK_EX": 1,
-    "LIST_APPEND": 1,
-    "SET_ADD": 1,
-    "MAP_ADD": 2,
-    "LIST_EXTEND": 1,
-    "SET_UPDATE": 1,
-    "DICT_UPDATE": 1,
-    "DICT_MERGE": 1,
-    "DELETE_SUBSCR": 2,
-    "DELETE_ATTR": 1,
-    "BEFORE_WITH": 1,
-    "PRINT_EXPR": 1,
-    "GET_LEN": 0,
-    "BINARY_SLICE": 3,
-    "STORE_SLICE": 4,
-    "LIST_TO_TUPLE": 1,
-    "IMPORT_NAME": 2,
-    "POP_JUMP_FORWARD_IF_NONE": 1,
-    "POP_JUMP_FORWARD_IF_NOT_NONE": 1,
-    "POP_JUMP_BACKWARD_IF_NONE": 1,
-    "POP_JUMP_BACKWARD_IF_NOT_NONE": 1,
-}
-_NO_POPS = frozenset(
-    [
-        "NOP",
-        "RESUME",
-        "CACHE",
-        "PUSH_NULL",
-        "KW_NAMES",
-        "PRECALL",
-        "LOAD_GLOBAL",
-        "LOAD_DEREF",
-        "LOAD_CLOSURE",
-        "LOAD_CLASSDEREF",
-        "LOAD_NAME",
-        "LOAD_ASSERTION_ERROR",
-        "LOAD_BUILD_CLASS",
-        "JUMP_FORWARD",
-        "JUMP_BACKWARD",
-        "JUMP_BACKWARD_NO_INTERRUPT",
-        "FOR_ITER",
-        "MAKE_CELL",
-        "COPY_FREE_VARS",
-        "EXTENDED_ARG",
-        "RETURN_GENERATOR",
-        "GEN_START",
-        "POP_EXCEPT",
-        "PUSH_EXC_INFO",
-        "CHECK_EXC_MATCH",
-        "RERAISE",
-        "LOAD_CONST",
-        "IMPORT_FROM",
-        "DELETE_GLOBAL",
-        "DELETE_DEREF",
-        "DELETE_NAME",
-    ]
-)
-
 
 def _pops(ins) -> int | None:
-    name = ins.opname
-    if name in _NO_POPS:
-        return 0
-    if name in _FIXED_POPS:
-        return _FIXED_POPS[name]
-    if name in (
-        "BUILD_TUPLE",
-        "BUILD_LIST",
-        "BUILD_SET",
-        "BUILD_STRING",
-        "BUILD_SLICE",
-        "RAISE_VARARGS",
-    ):
-        return ins.arg
-    if name == "BUILD_MAP":
-        return 2 * ins.arg
-    if name == "BUILD_CONST_KEY_MAP":
-        return ins.arg + 1
-    if name == "CALL":
-        return ins.arg + 2
-    if name == "CALL_FUNCTION_EX":
-        return 3 + (ins.arg & 1)
-    if name == "FORMAT_VALUE":
-        return 1 + bool(ins.arg & 4)
-    return None  # unknown: every symbolic slot is treated as consumed
+    """Stack slots ``ins`` consumes, for those not modelled below (None: unknown,
+    every symbolic slot is treated as consumed); the table is the version's."""
+    return cpython.pops(ins)
 
 
 def _sync(state: FrameState) -> list:
@@ -140,9 +43,13 @@ def _sync(state: FrameState) -> list:
 
 
 def _set_top(state: FrameState, sym: Sym | None) -> None:
+    _set_at(state, 0, sym)
+
+
+def _set_at(state: FrameState, depth: int, sym: Sym | None) -> None:
     shadow = _sync(state)
-    if shadow:
-        shadow[-1] = sym
+    if len(shadow) > depth:
+        shadow[-1 - depth] = sym
 
 
 def _landed_callout(run: MonitorRun, state: FrameState, callouts_before: int) -> None:
@@ -176,44 +83,85 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
                 run.concretize(sym)
         for i in range(len(shadow) - len(consumed), len(shadow)):
             shadow[i] = None
-    if name in ("LOAD_ATTR", "LOAD_GLOBAL", "BINARY_SUBSCR", "LOAD_DEREF", "LOAD_METHOD"):
-        return lambda: _symbolic_load(run, state)
+    if name in cpython.SYMBOLIC_LOADS:
+        return lambda: _symbolic_load(run, state, ins)
     return None
 
 
-def _symbolic_load(run: MonitorRun, state: FrameState) -> None:
-    leaf = run.take_symbolic_read(cpython.stack_item(state.frame, 0))
+def _symbolic_load(run: MonitorRun, state: FrameState, ins) -> None:
+    def item(depth):
+        return cpython.stack_item(state.frame, depth)
+
+    depth = cpython.loaded_depth(ins, item) if ins.opname != "BINARY_SUBSCR" else 0
+    if depth is None:
+        return
+    leaf = run.take_symbolic_read(item(depth))
     if leaf is not None:
-        _set_top(state, leaf)
+        _set_at(state, depth, leaf)
 
 
 _HANDLERS: dict[str, Callable] = {}
 
 
-def _handles(*names: str):
+def _handles(*names: str, since: tuple | None = None, until: tuple | None = None):
     def register(fn):
         for name in names:
-            if cpython.opcode_exists(name):
+            if cpython.registers(name, since, until):
                 _HANDLERS[name] = fn
         return fn
 
     return register
 
 
-@_handles("LOAD_FAST", "LOAD_FAST_CHECK")
+@_handles("LOAD_FAST")
+@_handles("LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", since=(3, 12))
 def _load_fast(run, state, ins, shadow) -> After:
     sym = state.local_syms.get(ins.arg)
+    if ins.opname == "LOAD_FAST_AND_CLEAR":
+        state.local_syms.pop(ins.arg, None)  # an inlined comprehension saves the local
     return (lambda: _set_top(state, sym)) if sym is not None else None
+
+
+@_handles("LOAD_FAST_LOAD_FAST", since=(3, 13))
+def _load_fast_load_fast(run, state, ins, shadow) -> After:
+    first = state.local_syms.get(ins.arg >> 4)
+    second = state.local_syms.get(ins.arg & 15)
+    if first is None and second is None:
+        return None
+
+    def after() -> None:
+        _set_at(state, 1, first)
+        _set_at(state, 0, second)
+
+    return after
 
 
 @_handles("STORE_FAST")
 def _store_fast(run, state, ins, shadow) -> After:
-    sym = shadow[-1] if shadow else None
-    if sym is None:
-        state.local_syms.pop(ins.arg, None)
-    else:
-        state.local_syms[ins.arg] = sym
+    _store_local(state, ins.arg, shadow[-1] if shadow else None)
     return None
+
+
+def _store_local(state, index: int, sym) -> None:
+    if sym is None:
+        state.local_syms.pop(index, None)
+    else:
+        state.local_syms[index] = sym
+
+
+@_handles("STORE_FAST_STORE_FAST", since=(3, 13))
+def _store_fast_store_fast(run, state, ins, shadow) -> After:
+    # STACK[-1] into local arg >> 4, then STACK[-2] into local arg & 15
+    _store_local(state, ins.arg >> 4, shadow[-1] if shadow else None)
+    _store_local(state, ins.arg & 15, shadow[-2] if len(shadow) >= 2 else None)
+    return None
+
+
+@_handles("STORE_FAST_LOAD_FAST", since=(3, 13))
+def _store_fast_load_fast(run, state, ins, shadow) -> After:
+    _store_local(state, ins.arg >> 4, shadow[-1] if shadow else None)
+    sym = state.local_syms.get(ins.arg & 15)
+    return lambda: _set_top(state, sym)
 
 
 @_handles("DELETE_FAST")
@@ -293,7 +241,7 @@ def _binary_op(run, state, ins, shadow) -> After:
     if not any(shadow[-2:]):
         return None
     syms, values = _operands(state, shadow, 2)
-    symbol = BINARY.get(ins.arg, (None,))[0]
+    symbol = cpython.BINARY_OPS.get(ins.arg, (None,))[0]
     if symbol is None:
         for sym in syms:
             if sym is not None:
@@ -315,18 +263,35 @@ def _compare_op(run, state, ins, shadow) -> After:
     return _combine(run, state, syms, values, f"({{0}} {ins.argval} {{1}})")
 
 
-@_handles("UNARY_NEGATIVE", "UNARY_NOT", "UNARY_POSITIVE", "UNARY_INVERT")
+_UNARY = {
+    "UNARY_NEGATIVE": "(-{0})",
+    "UNARY_NOT": "(not {0})",
+    "UNARY_POSITIVE": "(+{0})",
+    "UNARY_INVERT": "(~{0})",
+    "TO_BOOL": "bool({0})",
+}
+
+
+@_handles("UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT")
+@_handles("UNARY_POSITIVE", until=(3, 11))
+@_handles("TO_BOOL", since=(3, 13))
 def _unary(run, state, ins, shadow) -> After:
     if not shadow or shadow[-1] is None:
         return None
-    template = {
-        "UNARY_NEGATIVE": "(-{0})",
-        "UNARY_NOT": "(not {0})",
-        "UNARY_POSITIVE": "(+{0})",
-        "UNARY_INVERT": "(~{0})",
-    }[ins.opname]
     syms, values = _operands(state, shadow, 1)
-    return _combine(run, state, syms, values, template)
+    return _combine(run, state, syms, values, _UNARY[ins.opname])
+
+
+@_handles("CALL_INTRINSIC_1", since=(3, 12))
+def _intrinsic_1(run, state, ins, shadow) -> After:
+    if not shadow or shadow[-1] is None:
+        return None
+    if ins.arg == cpython.INTRINSIC_UNARY_POSITIVE:
+        syms, values = _operands(state, shadow, 1)
+        return _combine(run, state, syms, values, "(+{0})")
+    run.concretize(shadow[-1])
+    shadow[-1] = None
+    return None
 
 
 @_handles(*cpython.BRANCH_OPS)
@@ -338,10 +303,30 @@ def _branch(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("FORMAT_VALUE")
+_CONVERSIONS = {0: "{0}", 1: "str({0})", 2: "repr({0})", 3: "ascii({0})"}
+
+
+@_handles("FORMAT_VALUE", until=(3, 12))
 def _format_value(run, state, ins, shadow) -> After:
     has_spec = bool(ins.arg & 4)
-    count = 1 + has_spec
+    conversion = _CONVERSIONS[ins.arg & 3]
+    template = f"format({conversion}, {{1}})" if has_spec else f"format({conversion})"
+    return _format(run, state, shadow, 1 + has_spec, template)
+
+
+@_handles("CONVERT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", since=(3, 13))
+def _format_pieces(run, state, ins, shadow) -> After:
+    # 3.13 splits FORMAT_VALUE: CONVERT_VALUE (!s !r !a), then FORMAT_SIMPLE or
+    # FORMAT_WITH_SPEC [value, spec].
+    if ins.opname == "CONVERT_VALUE":
+        return _format(run, state, shadow, 1, _CONVERSIONS[ins.arg])
+    if ins.opname == "FORMAT_SIMPLE":
+        return _format(run, state, shadow, 1, "format({0})")
+    return _format(run, state, shadow, 2, "format({0}, {1})")
+
+
+def _format(run, state, shadow, count: int, template: str) -> After:
+    """An f-string piece formatting the value under ``count - 1`` other operands."""
     before = len(run.tape.callouts)
     tracker = run.shapes
     if tracker is not None and tracker.live and shadow[len(shadow) - count] is None:
@@ -352,8 +337,6 @@ def _format_value(run, state, ins, shadow) -> After:
     if not any(shadow[len(shadow) - count :]):
         return lambda: _landed_callout(run, state, before)
     syms, values = _operands(state, shadow, count)
-    conversion = {0: "{0}", 1: "str({0})", 2: "repr({0})", 3: "ascii({0})"}[ins.arg & 3]
-    template = f"format({conversion}, {{1}})" if has_spec else f"format({conversion})"
     operands = tuple(s if s is not None else v for s, v in zip(syms, values))
 
     def after() -> None:
@@ -432,6 +415,7 @@ def _build_map(run, state, ins, shadow) -> After:
 
 
 @_handles("CALL", "CALL_FUNCTION_EX")
+@_handles("CALL_KW", since=(3, 13))
 def _call(run, state, ins, shadow) -> After:
     pops = _pops(ins)
     state.call_syms = (

@@ -160,9 +160,9 @@ def test_a_user_exception_in_the_monitored_run_is_reported_not_raised_by_explain
     assert report.error["type"] == "ValueError" and "bad input" in report.error["message"]
 
 
-@pytest.mark.parametrize("version", [(3, 10), (3, 12), (3, 13)])
+@pytest.mark.parametrize("version", [(3, 10), (3, 14), (3, 15)])
 def test_other_python_versions_are_refused_clearly(version):
-    with pytest.raises(fr.UnsupportedPythonError, match="supports Python 3.11"):
+    with pytest.raises(fr.UnsupportedPythonError, match="supports Python 3.11, 3.12, 3.13"):
         fr.check_supported(version)
 
 

@@ -28,7 +28,7 @@ if not hasattr(pyversion, "check_supported"):
 
 FakeVersionInfo = collections.namedtuple("FakeVersionInfo", "major minor micro releaselevel serial")
 
-UNSUPPORTED = [(3, 8), (3, 99), (4, 0)]
+UNSUPPORTED = [(3, 8), (3, 10), (3, 14), (3, 99), (4, 0)]
 
 
 @pytest.fixture
@@ -50,9 +50,33 @@ def user_function(x):
     return x + 1
 
 
-def test_python_3_11_is_supported(pretend_python):
-    pretend_python(3, 11)
+@pytest.mark.parametrize("version", [(3, 11), (3, 12), (3, 13)], ids=lambda v: f"{v[0]}.{v[1]}")
+def test_python_3_11_to_3_13_are_supported(pretend_python, version):
+    pretend_python(*version)
     pyversion.check_supported()
+
+
+def test_a_free_threaded_build_is_refused(monkeypatch):
+    import sysconfig
+
+    real = sysconfig.get_config_var
+    monkeypatch.setattr(
+        sysconfig,
+        "get_config_var",
+        lambda name: 1 if name == "Py_GIL_DISABLED" else real(name),
+    )
+    with pytest.raises(fr.UnsupportedPythonError, match="free-threaded"):
+        pyversion.check_supported()
+    CALLS.clear()
+    with pytest.raises(fr.UnsupportedPythonError, match="free-threaded"):
+        fr.compile(user_function, backend="eager")
+    assert CALLS == []
+
+
+def test_a_build_with_the_gil_switched_off_is_refused(monkeypatch):
+    monkeypatch.setattr(sys, "_is_gil_enabled", lambda: False, raising=False)
+    with pytest.raises(fr.UnsupportedPythonError, match="free-threaded"):
+        pyversion.check_supported()
 
 
 @pytest.mark.parametrize("version", UNSUPPORTED, ids=lambda v: f"{v[0]}.{v[1]}")
