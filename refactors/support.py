@@ -135,7 +135,8 @@ def _function_key(function: Callable[..., Any]) -> int | None:
 def _graph_can_carry(value: Any) -> bool:
     if value is None or isinstance(value, (torch.Tensor, bool, int, float, str)):
         return True
-    if isinstance(value, (list, tuple)):
+    # Exact types: a named tuple or list subclass would come back as a plain one.
+    if type(value) in (list, tuple) or isinstance(value, torch.Size):
         return all(_graph_can_carry(item) for item in value)
     if type(value) is dict:
         return all(
@@ -150,11 +151,11 @@ def _graph_snapshot(value: Any) -> Any:
         return _Size(tuple(value))
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
-    if isinstance(value, list):
+    if type(value) is list:
         return [_graph_snapshot(item) for item in value]
-    if isinstance(value, tuple):
+    if type(value) is tuple:
         return tuple([_graph_snapshot(item) for item in value])
-    if isinstance(value, dict):
+    if type(value) is dict:
         return {key: _graph_snapshot(item) for key, item in value.items()}
     return value
 

@@ -202,3 +202,22 @@ def test_deferred_calls_break_no_graph_under_fullgraphs_runtime() -> None:
         with contextlib.redirect_stdout(io.StringIO()):
             report = fullgraph.runtime.explain(compiled, torch.ones(2, 4)).to_json()
         assert report["breaks"] == []
+
+
+def test_arguments_a_graph_cannot_carry_keep_their_type(capsys) -> None:
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        deferred(print, Pair(1, 2), torch.Size([2, 3]), [x.sum(), (1, "a")], {"k": 1.5})
+        return x + 1
+
+    eager = step(torch.ones(2))
+    expected = capsys.readouterr().out
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="eager")(torch.ones(2))
+    assert torch.equal(eager, compiled)
+    assert capsys.readouterr().out == expected == (
+        "Pair(a=1, b=2) torch.Size([2, 3]) [tensor(2.), (1, 'a')] {'k': 1.5}\n"
+    )
