@@ -23,7 +23,7 @@ PYTHON312 ?= $(call find_python,3.12)
 PYTHON313 ?= $(call find_python,3.13)
 TORCH312 ?= torch==2.11.*
 TORCH313 ?= torch==2.13.*
-LEG_TESTS ?= tests/runtime tests/test_corpus.py
+LEG_TESTS ?= tests/runtime tests/test_corpus.py tests/soundness
 
 .PHONY: demo test test-python test-py312 test-py313 test-extension bench venv venv312 venv313 clean soundness
 

@@ -58,7 +58,7 @@ class IterationTracking:
             keys = tuple(owner.keys())
             if not all(is_key_representable(k) for k in keys):
                 return
-            self.read(KeysSource(source), keys)
+            self.read(KeysSource(source), keys, symbolic=False)
             state = _IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
         elif isinstance(
             iterable,
@@ -115,16 +115,16 @@ class IterationTracking:
         elif state.kind == "items":
             key = state.keys[index] if state.keys and index < len(state.keys) else None
             if isinstance(item, tuple) and len(item) == 2:
-                self.read(ItemSource(state.source, key), item[1])
+                self.read(ItemSource(state.source, key), item[1], symbolic=False)
         elif state.kind == "values":
             if state.keys and index < len(state.keys):
-                self.read(ItemSource(state.source, state.keys[index]), item)
+                self.read(ItemSource(state.source, state.keys[index]), item, symbolic=False)
         elif state.kind == "reversed":
             length = len(state.iterable)
-            self.read(LenSource(state.source), length)
-            self.read(ItemSource(state.source, length - 1 - index), item)
+            self.read(LenSource(state.source), length, symbolic=False)
+            self.read(ItemSource(state.source, length - 1 - index), item, symbolic=False)
         elif state.source is not None:
-            self.read(ItemSource(state.source, index), item)
+            self.read(ItemSource(state.source, index), item, symbolic=False)
 
     def iterator_exhausted(self, iterator: Any) -> None:
         state = self.iterators.get(id(iterator))
@@ -132,13 +132,13 @@ class IterationTracking:
             return
         for sub in state.inner or [state]:
             if sub is not None and sub.source is not None and sub.kind in ("iter", "reversed"):
-                self.read(LenSource(sub.source), len(sub.iterable))
+                self.read(LenSource(sub.source), len(sub.iterable), symbolic=False)
 
     def unpacked(self, sequence: Any, items: list) -> None:
         source = self.source_of(sequence)
         if source is None or isinstance(sequence, torch.Tensor):
             return
         if isinstance(sequence, (list, tuple)) and not self.written_external(sequence):
-            self.read(LenSource(source), len(sequence))
+            self.read(LenSource(source), len(sequence), symbolic=False)
             for i, item in enumerate(items):
-                self.read(ItemSource(source, i), item)
+                self.read(ItemSource(source, i), item, symbolic=False)

@@ -134,6 +134,9 @@ def build_record(
     if run.tape.unsupported is not None:
         where = run.unsupported[0] if run.unsupported else None
         raise RecordError(where, run.tape.unsupported.detail)
+    # A varying number the program used without the monitor following it (read by a
+    # loop, a library call...) was baked in as it was: guard its value after all.
+    run.symbolic_sources &= run.symbolic_taken
     if run.reads_after_write:
         raise RecordError(
             None,

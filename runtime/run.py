@@ -92,6 +92,9 @@ class MonitorRun(CallHandling, IterationTracking):
         # Scalars seen to change between calls: symbolic instead of guarded by value.
         self.varying = varying
         self.symbolic_sources: set[Source] = set()
+        # Symbolic sources whose value the monitor followed from the load on (a Leaf):
+        # one the program reached some other way was used as the number it was.
+        self.symbolic_taken: set[Source] = set()
         self.entry_conditions: list[Condition] = []
         self.pending_lifts: dict[int, Sym] = {}
         self.container_syms: dict[int, dict] = {}
@@ -316,16 +319,18 @@ class MonitorRun(CallHandling, IterationTracking):
         source = self.source_of(container)
         if source is None or self.written_external(container):
             return
+        # Items read wholesale reach the program without a symbol the monitor follows:
+        # guarded by value, never lifted.
         if isinstance(container, (list, tuple)):
-            self.read(LenSource(source), len(container))
+            self.read(LenSource(source), len(container), symbolic=False)
             for i, item in enumerate(container):
-                self.read(ItemSource(source, i), item)
+                self.read(ItemSource(source, i), item, symbolic=False)
         elif isinstance(container, dict):
             keys = tuple(container.keys())
             if all(is_key_representable(k) for k in keys):
-                self.read(KeysSource(source), keys)
+                self.read(KeysSource(source), keys, symbolic=False)
                 for key in keys:
-                    self.read(ItemSource(source, key), container[key])
+                    self.read(ItemSource(source, key), container[key], symbolic=False)
 
     def resolve_external(self, tensor: torch.Tensor) -> Source | None:
         """Source of a tensor reached inside opaque code (e.g. a torch module's weight)."""
@@ -421,6 +426,7 @@ class MonitorRun(CallHandling, IterationTracking):
         if last[0] == "stored":  # reloading a symbolic value the program stored
             return last[1] if last[2] is value else None
         if last[1] is value and last[0] in self.symbolic_sources:
+            self.symbolic_taken.add(last[0])
             return Leaf(value, source=last[0])
         return None
 
@@ -432,10 +438,12 @@ class MonitorRun(CallHandling, IterationTracking):
         for i, value in enumerate(self.args):
             source = ArgSource(i)
             if source in self.symbolic_sources and i + offset < code.co_argcount:
+                self.symbolic_taken.add(source)
                 syms[i + offset] = Leaf(value, source=source)
         for name, value in self.kwargs.items():
             source = KwargSource(name)
             if source in self.symbolic_sources and name in names:
+                self.symbolic_taken.add(source)
                 syms[names.index(name)] = Leaf(value, source=source)
         return syms
 

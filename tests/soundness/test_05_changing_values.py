@@ -159,7 +159,7 @@ def build_setdefault():
     return Env(target=count, stats={})
 
 
-@backends(xfail="F15: d['n'] += 1 on an argument dict: the replay uses the monitored call's value")
+@backends()
 def test_setdefault_and_iadd_on_argument_dict(backend):
     run_case(
         Case(

@@ -158,9 +158,7 @@ def test_zip_of_lists_changing_length(backend):
     )
 
 
-@backends(
-    xfail="F16: iteration through zip() is not guarded: the container's length and items are frozen"
-)
+@backends()
 def test_list_of_float_weights_changing_values(backend):
     def weights(values):
         def make(env):
