@@ -117,6 +117,11 @@ class CallHandling:
                 return None  # an object with a Python __call__: stepped into
             annotation = annotation_table.UNKNOWN_NATIVE
         name = getattr(fn, "__name__", "")
+        if _module_dict_view(target, name, args):
+            # ``self.heads.items()``: torch's Python, run unobserved; its items keep
+            # their sources and the keys are guarded, as for a plain dict.
+            owner = args[0]
+            return lambda: self.derive_iterator(result(), owner, name)
         # Library Python annotated pure (``collections.abc.Mapping.get``) still reads its
         # arguments unobserved: an object from outside makes it a callout.
         if (
@@ -146,6 +151,8 @@ class CallHandling:
             return self._symbolic_builtin(self.frames[-1], fn, args, result)
         if receiver is None and getattr(fn, "__objclass__", None) is not None and args:
             receiver = args[0]  # an unbound method descriptor called with its receiver first
+        if fn is next and args and id(args[0]) in self.iterators:
+            return self._next_call(args, result)
         if fn is len and args:
             source = self.source_of(args[0])
             if (
@@ -218,6 +225,25 @@ class CallHandling:
                 if isinstance(value, (list, tuple, dict)):
                     self.read_whole(value)
         return None
+
+    def _next_call(self, args: tuple, result) -> Callable:
+        """``next(it)`` on an iterator over an outside container: the item keeps its
+        source; a StopIteration (or the default) depends on the container's length."""
+        iterator = args[0]
+
+        def after() -> None:
+            value = result()
+            if len(args) > 1 and value is args[1]:
+                self.iterator_exhausted(iterator)  # pins the length: it may have run out
+            else:
+                self.iterator_yielded(iterator, value)
+
+        def on_exception(error: BaseException) -> None:
+            if isinstance(error, StopIteration):
+                self.iterator_exhausted(iterator)
+
+        after.on_exception = on_exception
+        return after
 
     def _opaque_external(self, value: Any) -> bool:
         """An object from outside whose contents unobserved code could read unguarded."""
@@ -335,6 +361,16 @@ def _replayed(fn: Any, target: Any) -> bool:
         # An object with a Python __call__ runs now; other unknown native code is a callout.
         return not isinstance(getattr(type(fn), "__call__", None), types.FunctionType)  # noqa: B004
     return not annotation.pure
+
+
+def _module_dict_view(target: Any, name: str, args: tuple) -> bool:
+    """``ModuleDict.items/keys/values`` (or ParameterDict's) called on one."""
+    return (
+        name in ("items", "keys", "values")
+        and bool(args)
+        and isinstance(args[0], (torch.nn.ModuleDict, torch.nn.ParameterDict))
+        and getattr(type(args[0]), name, None) is target
+    )
 
 
 class _Injected:

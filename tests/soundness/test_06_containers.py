@@ -101,9 +101,7 @@ def swap_head(env):
     env.target.heads["cls"] = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
 
 
-@backends(
-    xfail="F16: iteration through ModuleDict.items() is not guarded: the container's length and items are frozen"
-)
+@backends()
 def test_module_dict_items_change(backend):
     run_case(
         Case(

@@ -220,9 +220,7 @@ def build_next_default():
     return Env(target=first_or_zero)
 
 
-@backends(
-    xfail="F18: a lookup that raised (StopIteration from next(iter([]))) is not guarded: the except-path record replays once it succeeds"
-)
+@backends()
 def test_stop_iteration_on_empty_list(backend):
     run_case(
         Case(
