@@ -233,7 +233,11 @@ class RuleContext:
             methods = index.get((info.class_name, attr))
             if methods:
                 return methods
-            return [f for name in info.function_attributes.get(attr, ()) for f in index.get((None, name), [])]
+            return [
+                f
+                for name in info.function_attributes.get(attr, ())
+                for f in index.get((None, name), [])
+            ]
         return []
 
     def _returns_tensor(self, function: cst.FunctionDef) -> bool:

@@ -411,9 +411,7 @@ def plan(
             if not types.is_tensor(original_values.get(ref, cst.Name(ref))):
                 label = "the returned value" if target == RETURN else f"`{target}`"
                 raise Refusal(f"{label} is not known to be a tensor in both branches")
-    return _layout(
-        condition, hoisted, selects, code=code, fresh=fresh, guard_name=guard_name
-    )
+    return _layout(condition, hoisted, selects, code=code, fresh=fresh, guard_name=guard_name)
 
 
 def _layout(condition, hoisted, selects, *, code, fresh, guard_name=None) -> Plan:

@@ -169,7 +169,9 @@ class _Collector(cst.CSTVisitor):
             and func.value.value == "self"
             and len(node.args) >= 2
             and isinstance(node.args[0].value, cst.SimpleString)
-            and not (isinstance(node.args[1].value, cst.Name) and node.args[1].value.value == "None")
+            and not (
+                isinstance(node.args[1].value, cst.Name) and node.args[1].value.value == "None"
+            )
         ):
             name = node.args[0].value.evaluated_value
             if isinstance(name, str):

@@ -49,10 +49,7 @@ class Invalid:
 # fixes that make equal callable changes to one node merge (``fix_source`` applies them
 # in one rewrite).
 Replacement = (
-    cst.CSTNode
-    | cst.FlattenSentinel
-    | cst.RemovalSentinel
-    | Callable[[cst.CSTNode], cst.CSTNode]
+    cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel | Callable[[cst.CSTNode], cst.CSTNode]
 )
 
 

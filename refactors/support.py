@@ -139,9 +139,7 @@ def _graph_can_carry(value: Any) -> bool:
     if type(value) in (list, tuple) or isinstance(value, torch.Size):
         return all(_graph_can_carry(item) for item in value)
     if type(value) is dict:
-        return all(
-            isinstance(key, str) and _graph_can_carry(item) for key, item in value.items()
-        )
+        return all(isinstance(key, str) and _graph_can_carry(item) for key, item in value.items())
     return False
 
 

@@ -320,11 +320,7 @@ class TensorTypes:
         attr = node.attr.value
         if attr in METADATA_ATTRIBUTES or attr.startswith(NON_TENSOR_MEMBER_PREFIXES):
             return Kind.NOT_TENSOR
-        if (
-            isinstance(node.value, cst.Name)
-            and node.value.value == "self"
-            and attr in self.buffers
-        ):
+        if isinstance(node.value, cst.Name) and node.value.value == "self" and attr in self.buffers:
             return Kind.TENSOR
         if attr in TENSOR_ATTRIBUTES:
             receiver = self.kind(node.value)

@@ -76,10 +76,17 @@ def _is_nonzero_literal(node: cst.BaseExpression) -> bool:
 class _Guards(cst.CSTTransformer):
     def __init__(self, types: TensorTypes, qualified_names, code, guard: Guard) -> None:
         super().__init__()
-        self.types, self.qualified_names, self.code, self.guard = types, qualified_names, code, guard
+        self.types, self.qualified_names, self.code, self.guard = (
+            types,
+            qualified_names,
+            code,
+            guard,
+        )
         self.guarded = 0
 
-    def _protect(self, original: cst.BaseExpression, updated: cst.BaseExpression, safe: str, what: str):
+    def _protect(
+        self, original: cst.BaseExpression, updated: cst.BaseExpression, safe: str, what: str
+    ):
         if self.types.kind(original) is not Kind.TENSOR:
             raise Impurity(
                 f"`{self.code(original)}` {what}, and it is not a tensor that the untaken "
@@ -133,7 +140,10 @@ class _Guards(cst.CSTTransformer):
             )
         if method:
             receiver = (original.func.value, updated.func.value)
-            operands = [receiver, *zip([a.value for a in original.args], [a.value for a in updated.args])]
+            operands = [
+                receiver,
+                *zip([a.value for a in original.args], [a.value for a in updated.args]),
+            ]
         else:
             operands = list(zip([a.value for a in original.args], [a.value for a in updated.args]))
         if short in DIVISIONS:
@@ -143,7 +153,11 @@ class _Guards(cst.CSTTransformer):
                 return updated
             index, safe, what = 0, "1", "is raised to a power that is not a whole number >= 0"
         else:
-            index, safe, what = 0, DOMAIN_FUNCTIONS[short], f"goes into `{short}`, defined on part of the numbers only"
+            index, safe, what = (
+                0,
+                DOMAIN_FUNCTIONS[short],
+                f"goes into `{short}`, defined on part of the numbers only",
+            )
         if index >= len(operands):
             return updated
         original_operand, updated_operand = operands[index]

@@ -131,7 +131,7 @@ class TensorConditionRule(Rule):
         "`while` loops are reported without a fix. An operation whose untaken side can "
         "leave its domain (a division, `log`, `sqrt`, `rsqrt`, `reciprocal`, a power that is "
         "not a whole number >= 0, `acos`, `asin`, …) has its operand replaced in that branch "
-        "by a safe value, `torch.where(condition, operand, 1)` (the \"double where\"), so "
+        'by a safe value, `torch.where(condition, operand, 1)` (the "double where"), so '
         "the discarded side stays finite and the gradient is not `0 * inf = NaN`; where the "
         "branch is taken the operand, its value and its gradient are unchanged. Where that "
         "operand is not a tensor (a Python number) the `torch.where` form is refused.\n\n"

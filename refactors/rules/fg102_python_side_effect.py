@@ -82,7 +82,7 @@ class PythonSideEffectRule(Rule):
         "(`torch._dynamo.decorators.leaf_function`) that makes the call when the graph "
         "runs, at its place: no break, also where the function is inlined into another "
         "compiled function (a submodule's `forward`). A logger method is written "
-        "`deferred_method(logger.info, \"info\", ...)` because a graph can carry the logger "
+        '`deferred_method(logger.info, "info", ...)` because a graph can carry the logger '
         "and the method's name but not the bound method. Arguments a graph cannot carry (objects "
         "other than tensors, numbers, strings, sizes and lists, tuples and dicts of them) "
         "make the call run where it stands there, which breaks the graph as the original "

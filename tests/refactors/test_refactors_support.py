@@ -187,7 +187,11 @@ def test_deferred_calls_break_no_graph_when_the_region_is_inlined(capsys, caplog
         compiled_out = capsys.readouterr().out
         compiled_log = [r.getMessage() for r in caplog.records]
     assert torch.allclose(eager, compiled)
-    assert eager_out == compiled_out == f"h torch.Size([2, 4]) {model.block.proj(x).sum().detach()!r}|\n"
+    assert (
+        eager_out
+        == compiled_out
+        == f"h torch.Size([2, 4]) {model.block.proj(x).sum().detach()!r}|\n"
+    )
     assert eager_log == compiled_log and len(eager_log) == 1
 
 
@@ -218,6 +222,8 @@ def test_arguments_a_graph_cannot_carry_keep_their_type(capsys) -> None:
     torch._dynamo.reset()
     compiled = torch.compile(step, backend="eager")(torch.ones(2))
     assert torch.equal(eager, compiled)
-    assert capsys.readouterr().out == expected == (
-        "Pair(a=1, b=2) torch.Size([2, 3]) [tensor(2.), (1, 'a')] {'k': 1.5}\n"
+    assert (
+        capsys.readouterr().out
+        == expected
+        == ("Pair(a=1, b=2) torch.Size([2, 3]) [tensor(2.), (1, 'a')] {'k': 1.5}\n")
     )

@@ -164,8 +164,10 @@ def test_operators_return_tensors(condition: str) -> None:
         ("def scores(self, x):\n        return torch.sigmoid(x)\n", True),
         ("def scores(self, x):\n        return self.cache\n", False),
         (
-            "def scores(self, x):\n        if self.training:\n            return x.tolist()\n"
-            "        return torch.sigmoid(x)\n",
+            (
+                "def scores(self, x):\n        if self.training:\n            return x.tolist()\n"
+                "        return torch.sigmoid(x)\n"
+            ),
             False,
         ),
         ("@property\n    def scores(self):\n        return torch.ones(2)\n", False),

@@ -43,7 +43,12 @@ def _load(source: str, name: str) -> types.ModuleType:
 def _pair(name: str):
     source = (FILES / f"{name}.py").read_text(encoding="utf-8")
     fixed = fix_source(source, f"{name}.py")
-    return source, fixed, _load(source, f"whole_{name}_original"), _load(fixed, f"whole_{name}_fixed")
+    return (
+        source,
+        fixed,
+        _load(source, f"whole_{name}_original"),
+        _load(fixed, f"whole_{name}_fixed"),
+    )
 
 
 def _run(module, class_name: str, seed: int):
