@@ -95,6 +95,8 @@ class ShapeTracker:
                     value = mutation.owner[mutation.name]
                     if holds_size(value):
                         mutation.owner[mutation.name] = plain(value)
+                elif mutation.kind == "call":  # xs.append(n), d.update(...): any item
+                    _plain_items(mutation.owner)
             except Exception:  # noqa: BLE001, S112 - the program changed it since; leave it
                 continue
         return plain(result) if holds_size(result) else result
@@ -272,3 +274,20 @@ class ShapeTracker:
 def _mock_visible(source: Source) -> bool:
     """Sizes are re-read by the guard and the mock, which see the arguments and the module."""
     return source.expr().startswith(("A[", "K[", "M.", "M[", "F."))
+
+
+def _plain_items(container: Any) -> None:
+    """Replace the sizes a container holds by plain ints, in place."""
+    if isinstance(container, list):
+        for i, item in enumerate(container):
+            if holds_size(item):
+                container[i] = plain(item)
+    elif isinstance(container, dict):
+        for key, item in list(container.items()):
+            if holds_size(item):
+                container[key] = plain(item)
+    elif isinstance(container, set):
+        sized = [item for item in container if holds_size(item)]
+        for item in sized:
+            container.discard(item)
+            container.add(plain(item))
