@@ -19,6 +19,7 @@ import torch
 
 from fullgraph.runtime import annotation_table, autograd_calls, breaks, cpython, higher_order, sizes
 from fullgraph.runtime.capture import Unsupported
+from fullgraph.runtime.codegen import is_literal
 from fullgraph.runtime.sources import (
     HooksSource,
     LenSource,
@@ -117,17 +118,17 @@ class CallHandling:
                 return None  # an object with a Python __call__: stepped into
             annotation = annotation_table.UNKNOWN_NATIVE
         name = getattr(fn, "__name__", "")
-        if _module_dict_view(target, name, args):
+        view_of = _module_dict_view(fn, target, name, args)
+        if view_of is not None:
             # ``self.heads.items()``: torch's Python, run unobserved; its items keep
             # their sources and the keys are guarded, as for a plain dict.
-            owner = args[0]
-            return lambda: self.derive_iterator(result(), owner, name)
+            return lambda: self.derive_iterator(result(), view_of, name)
         # Library Python annotated pure (``collections.abc.Mapping.get``) still reads its
         # arguments unobserved: an object from outside makes it a callout.
         if (
             annotation.pure
             and isinstance(target, types.FunctionType)
-            and any(self._opaque_external(value) for value in (*args, *kwargs.values()))
+            and any(self._opaque_external(value) for value in (receiver, *args, *kwargs.values()))
         ):
             return self._replayed_callout(
                 state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
@@ -149,6 +150,10 @@ class CallHandling:
     def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
         if self.frames and self.frames[-1].call_syms and fn in _NUMERIC_BUILTINS and not kwargs:
             return self._symbolic_builtin(self.frames[-1], fn, args, result)
+        if self.frames and self.frames[-1].call_syms and not kwargs:
+            path = _library_path(fn)
+            if path is not None:  # np.std(arr), math.sqrt(d) on values that vary
+                return self._symbolic_library_call(self.frames[-1], path, args, result)
         if receiver is None and getattr(fn, "__objclass__", None) is not None and args:
             receiver = args[0]  # an unbound method descriptor called with its receiver first
         if fn is next and args and id(args[0]) in self.iterators:
@@ -203,7 +208,13 @@ class CallHandling:
             if fn is setattr and len(args) >= 2:
                 self.store_attr(args[0], args[1])
             elif source is not None:
-                self._mutate(Mutation("call", source, owner, name, tuple(args), dict(kwargs)))
+                mutation = Mutation("call", source, owner, name, tuple(args), dict(kwargs))
+                state = self.frames[-1] if self.frames else None
+                if state is not None and state.call_syms and not kwargs:
+                    # Symbolic arguments (``timings.append(t1 - t0)``) stay expressions.
+                    mutation.arg_syms = _argument_syms(state.call_syms, len(args))
+                    state.call_syms = None
+                self._mutate(mutation)
             return None
         if annotation.iterates:
             kind = annotation.iterates
@@ -287,6 +298,25 @@ class CallHandling:
 
         return after
 
+    def _symbolic_library_call(self, state: FrameState, path: str, args: tuple, result):
+        """A pure numpy/math function of symbolic values: the mock calls it again
+        (``numpy.std(c0)``), so a number computed from tensor data follows each call."""
+        syms = _argument_syms(state.call_syms, len(args))
+        state.call_syms = None
+        constants_ok = all(i in syms or is_literal(value) for i, value in enumerate(args))
+        operands = tuple(syms.get(i, value) for i, value in enumerate(args))
+        template = f"{path}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")"
+
+        def after() -> None:
+            value = result()
+            if constants_ok and _follows(value):
+                state.call_result_sym = Op(value, template, operands)
+            else:
+                for sym in syms.values():
+                    self.concretize(sym)
+
+        return after
+
     def _getattr_read(self, fn, owner, attr, value) -> None:
         source = self.source_of(owner)
         if source is None or isinstance(owner, torch.Tensor) or (id(owner), attr) in self.written:
@@ -363,14 +393,41 @@ def _replayed(fn: Any, target: Any) -> bool:
     return not annotation.pure
 
 
-def _module_dict_view(target: Any, name: str, args: tuple) -> bool:
-    """``ModuleDict.items/keys/values`` (or ParameterDict's) called on one."""
-    return (
-        name in ("items", "keys", "values")
-        and bool(args)
-        and isinstance(args[0], (torch.nn.ModuleDict, torch.nn.ParameterDict))
-        and getattr(type(args[0]), name, None) is target
-    )
+# Libraries whose pure functions a mock may call again by their public path.
+REPLAYABLE_LIBRARIES = ("numpy", "math")
+
+
+def _library_path(fn: Any) -> str | None:
+    """``numpy.std`` for ``np.std``: a pure library function the mock can name."""
+    import sys
+
+    module = getattr(fn, "__module__", None) or ""
+    root = module.split(".")[0]
+    name = getattr(fn, "__name__", None)
+    if root not in REPLAYABLE_LIBRARIES or not name or root not in sys.modules:
+        return None
+    return f"{root}.{name}" if getattr(sys.modules[root], name, None) is fn else None
+
+
+def _follows(value: Any) -> bool:
+    """A result the monitor can follow as an expression: a number or a numpy array."""
+    if isinstance(value, bool):
+        return False
+    if is_symbolic_number(value):
+        return True
+    numpy = __import__("sys").modules.get("numpy")
+    return numpy is not None and isinstance(value, (numpy.generic, numpy.ndarray))
+
+
+def _module_dict_view(fn: Any, target: Any, name: str, args: tuple) -> Any:
+    """The ModuleDict (or ParameterDict) whose ``items/keys/values`` this call is, if any:
+    a bound method, or the plain function with the dict first (LOAD_METHOD)."""
+    if name not in ("items", "keys", "values"):
+        return None
+    owner = fn.__self__ if isinstance(fn, types.MethodType) else (args[0] if args else None)
+    if not isinstance(owner, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+        return None
+    return owner if getattr(type(owner), name, None) is target else None
 
 
 class _Injected:

@@ -301,7 +301,10 @@ class MockWriter:
             final = self.settled(self.value(owner.cell_contents))
             self.effects.append(f"{target.removesuffix('.cell_contents')}.cell_contents = {final}")
         elif mutation.kind == "call":
-            args = [self.value(a) for a in mutation.args]
+            args = [
+                mutation.arg_syms[i].expr() if i in mutation.arg_syms else self.value(a)
+                for i, a in enumerate(mutation.args)
+            ]
             if mutation.args and mutation.args[0] is owner:
                 args = args[1:]  # the receiver came first (a bound method call)
             args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]

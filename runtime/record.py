@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ import torch.fx
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.backends import Backend
+from fullgraph.runtime.calls import REPLAYABLE_LIBRARIES
 from fullgraph.runtime.capture import ExternalOrigin, Unsupported
 from fullgraph.runtime.codegen import Namespace, compile_source
 from fullgraph.runtime.guard_helpers import storages_apart
@@ -161,6 +163,9 @@ def build_record(
         )
     except Unsupported as error:
         raise RecordError(None, error.detail) from None
+    for library in REPLAYABLE_LIBRARIES:  # ``numpy.std(c0)``: symbolic library calls
+        if f"{library}." in mock.source and library in sys.modules:
+            ns.values.setdefault(library, sys.modules[library])
     # Inputs may have grown while the tail was rebuilt (it can reference new external tensors).
     guard = generate_guard(
         run.reads,

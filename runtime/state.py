@@ -35,6 +35,9 @@ class Mutation:
     name: Any = None  # attribute name, item key, global name, or method name
     args: tuple = ()
     kwargs: dict = dataclasses.field(default_factory=dict)
+    # For "call": symbolic arguments by position in ``args`` (a duration, a counter):
+    # the mock passes each call's value, not the monitored call's.
+    arg_syms: dict = dataclasses.field(default_factory=dict)
 
     def describe(self) -> str:
         if self.kind in ("setattr", "setglobal"):

@@ -220,7 +220,7 @@ def timing_watch(env):
     }
 
 
-@backends(xfail="R1: a function that keeps a clock duration is monitored on every call (no replay)")
+@backends()
 def test_clock_duration_kept_replays(backend):
     run_case(
         Case(
@@ -250,9 +250,7 @@ def build_numpy_float():
     return Env(ns=ns, target=ns.spread)
 
 
-@backends(
-    xfail="R2: a Python float computed through numpy makes the function fall back entirely (no replay)"
-)
+@backends()
 def test_numpy_float_replays(backend):
     run_case(Case("numpy_float_replays", build_numpy_float, calls(5, vec), min_hits=4), backend)
 
