@@ -12,6 +12,7 @@ whatever the backward calls before it left there.
 
 from __future__ import annotations
 
+import inspect
 import types
 from typing import Any
 
@@ -87,6 +88,13 @@ def is_autograd_state_call(fn: Any, args: tuple = ()) -> bool:
     unbound = isinstance(fn, types.FunctionType) and bool(args)
     if receiver is None and unbound and getattr(type(args[0]), name, None) is fn:
         receiver = args[0]
+    if receiver is None and isinstance(fn, types.FunctionType) and _torch_function(fn):
+        # ``opt.step`` after an LR scheduler wrapped it: a plain function in the instance
+        # that wraps the optimizer's own method.
+        inner = inspect.unwrap(fn)
+        module = getattr(inner, "__module__", "") or ""
+        if inner is not fn and module.startswith("torch.optim"):
+            return getattr(inner, "__name__", "") in _OPTIMIZER_METHODS
     if receiver is None or not _torch_function(fn):
         return False
     if isinstance(receiver, torch.optim.Optimizer):
@@ -111,3 +119,25 @@ def is_grad_read(func: Any, args: tuple) -> bool:
         and bool(args)
         and isinstance(args[0], torch.Tensor)
     )
+
+
+def state_changed_by(fn: Any, args: tuple = ()) -> tuple[type, ...]:
+    """The kinds of objects whose plain attributes a training-state call changes.
+
+    Gradients are left out: every ``.grad`` read is a replayed callout already.
+    An optimizer step changes the optimizer's state, a scheduler step the learning
+    rates in its optimizer's ``param_groups`` and its own counters, and a module
+    method (``train()``, ``to()``, ``register_buffer``) the module and its tensors.
+    """
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    name = getattr(inspect.unwrap(target), "__name__", "") if callable(target) else ""
+    receiver = getattr(fn, "__self__", None)
+    if receiver is None and args and isinstance(fn, types.FunctionType):
+        receiver = args[0] if getattr(type(args[0]), name, None) is fn else None
+    if name == "zero_grad" or target in _autograd_functions():
+        return ()
+    if isinstance(receiver, torch.optim.lr_scheduler.LRScheduler):
+        return (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)
+    if isinstance(receiver, torch.nn.Module):
+        return (torch.nn.Module, torch.Tensor)
+    return (torch.optim.Optimizer,)  # an optimizer's step, add_param_group, load_state_dict

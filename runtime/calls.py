@@ -60,6 +60,9 @@ class CallHandling:
             cpython.replace_stack_item(state.frame, fn_depth, replacement)
             return None
         if autograd_calls.is_autograd_state_call(fn, args):
+            self.note_state_change(
+                autograd_calls.state_changed_by(fn, args), annotation_table.qualified_name(fn)
+            )
             return self._replayed_callout(
                 state, fn, args, kwargs, _AUTOGRAD_STATE, result, fn_depth
             )

@@ -9,6 +9,7 @@ stack), then hands the next instruction to its registered handler.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,9 @@ class Monitor:
     def __init__(self, run: MonitorRun):
         self.run = run
         self.tool_error: BaseException | None = None
+        # Garbage-collector callbacks (a profiler's, hypothesis's) run wherever a
+        # collection happens to start: they are not the program, so never observed.
+        self.ignored_codes = _gc_callback_codes()
 
     def execute(self, call: Callable[[], Any]) -> Any:
         """Run ``call()`` under observation and return its real result."""
@@ -46,7 +50,7 @@ class Monitor:
     def _on_call(self, frame, event, arg):
         if event != "call" or self.run.paused or self.tool_error is not None:
             return None
-        if not is_user_code(frame.f_code):
+        if not is_user_code(frame.f_code) or frame.f_code in self.ignored_codes:
             return None
         state = FrameState(frame)
         callee = cpython.frame_function(frame)
@@ -116,3 +120,13 @@ class Monitor:
             return trace
 
         return trace
+
+
+def _gc_callback_codes() -> frozenset:
+    codes = set()
+    for callback in gc.callbacks:
+        function = getattr(callback, "__func__", callback)
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            codes.add(code)
+    return frozenset(codes)

@@ -52,6 +52,7 @@ from fullgraph.runtime.sources import (
     RootFunctionSource,
     RootModuleSource,
     Source,
+    base_of,
     global_module_hooks,
     is_key_representable,
     module_hooks,
@@ -105,6 +106,8 @@ class MonitorRun(CallHandling, IterationTracking):
         self.sources: dict[int, Source] = {}
         self.keepalive: list[Any] = []
         self.reads: dict[Source, Any] = {}
+        self.source_values: dict[Source, Any] = {}  # what each registered source reached
+        self.changed_state: dict[type, str] = {}  # kinds of objects a replayed call changed
         self.aliases: list[tuple[Source, Source]] = []
         self.written: set[tuple[int, Any]] = set()
         self.written_cells: set[int] = set()
@@ -147,6 +150,7 @@ class MonitorRun(CallHandling, IterationTracking):
     def register(self, value: Any, source: Source) -> None:
         if not isinstance(value, _SHARED_TYPES) and id(value) not in self.sources:
             self.sources[id(value)] = source
+            self.source_values[source] = value
             self.keepalive.append(value)
 
     def register_root(self, value: Any, source: Source) -> None:
@@ -211,6 +215,14 @@ class MonitorRun(CallHandling, IterationTracking):
         them (inside a library layer): those are always guarded by value.
         """
         self._last_read = (source, value)
+        changed_by = self.changed_state and self._reads_changed_state(source)
+        if changed_by:
+            # The value now comes from state the call changed (lr after
+            # scheduler.step(), .training after model.train()): a guard at entry can't
+            # vouch for it, and a replay that found it changed could not undo the call.
+            self.reads_after_write.append(
+                f"{source.expr()} read after {changed_by} changed training state"
+            )
         if source in self.reads:
             if not symbolic:
                 self.symbolic_sources.discard(source)
@@ -223,6 +235,23 @@ class MonitorRun(CallHandling, IterationTracking):
             return
         self.reads[source] = value
         self.register(value, source)
+
+    def note_state_change(self, kinds: tuple, call_name: str) -> None:
+        """A replayed call changed the plain state of objects of these kinds."""
+        for kind in kinds:
+            self.changed_state.setdefault(kind, call_name)
+
+    def _reads_changed_state(self, source: Source) -> str | None:
+        """The call that changed state ``source`` goes through (an optimizer's
+        param_groups after a scheduler step, a module's flags after ``train()``)."""
+        path: Source | None = base_of(source)  # reaching the object itself reads nothing
+        while path is not None:
+            value = self.source_values.get(path)
+            for kind, call_name in self.changed_state.items():
+                if isinstance(value, kind):
+                    return call_name
+            path = base_of(path)
+        return None
 
     def loaded_written(self, key: tuple, value: Any) -> None:
         """A load of something the program stored earlier in this run."""

@@ -40,6 +40,44 @@ def test_sgd_training_step(backend):
     run_case(Case("sgd_training_step", build_sgd_step, calls(4, batch)), backend)
 
 
+def build_scheduled_step(read_lr: bool):
+    def build():
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.4)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+        def train_step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            if read_lr:  # the scheduler changed it: this call's value, not the first one's
+                return loss.detach() * opt.param_groups[0]["lr"]
+            return loss.detach()
+
+        return Env(model=model, opt=opt, target=train_step)
+
+    return build
+
+
+@backends()
+def test_scheduler_step_replays(backend):
+    run_case(
+        Case("scheduler_step_replays", build_scheduled_step(False), calls(5, batch), min_hits=4),
+        backend,
+    )
+
+
+@backends()
+def test_learning_rate_read_after_scheduler_step(backend):
+    run_case(
+        Case("lr_read_after_scheduler_step", build_scheduled_step(True), calls(5, batch)),
+        backend,
+    )
+
+
 def build_accumulating():
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
