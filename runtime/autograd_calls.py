@@ -141,3 +141,21 @@ def state_changed_by(fn: Any, args: tuple = ()) -> tuple[type, ...]:
     if isinstance(receiver, torch.nn.Module):
         return (torch.nn.Module, torch.Tensor)
     return (torch.optim.Optimizer,)  # an optimizer's step, add_param_group, load_state_dict
+
+
+def distributed_wrappers() -> tuple[type, ...]:
+    """Modules whose call does bookkeeping outside the operator graph on every call
+    (DDP prepares its gradient all-reduce, FSDP gathers and frees shards)."""
+    import torch.nn.parallel
+
+    wrappers: list[type] = [
+        torch.nn.parallel.DistributedDataParallel,
+        torch.nn.parallel.DataParallel,
+    ]
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        wrappers.append(FullyShardedDataParallel)
+    except ImportError:  # a torch built without distributed support
+        pass
+    return tuple(wrappers)

@@ -43,6 +43,13 @@ class CallHandling:
         result: Callable,
         fn_depth: int = 0,
     ) -> Callable | None:
+        if isinstance(fn, autograd_calls.distributed_wrappers()):
+            # ddp(x): its bookkeeping (the gradient all-reduce it prepares) is not in
+            # any graph, so the whole call is replayed as it is, every time.
+            self.note_state_change((type(fn),), type(fn).__name__)
+            return self._replayed_callout(
+                state, fn, args, kwargs, _AUTOGRAD_STATE, result, fn_depth
+            )
         if isinstance(fn, torch.nn.Module):
             source = self.source_of(fn)
             if source is not None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from fullgraph.runtime import breaks, cpython
+from fullgraph.runtime import autograd_calls, breaks, cpython
 from fullgraph.runtime.backends import dynamic_variant, resolve
 from fullgraph.runtime.mock import Missed
 from fullgraph.runtime.monitor import Monitor
@@ -55,6 +55,15 @@ class CompiledFunction:
         self.follow_sizes = False
         self.stats = Stats()
         self.last_report: Report | None = None
+        if isinstance(target, autograd_calls.distributed_wrappers()):
+            # Its forward is torch's own bookkeeping around the model's: replaying the
+            # model's graph alone would skip the gradient all-reduce.  Run it as it is.
+            self.stats.fallback_reason = (
+                f"{type(target).__name__} is not compiled as a whole: its forward does "
+                "distributed bookkeeping outside any graph on every call; compile the "
+                "model it wraps instead (wrapper.module.forward = "
+                "fullgraph.runtime.compile(wrapper.module.forward))"
+            )
         functools.update_wrapper(
             self, target.forward if self.module is not None else target, updated=()
         )
