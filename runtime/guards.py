@@ -159,6 +159,15 @@ def value_check(
     return f"{name} is {ns.bind(value, _hint(value, source), provenance=source.expr())}", "identity"
 
 
+# Objects a check compares by identity: one of them stays the same object.
+IDENTITY_CHECKED = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    type,
+    types.ModuleType,
+)
+
+
 def _identity_guarded(value: Any) -> bool:
     """Values whose guard is ``is <the object>`` (so two paths to one are aliased by it)."""
     return isinstance(

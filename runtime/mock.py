@@ -30,7 +30,7 @@ from fullgraph.runtime.capture import (
     Unsupported,
 )
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
-from fullgraph.runtime.guards import GUARD_PARAMS, tensor_check
+from fullgraph.runtime.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
 from fullgraph.runtime.sizes import SizeInt, holds_size
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.state import Mutation
@@ -455,6 +455,8 @@ def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
         return f"{name} is {value!r}"
     if is_literal(value):
         return f"type({name}) is {type(value).__name__} and {name} == {literal(value)}"
+    if isinstance(value, IDENTITY_CHECKED):  # a function looked up in a registry
+        return f"{name} is {ns.bind(value, _constant_hint(value))}"
     if type(value) in (tuple, list) and all(
         item is None or isinstance(item, torch.Tensor) for item in value
     ):  # torch.autograd.grad's tuple of gradients
@@ -470,6 +472,10 @@ def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
         breaks.UNSUPPORTED_CONSTRUCT,
         f"{callout.function_name} returned a {type(value).__name__} the rest of the run reads",
     )
+
+
+def _constant_hint(value: Any) -> str:
+    return getattr(value, "__name__", None) or type(value).__name__.lower()
 
 
 def _segment_of(tape: GraphTape, callout_index: int) -> int:

@@ -102,9 +102,6 @@ class Monitor:
                 if run.frames and run.frames[-1] is state:
                     run.frames.pop()
             elif event == "exception":
-                # Whether something raised can depend on an exact size (a view that fails
-                # for some shapes): a run that saw an exception does not serve other sizes.
-                run.size_reads += 1
                 on_exception = getattr(state.pending, "on_exception", None)
                 if on_exception is not None and not run.paused:
                     try:  # the instruction itself raised (a missing key or attribute)

@@ -36,6 +36,7 @@ from fullgraph.runtime.capture import (
     Unsupported,
 )
 from fullgraph.runtime.codegen import is_literal
+from fullgraph.runtime.guards import IDENTITY_CHECKED
 from fullgraph.runtime.iteration import IterationTracking, _IteratorState
 from fullgraph.runtime.shapes import ShapeTracker
 from fullgraph.runtime.sizes import SizeInt, holds_size, plain
@@ -440,11 +441,14 @@ class MonitorRun(CallHandling, IterationTracking):
         """A callout result the monitor follows instead of guarding its value right away."""
         if is_symbolic_number(value) or isinstance(value, str):
             return True
-        # An ndarray or list from .numpy()/.tolist(): followed by identity.
+        # An ndarray or list from .numpy()/.tolist(): followed by identity.  A function,
+        # class or module (an attention function looked up in a registry) is checked by
+        # identity right after the call instead.
         return (
             value is not None
             and not isinstance(value, (bool, torch.Tensor))
             and not isinstance(value, tuple)
+            and not isinstance(value, IDENTITY_CHECKED)
         )
 
     def take_symbolic_read(self, value: Any) -> Leaf | None:
@@ -619,12 +623,18 @@ class MonitorRun(CallHandling, IterationTracking):
             return result
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         versions = [_version(t) for t in tensors]
-        if self.shapes is not None and self.shapes.live and holds_size((args, kwargs)):
-            # The graph gets the sizes' expressions; the real call their numbers.
-            real_args, real_kwargs = plain((args, kwargs))
-            result = func(*real_args, **real_kwargs)
-        else:
-            result = func(*args, **kwargs)
+        try:
+            if self.shapes is not None and self.shapes.live and holds_size((args, kwargs)):
+                # The graph gets the sizes' expressions; the real call their numbers.
+                real_args, real_kwargs = plain((args, kwargs))
+                result = func(*real_args, **real_kwargs)
+            else:
+                result = func(*args, **kwargs)
+        except Exception:
+            # Whether a torch op raises can depend on exact sizes (a view that fails for
+            # some shapes): a run whose program caught one does not serve other sizes.
+            self.size_reads += 1
+            raise
         if self.tape.unsupported is not None:
             return result
         mutated = [t for t, v in zip(tensors, versions) if _version(t) != v]

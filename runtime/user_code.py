@@ -37,6 +37,8 @@ def _stdlib_dirs() -> tuple[str, ...]:
 
 
 _OPAQUE_PACKAGES = _package_dirs()
+_STEPPED_STDLIB = (os.sep + "_collections_abc.py",)
+_STEPPED_FROZEN = frozenset(["<frozen _collections_abc>"])
 _STDLIB = _stdlib_dirs()
 _user_code_cache: dict[types.CodeType, bool] = {}
 
@@ -49,7 +51,12 @@ def is_user_code(code: types.CodeType) -> bool:
     cached = _user_code_cache.get(code)
     if cached is None:
         filename = code.co_filename
-        if filename.startswith("<frozen"):
+        if filename in _STEPPED_FROZEN:
+            # The collections.abc mixins (Mapping.get, __contains__ ...) only call the
+            # program's own __getitem__ / __iter__: stepped into, so what those read
+            # is guarded like any other read.
+            cached = True
+        elif filename.startswith("<frozen"):
             cached = False
         elif not os.path.isabs(filename):
             cached = True  # generated code such as a dataclass __init__
@@ -57,6 +64,8 @@ def is_user_code(code: types.CodeType) -> bool:
             path = os.path.realpath(filename)
             if path.startswith(_OPAQUE_PACKAGES):
                 cached = False
+            elif path.endswith(_STEPPED_STDLIB):
+                cached = True  # the same mixins where they are not frozen
             elif "site-packages" in path or "dist-packages" in path:
                 cached = True
             else:
