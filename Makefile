@@ -25,7 +25,7 @@ TORCH312 ?= torch==2.11.*
 TORCH313 ?= torch==2.13.*
 LEG_TESTS ?= tests/runtime tests/test_corpus.py tests/soundness
 
-.PHONY: demo test test-python test-py312 test-py313 test-extension bench venv venv312 venv313 clean soundness
+.PHONY: demo test test-python test-py312 test-py313 test-extension bench venv venv312 venv313 clean soundness gpu-check
 
 venv: $(STAMP)
 
@@ -96,3 +96,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .venv312 .venv313 .cache build *.egg-info
+
+# The GPU check for the CUDA machine (tests/gpu and the benchmark on a few models);
+# here it says that no CUDA device was found.  Log and report in $(GPU_CHECK_OUT).
+GPU_CHECK_OUT ?= .cache/gpu-check
+gpu-check:
+	GPU_CHECK_OUT=$(GPU_CHECK_OUT) PYTHON=$(if $(wildcard $(PY)),$(PY),python3) bash bench/gpu_check.sh

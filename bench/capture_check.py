@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.zoo import TRANSFORMERS_CASES  # noqa: E402
+from bench.zoo import TRANSFORMERS_CASES
 
 
 def _leaves(value):
