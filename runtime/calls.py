@@ -21,6 +21,7 @@ from fullgraph.runtime import annotation_table, autograd_calls, breaks, cpython,
 from fullgraph.runtime.capture import Unsupported
 from fullgraph.runtime.codegen import is_literal
 from fullgraph.runtime.sources import (
+    AttrSource,
     HooksSource,
     LenSource,
     is_key_representable,
@@ -60,6 +61,12 @@ class CallHandling:
                 else:
                     self.guard_library_module(fn, source)
             return None
+        if isinstance(fn, functools.partial) and self.source_of(fn) is not None:
+            # A partial from outside: its function, arguments and keywords decide the
+            # call, so they are guarded like the compiled function's own.
+            source = self.source_of(fn)
+            self._register_callable(fn, source)
+            self.read(AttrSource(source, "func"), fn.func, symbolic=False)
         if higher_order.is_cond(fn):
             # Eager torch.cond would compile its branches with Dynamo; capture them instead.
             replacement = functools.partial(higher_order.capture_cond, self)

@@ -360,7 +360,8 @@ class GraphTape:
             )
         flat, spec = tree_flatten((args, kwargs))
         mapped = [
-            self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(x) for x in flat
+            self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(_legacy_type(x))
+            for x in flat
         ]
         node_args, node_kwargs = tree_unflatten(mapped, spec)
         for tensor in mutated:
@@ -515,6 +516,18 @@ class GraphTape:
             )
             segment.outputs = [work if out is node else out for out in segment.outputs]
             segment.writebacks.append((origins[node], segment.output_index(work)))
+
+
+def _legacy_type(value: Any) -> Any:
+    """``torch.HalfTensor`` as an argument (``x.type(torch.HalfTensor)``) is written as its
+    name, which the same methods accept: a class has no Python expression in graph code."""
+    if (
+        isinstance(value, type)
+        and value.__module__.startswith("torch")
+        and (value.__name__.endswith("Tensor") and value is not torch.Tensor)
+    ):
+        return f"{value.__module__}.{value.__name__}"
+    return value
 
 
 def lifted_tensor(value: Any) -> torch.Tensor:

@@ -9,6 +9,7 @@ name in the generated function's namespace.
 from __future__ import annotations
 
 import builtins
+import keyword
 import math
 import re
 from typing import Any
@@ -83,7 +84,12 @@ class Namespace:
                 self.provenance[existing] = provenance
             return existing
         base = re.sub(r"\W+", "_", hint).strip("_") or "const"
-        if base in RESERVED or _GENERATED_LOCAL.fullmatch(base) or base[0].isdigit():
+        if (
+            base in RESERVED
+            or keyword.iskeyword(base)  # a lambda's name, operator.is_'s "is" ...
+            or _GENERATED_LOCAL.fullmatch(base)
+            or base[0].isdigit()
+        ):
             base = f"k_{base}"
         name, n = base, 1
         while name in self.values:

@@ -140,6 +140,8 @@ class CompiledFunction:
                 except Exception:  # noqa: BLE001, S112 - the path is gone: nothing to learn
                     continue
                 if isinstance(now, torch.Tensor):
+                    if not isinstance(value, tuple):
+                        continue  # it was not a tensor when recorded: nothing to learn
                     if now.dim() == len(value) and tuple(now.shape) != value:
                         changed = {d for d, (a, b) in enumerate(zip(now.shape, value)) if a != b}
                         self.dynamic.setdefault(source, set()).update(changed)

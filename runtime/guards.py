@@ -152,6 +152,10 @@ def value_check(
         if isinstance(value, float) and math.isnan(value):
             return f"type({name}) is float and {name} != {name}", "value (nan)"
         return f"type({name}) is {type_name} and {name} == {literal(value)}", "value"
+    if isinstance(value, IDENTITY_CHECKED):  # a function, class or builtin passed in
+        return f"{name} is {ns.bind(value, _hint(value, source), provenance=source.expr())}", (
+            "identity"
+        )
     if isinstance(source, (ArgSource, KwargSource)) or isinstance(value, (list, dict, tuple, set)):
         return f"type({name}) is {ns.name_for(type(value))}", "type"
     if isinstance(value, types.MethodType):

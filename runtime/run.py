@@ -313,8 +313,8 @@ class MonitorRun(CallHandling, IterationTracking):
         """``container[key]`` raised: the key (or index) is not there, and the guard says so."""
         if isinstance(container, torch.Tensor) or self.source_of(container) is None:
             return
-        if isinstance(error, KeyError) and isinstance(container, dict):
-            self.read_membership(container, key, False)
+        if isinstance(error, KeyError) and hasattr(type(container), "__contains__"):
+            self.read_membership(container, key, False)  # dicts and Mappings (os.environ)
         elif isinstance(error, IndexError) and isinstance(container, (list, tuple)):
             self.read(LenSource(self.source_of(container)), len(container))
         else:
@@ -546,8 +546,13 @@ class MonitorRun(CallHandling, IterationTracking):
     def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
         if isinstance(container, torch.Tensor):
             return  # Tensor.__setitem__ is an in-place graph op
-        self.written.add((id(container), key))
         source = self.source_of(container)
+        if isinstance(key, slice):  # xs[1:] = ...: the list changes wholesale
+            self.written_containers.add(id(container))
+            if source is not None:
+                self._unsupported(f"slice assignment into {source.expr()}, which came from outside")
+            return
+        self.written.add((id(container), key))
         if source is None:
             return
         if not is_key_representable(key):
