@@ -9,6 +9,9 @@ attribute changed.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import torch
 from harness import Call, Case, Do, Env, backends, calls, load_program, run_case
 
@@ -418,6 +421,57 @@ def test_instance_attribute_shadows_class_attribute(backend):
                 *calls(2, x3),
                 Do(unshadow, "del self.threshold"),
                 *calls(2, x3),
+            ],
+        ),
+        backend,
+    )
+
+
+# Callables passed as arguments (found by the peer suite, bench/peer_functions.py).
+
+
+def _times(p, q=1.0):
+    return p * q
+
+
+def build_apply():
+    def apply(fn, x):
+        return fn(x)
+
+    return Env(target=apply)
+
+
+@backends()
+def test_partial_argument_with_other_keywords(backend):
+    def with_q(q):
+        return lambda env: (functools.partial(_times, q=q), torch.randn(3))
+
+    run_case(
+        Case(
+            "partial_argument_keywords",
+            build_apply,
+            [Call(with_q(3.0)), Call(with_q(3.0)), Call(with_q(5.0)), Call(with_q(3.0))],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_builtin_and_type_arguments_swapped(backend):
+    def with_fn(fn):
+        return lambda env: (fn, torch.tensor(2.5))
+
+    run_case(
+        Case(
+            "builtin_and_type_arguments",
+            build_apply,
+            [
+                Call(with_fn(torch.sin)),
+                Call(with_fn(torch.sin)),
+                Call(with_fn(torch.cos)),
+                Call(with_fn(float)),
+                Call(with_fn(int)),
+                Call(with_fn(operator.neg)),
             ],
         ),
         backend,
