@@ -33,8 +33,11 @@ from fullgraph.runtime.sizes import (
 )
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import (
+    AUTOCAST_DEVICES,
     TorchFunctionMode,
     autocast_state,
+    enter_autocast_op,
+    exit_autocast_op,
     getset_descriptor_name,
     global_state,
     is_symbolic,
@@ -157,6 +160,8 @@ class Segment:
     # graph and the clone returned, so the graph itself has no input mutation
     # (Inductor/AOTAutograd need none); the mock copies the result back.
     mutated_placeholders: list[torch.fx.Node] = dataclasses.field(default_factory=list)
+    # Open torch.autocast regions: (the _enter_autocast node, the settings inside it).
+    autocast_stack: list = dataclasses.field(default_factory=list)
     writebacks: list[tuple[Origin, int]] = dataclasses.field(default_factory=list)
     size_nodes: dict[str, torch.fx.Node] = dataclasses.field(default_factory=dict)  # by expression
     # Graphs the segment's nodes call through ``get_attr`` (the branches of a torch.cond).
@@ -351,13 +356,7 @@ class GraphTape:
         """Record one torch call; ``mutated``: tensor arguments whose version counter moved."""
         segment = self.current
         self._sync_grad_mode(segment)
-        if autocast_state() != self.entry_autocast:
-            # The graph would run the op without the autocast region it ran in.
-            raise Unsupported(
-                breaks.UNSUPPORTED_CONSTRUCT,
-                "an operation ran under other autocast settings than the call started with "
-                "(a torch.autocast region inside the function)",
-            )
+        self._sync_autocast(segment)
         flat, spec = tree_flatten((args, kwargs))
         mapped = [
             self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(_legacy_type(x))
@@ -432,6 +431,29 @@ class GraphTape:
             return graph.call_method(name, args, kwargs)
         return graph.call_function(func, args, kwargs)
 
+    def _sync_autocast(self, segment: Segment) -> None:
+        """A ``torch.autocast`` region the program entered or left: the graph enters and
+        leaves it at the same op (``_enter_autocast`` nodes, as Dynamo emits them)."""
+        now = autocast_state()
+        stack = segment.autocast_stack
+        levels = [self.entry_autocast] + [state for _, state in stack]
+        if now == levels[-1]:
+            return
+        if now in levels:  # the program left regions: close them, innermost first
+            while levels[-1] != now:
+                node, _ = stack.pop()
+                levels.pop()
+                segment.graph.call_function(exit_autocast_op(), (node,))
+            return
+        current = levels[-1]
+        for device, before, after in zip(AUTOCAST_DEVICES, current, now):
+            if before != after:  # a region opened (for each device type it changes)
+                enabled, dtype = after
+                node = segment.graph.call_function(
+                    enter_autocast_op(), (device, dtype, enabled, torch.is_autocast_cache_enabled())
+                )
+                stack.append((node, now))
+
     def _sync_grad_mode(self, segment: Segment) -> None:
         mode = torch.is_grad_enabled()
         current = segment.grad_mode if segment.grad_mode is not None else self.entry_grad_mode
@@ -451,6 +473,13 @@ class GraphTape:
         guard_result: bool,
     ) -> Callout:
         """End the current segment at an eager call; later tensors start a new one."""
+        if autocast_state() != self.entry_autocast:
+            # The mock would make the call outside the autocast region it ran in.
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                "a call inside a torch.autocast region of the function cannot be replayed "
+                "between graphs",
+            )
         flat, _ = tree_flatten((args, kwargs))
         for value in flat:  # tensors the callout reads must be outputs of earlier graphs
             if isinstance(value, torch.Tensor):
@@ -489,6 +518,9 @@ class GraphTape:
 
     def finish(self) -> None:
         for segment in self.segments:
+            for node, _ in reversed(segment.autocast_stack):  # regions still open: closed
+                segment.graph.call_function(exit_autocast_op(), (node,))
+            segment.autocast_stack.clear()
             if segment.grad_mode is not None and segment.grad_mode != self.entry_grad_mode:
                 segment.graph.call_function(set_grad_enabled_op(), (self.entry_grad_mode,))
             self._clone_mutated_inputs(segment)

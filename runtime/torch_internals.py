@@ -52,6 +52,19 @@ def set_grad_enabled_op():
     return torch._C._set_grad_enabled
 
 
+def enter_autocast_op():
+    """Graph nodes that enter and leave a torch.autocast region (as Dynamo emits them)."""
+    from torch.amp.autocast_mode import _enter_autocast
+
+    return _enter_autocast
+
+
+def exit_autocast_op():
+    from torch.amp.autocast_mode import _exit_autocast
+
+    return _exit_autocast
+
+
 def getset_descriptor_name(func) -> str | None:
     """For ``Tensor.T.__get__``-style functions seen by a torch-function mode, the property name."""
     if getattr(func, "__name__", None) == "__get__":
@@ -168,7 +181,7 @@ def sympy_parts(expr):
 
 # Global torch state that changes what the same operations compute: each entry is an
 # expression a guard evaluates and a function that reads its value now.
-_AUTOCAST_DEVICES = ("cpu", "cuda")
+AUTOCAST_DEVICES = ("cpu", "cuda")
 
 
 def global_state() -> dict[str, object]:
@@ -180,7 +193,7 @@ def global_state() -> dict[str, object]:
             torch.are_deterministic_algorithms_enabled()
         ),
     }
-    for device in _AUTOCAST_DEVICES:
+    for device in AUTOCAST_DEVICES:
         enabled = torch.is_autocast_enabled(device)
         state[f"torch.is_autocast_enabled({device!r})"] = enabled
         if enabled:
@@ -191,5 +204,5 @@ def global_state() -> dict[str, object]:
 def autocast_state() -> tuple:
     """Autocast's settings now, per device type (compared op by op during a run)."""
     return tuple(
-        (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES
+        (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES
     )
