@@ -97,10 +97,14 @@ class _Observed:
         self.logged = records
         # torch warns when a tensor that requires grad is formatted as a number; the
         # deferred copy is detached, so only the original call gets that warning.
+        # torch.cond compiles its branches with Dynamo, which warns about the interpreter
+        # itself on some versions ("Guards may run slower on Python 3.13.0"): not the
+        # program's warning.
         self.warned = [
             str(w.message)
             for w in caught
             if not str(w.message).startswith("Converting a tensor with requires_grad")
+            and not str(w.message).startswith("Guards may run slower on Python")
         ]
 
 
