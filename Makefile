@@ -12,7 +12,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/.cache/inductor
 export HF_HUB_OFFLINE := 1
 PYTEST_ARGS ?=
 
-# The other interpreter legs: the runtime suite and the corpus on Python 3.12
+# The other interpreter legs: the whole Python suite on Python 3.12
 # with torch 2.11 (the CUDA machine's pair) and on 3.13 with torch 2.13, each in
 # a virtual environment made once and reused like .venv.  torch for these comes
 # from the package index (a CUDA build, ~4.7 GB, runs on the CPU).  A missing
@@ -23,7 +23,7 @@ PYTHON312 ?= $(call find_python,3.12)
 PYTHON313 ?= $(call find_python,3.13)
 TORCH312 ?= torch==2.11.*
 TORCH313 ?= torch==2.13.*
-LEG_TESTS ?= tests/runtime tests/test_corpus.py tests/soundness
+LEG_TESTS ?= tests
 
 .PHONY: demo test test-python test-py312 test-py313 test-extension bench venv venv312 venv313 clean soundness gpu-check
 

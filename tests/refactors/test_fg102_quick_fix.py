@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fullgraph.refactors import apply_edits, lint_source
 
-SOURCE = '''import torch
+SOURCE = """import torch
 import torch.nn as nn
 
 
@@ -17,7 +17,7 @@ class Net(nn.Module):
         y = self.fc(x)
         print("shape", y.shape)
         return y
-'''
+"""
 
 
 def test_applying_only_the_fg102_fix_defers_the_call_and_clears_the_finding():

@@ -27,6 +27,7 @@ import libcst as cst
 import pytest
 import torch
 
+import fullgraph.refactors.support
 import fullgraph.runtime
 from fullgraph.refactors import fix_source, lint_source
 
@@ -148,6 +149,10 @@ def _dynamo_breaks(module: types.ModuleType) -> int:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fix_removes_dynamo_breaks(name: str) -> None:
+    if name == "deferred_effects" and torch.__version__ < "2.13":
+        pytest.skip(
+            "before torch 2.13 a leaf_function node does not keep a deferred call in the graph: it still breaks there"
+        )
     original = _load(_source(name), f"fixture_{name}_original", name)
     fixed = _load(_fixed(name), f"fixture_{name}_fixed", name)
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():

@@ -163,6 +163,10 @@ def _emitting_block():
     return Model(), logger
 
 
+@pytest.mark.skipif(
+    torch.__version__ < "2.13",
+    reason="before torch 2.13 a leaf_function node does not keep a deferred call in the graph: it still breaks there",
+)
 def test_deferred_calls_break_no_graph_when_the_region_is_inlined(capsys, caplog) -> None:
     # The decorated forward is called from a compiled model: Dynamo inlines the
     # decorator's frame, so emitting there would call a disabled function (a break).

@@ -141,6 +141,10 @@ def _breaks(module, class_name: str) -> int:
         return len(explained.break_reasons)
 
 
+@pytest.mark.skipif(
+    torch.__version__ < "2.13",
+    reason="before torch 2.13 a leaf_function node does not keep a deferred call in the graph: it still breaks there",
+)
 @pytest.mark.parametrize("name", NAMES)
 def test_whole_file_fix_breaks_no_more(name: str) -> None:
     _, _, original, rewritten = _pair(name)
