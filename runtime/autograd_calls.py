@@ -12,6 +12,7 @@ whatever the backward calls before it left there.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any
@@ -62,6 +63,7 @@ def _torch_function(fn: Any) -> bool:
     return code is None or not is_user_code(code)
 
 
+@functools.cache
 def _autograd_functions() -> tuple:
     import torch.nn.utils
 
@@ -74,6 +76,15 @@ def _autograd_functions() -> tuple:
     )
 
 
+def _receiver(fn: Any, args: tuple, name: str) -> Any:
+    """The object a method call is made on: a bound method's ``__self__``, or (after
+    LOAD_METHOD) the first argument of the plain function its type holds as ``name``."""
+    receiver = getattr(fn, "__self__", None)
+    if receiver is None and args and isinstance(fn, types.FunctionType):
+        receiver = args[0] if getattr(type(args[0]), name, None) is fn else None
+    return receiver
+
+
 def is_autograd_state_call(fn: Any, args: tuple = ()) -> bool:
     """Whether a call the monitor is about to make changes autograd or training state.
 
@@ -83,11 +94,8 @@ def is_autograd_state_call(fn: Any, args: tuple = ()) -> bool:
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if target in _autograd_functions():
         return True
-    receiver = getattr(fn, "__self__", None)
     name = getattr(fn, "__name__", "")
-    unbound = isinstance(fn, types.FunctionType) and bool(args)
-    if receiver is None and unbound and getattr(type(args[0]), name, None) is fn:
-        receiver = args[0]
+    receiver = _receiver(fn, args, name)
     if receiver is None and isinstance(fn, types.FunctionType) and _torch_function(fn):
         # ``opt.step`` after an LR scheduler wrapped it: a plain function in the instance
         # that wraps the optimizer's own method.
@@ -131,9 +139,7 @@ def state_changed_by(fn: Any, args: tuple = ()) -> tuple[type, ...]:
     """
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
     name = getattr(inspect.unwrap(target), "__name__", "") if callable(target) else ""
-    receiver = getattr(fn, "__self__", None)
-    if receiver is None and args and isinstance(fn, types.FunctionType):
-        receiver = args[0] if getattr(type(args[0]), name, None) is fn else None
+    receiver = _receiver(fn, args, name)
     if name == "zero_grad" or target in _autograd_functions():
         return ()
     if isinstance(receiver, torch.optim.lr_scheduler.LRScheduler):
@@ -143,6 +149,7 @@ def state_changed_by(fn: Any, args: tuple = ()) -> tuple[type, ...]:
     return (torch.optim.Optimizer,)  # an optimizer's step, add_param_group, load_state_dict
 
 
+@functools.cache
 def distributed_wrappers() -> tuple[type, ...]:
     """Modules whose call does bookkeeping outside the operator graph on every call
     (DDP prepares its gradient all-reduce, FSDP gathers and frees shards)."""

@@ -11,6 +11,7 @@ eagerly).  Mixed into :class:`~fullgraph.runtime.run.MonitorRun`.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -111,14 +112,7 @@ class CallHandling:
             return None  # a tensor method: captured by the mode
         if isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None:
             # Standard-library Python, run unobserved: what it reads must still be guarded.
-            everything = (
-                (receiver, *args, *kwargs.values())
-                if receiver is not None
-                else (
-                    *args,
-                    *kwargs.values(),
-                )
-            )
+            everything = (receiver, *args, *kwargs.values())
             if any(self._opaque_external(value) for value in everything):
                 # ``os.environ.get(k)``, ``copy.copy(cfg)``: it reads an object from outside
                 # that the monitor can't follow into: replayed, its result checked.
@@ -297,7 +291,6 @@ class CallHandling:
         self.written.add((id(owner), key))
         if source is not None:
             self._mutate(Mutation("setitem", source, owner, key))
-        return
 
     def _symbolic_builtin(self, state: FrameState, fn, args: tuple, result) -> Callable:
         syms = _argument_syms(state.call_syms, len(args))
@@ -416,8 +409,6 @@ REPLAYABLE_LIBRARIES = ("numpy", "math")
 
 def _library_path(fn: Any) -> str | None:
     """``numpy.std`` for ``np.std``: a pure library function the mock can name."""
-    import sys
-
     module = getattr(fn, "__module__", None) or ""
     root = module.split(".")[0]
     name = getattr(fn, "__name__", None)
@@ -432,7 +423,7 @@ def _follows(value: Any) -> bool:
         return False
     if is_symbolic_number(value):
         return True
-    numpy = __import__("sys").modules.get("numpy")
+    numpy = sys.modules.get("numpy")
     return numpy is not None and isinstance(value, (numpy.generic, numpy.ndarray))
 
 

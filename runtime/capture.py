@@ -562,12 +562,16 @@ def _legacy_type(value: Any) -> Any:
     return value
 
 
+def lifted_dtype(value: Any) -> torch.dtype | None:
+    """The dtype a lifted Python number enters a graph as (None: torch's default for it).
+    A float keeps Python's float64: as a float32 tensor it would round ``0.1`` before a
+    float64 tensor uses it."""
+    return torch.float64 if isinstance(value, float) else None
+
+
 def lifted_tensor(value: Any) -> torch.Tensor:
-    """The 0-dim tensor a lifted Python number enters a graph as: a float keeps Python's
-    float64 (as a float32 tensor it would round ``0.1`` before a float64 tensor uses it)."""
-    if isinstance(value, float):
-        return torch.tensor(value, dtype=torch.float64)
-    return torch.tensor(value)
+    """The 0-dim tensor a lifted Python number enters a graph as (at record time)."""
+    return torch.tensor(value, dtype=lifted_dtype(value))
 
 
 def _holds_tensor(value: Any) -> bool:

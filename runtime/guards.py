@@ -174,10 +174,7 @@ IDENTITY_CHECKED = (
 
 def _identity_guarded(value: Any) -> bool:
     """Values whose guard is ``is <the object>`` (so two paths to one are aliased by it)."""
-    return isinstance(
-        value,
-        (types.FunctionType, type, types.ModuleType, types.BuiltinFunctionType, torch.nn.Module),
-    )
+    return isinstance(value, (*IDENTITY_CHECKED, torch.nn.Module))
 
 
 def _hint(value: Any, source: Source) -> str:
@@ -197,7 +194,7 @@ def generate_guard(
     kwarg_names: tuple[str, ...],
     symbolic_sources: set[Source] = frozenset(),
     conditions: list = (),
-    distinct: list[Source] = (),
+    updated_inputs: list[Source] = (),
     dynamic: dict | None = None,
     values: dict | None = None,
     entry_state: dict | None = None,
@@ -230,14 +227,15 @@ def generate_guard(
         writer.check(
             f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}"
         )
-    updated = [position for position, source in enumerate(inputs) if source in set(distinct)]
+    updated_set = set(updated_inputs)
+    updated = [position for position, source in enumerate(inputs) if source in updated_set]
     if updated:  # an input updated in place must share memory with no other input
         names = ", ".join(writer.load(source) for source in inputs)
         helper = ns.bind(storages_apart, "storages_apart")
         writer.check(
             f"{helper}(({names},), {tuple(updated)!r})",
             "inputs updated in place share memory with no other input: "
-            + ", ".join(source.expr() for source in inputs if source in set(distinct)),
+            + ", ".join(inputs[position].expr() for position in updated),
         )
     input_names = [writer.load(source) for source in inputs]
     body = "\n".join("        " + line for line in writer.lines)

@@ -28,6 +28,7 @@ from fullgraph.runtime.capture import (
     LiftedOrigin,
     NodeOrigin,
     Unsupported,
+    lifted_dtype,
 )
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
@@ -166,9 +167,9 @@ class MockWriter:
             segment = self.tape.segments[origin.segment]
             return f"g{origin.segment}[{segment.output_index(origin.node)}]"
         if isinstance(origin, LiftedOrigin):
-            value = origin.sym.value  # a float stays float64, as in Python
-            dtype = ", dtype=torch.float64" if isinstance(value, float) else ""
-            return f"torch.tensor({origin.sym.expr()}{dtype})"
+            dtype = lifted_dtype(origin.sym.value)  # as lifted_tensor made it at record time
+            keyword = f", dtype={literal(dtype)}" if dtype is not None else ""
+            return f"torch.tensor({origin.sym.expr()}{keyword})"
         if isinstance(origin, CalloutOrigin):
             callout = self.tape.callouts[origin.index]
             if isinstance(callout.result, torch.Tensor):

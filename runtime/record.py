@@ -139,10 +139,10 @@ def build_record(
     # A varying number the program used without the monitor following it (read by a
     # loop, a library call...) was baked in as it was: guard its value after all.
     run.symbolic_sources &= run.symbolic_taken
-    if run.reads_after_write:
+    if run.not_recordable:
         raise RecordError(
             None,
-            run.reads_after_write[0] + "; such calls are monitored each time",
+            run.not_recordable[0] + "; such calls are monitored each time",
             transient=True,
         )
     if getattr(run, "callout_failed", False):

@@ -45,6 +45,7 @@ from fullgraph.runtime.sources import (
     AttrSource,
     ContainsSource,
     GlobalHooksSource,
+    HasAttrSource,
     HooksSource,
     ItemSource,
     KeysSource,
@@ -113,9 +114,10 @@ class MonitorRun(CallHandling, IterationTracking):
         self.written: set[tuple[int, Any]] = set()
         self.written_cells: set[int] = set()
         self.written_containers: set[int] = set()
-        # Why the run read an external container after changing it with a call whose
-        # effect on its items the monitor doesn't follow (such a run is not recorded).
-        self.reads_after_write: list[str] = []
+        # Why this run's state can't become a record (a container read after a call
+        # changed it wholesale, a read through state a replayed call changed): the
+        # next call is monitored again.
+        self.not_recordable: list[str] = []
         self.mutations: list[Mutation] = []
         self.globals_consts: dict[int, tuple[str, dict]] = {}
         self.iterators: dict[int, _IteratorState] = {}
@@ -221,7 +223,7 @@ class MonitorRun(CallHandling, IterationTracking):
             # The value now comes from state the call changed (lr after
             # scheduler.step(), .training after model.train()): a guard at entry can't
             # vouch for it, and a replay that found it changed could not undo the call.
-            self.reads_after_write.append(
+            self.not_recordable.append(
                 f"{source.expr()} read after {changed_by} changed training state"
             )
         if source in self.reads:
@@ -292,7 +294,7 @@ class MonitorRun(CallHandling, IterationTracking):
             return False
         source = self.source_of(container)
         if source is not None:
-            self.reads_after_write.append(f"{source.expr()} read after a call changed it")
+            self.not_recordable.append(f"{source.expr()} read after a call changed it")
         return True
 
     def read_item(self, container: Any, key: Any, value: Any) -> None:
@@ -329,8 +331,6 @@ class MonitorRun(CallHandling, IterationTracking):
             or isinstance(owner, torch.Tensor)
         ):
             return
-        from fullgraph.runtime.sources import HasAttrSource
-
         self.read(HasAttrSource(source, name), False)
 
     def read_membership(self, container: Any, item: Any, result: Any) -> None:
@@ -608,11 +608,10 @@ class MonitorRun(CallHandling, IterationTracking):
             self.size_reads += 1  # how many outputs depends on a size
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
             return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
-        if autograd_calls.is_autograd_torch_function(func) or autograd_calls.is_grad_read(
-            func, args
-        ):
+        grad_read = autograd_calls.is_grad_read(func, args)
+        if grad_read or autograd_calls.is_autograd_torch_function(func):
             # backward() reached from library code, or a gradient read: replayed in order.
-            effectful = not autograd_calls.is_grad_read(func, args)
+            effectful = not grad_read
             index = len(self.tape.callouts)
             if index in self.injected:
                 result = self.injected.pop(index)
