@@ -82,10 +82,16 @@ class CheckRun:
         ]
         breaks: dict[tuple[str, str, int, int], Diagnostic] = {}
         for result in self.results:
-            for brk in (result.report or {}).get("breaks", []):
+            report = result.report or {}
+            # A data check does not split the graph: information, not a warning.
+            found = [(brk, "warning") for brk in report.get("breaks", [])]
+            found += [(check, "information") for check in report.get("data_checks", [])]
+            for brk, severity in found:
+                if severity == "information" and severity not in shown:
+                    continue
                 key = (brk["code"], brk["file"], brk["line"], brk["column"])
                 if key not in breaks:
-                    breaks[key] = self._from_break(brk)
+                    breaks[key] = self._from_break(brk, severity)
                 if result.entry not in breaks[key].entries:
                     breaks[key].entries.append(result.entry)
         diagnostics.extend(breaks.values())
@@ -110,7 +116,7 @@ class CheckRun:
         )
 
     @staticmethod
-    def _from_break(brk: dict[str, Any]) -> Diagnostic:
+    def _from_break(brk: dict[str, Any], severity: str = "warning") -> Diagnostic:
         return Diagnostic(
             path=Path(brk["file"]),
             line=brk["line"],
@@ -119,7 +125,7 @@ class CheckRun:
             end_column=brk.get("end_column", brk["column"]),
             code=brk["code"],
             message=brk["message"],
-            severity="warning",
+            severity=severity,
             origin="runtime",
             category=brk.get("category"),
             hint=brk.get("hint", ""),
@@ -135,7 +141,7 @@ class CheckRun:
 
     def summary(self) -> dict[str, Any]:
         diagnostics = self.diagnostics()
-        breaks = [d for d in diagnostics if d.origin == "runtime"]
+        breaks = [d for d in diagnostics if d.origin == "runtime" and d.severity != "information"]
         static = [d for d in diagnostics if d.origin == "static"]
         return {
             "entrypoints": len(self.results),

@@ -54,7 +54,10 @@ TENSOR_VALUE_READ = _category(
     "Python reads a tensor's data",
     "`.item()`, `bool(t)`, `int(t)`, `.tolist()` or `.numpy()` moves tensor data into "
     "Python. Data changes between batches, so the value cannot be baked into the "
-    "graph: the graph is split here and the value is guarded on.",
+    "graph: the graph is split here and the value is guarded on. When the tensor "
+    "comes from the call's inputs through a few pure ops (`mask.all()`), the read "
+    "runs as a data check in front of the graph instead: no split, reported under "
+    "`data_checks` as information, and still one record per outcome.",
     "Keep the value a tensor: replace `if t.item() > 0:` with `torch.where`, "
     "and Python arithmetic on `.item()` with tensor arithmetic.",
     example="def forward(self, x):\n    h = self.fc(x)\n    if h.mean().item() > 0:  # FG202\n        h = h * 2\n    return h",

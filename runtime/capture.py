@@ -23,6 +23,7 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
+from fullgraph.runtime.data_checks import DataCheck, drop_unused, plan_check, storage_key
 from fullgraph.runtime.shapes import ShapeTracker
 from fullgraph.runtime.sizes import (
     CalloutResultSource,
@@ -166,6 +167,9 @@ class Segment:
     size_nodes: dict[str, torch.fx.Node] = dataclasses.field(default_factory=dict)  # by expression
     # Graphs the segment's nodes call through ``get_attr`` (the branches of a torch.cond).
     submodules: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
+    # Storages the segment's ops have updated in place so far (None: one without a storage).
+    updated_storages: set = dataclasses.field(default_factory=set)
+    data_checks: list[DataCheck] = dataclasses.field(default_factory=list)  # hoisted in front
 
     def output_index(self, node: torch.fx.Node) -> int:
         if node not in self.outputs:
@@ -184,12 +188,20 @@ class Callout:
     kwargs: dict
     result: Any
     category: breaks.BreakCategory
-    segment_before: int  # the segment that ends at this callout
+    segment_before: int  # the last segment that runs before this callout (-1: none)
     effectful: bool  # replaying it has an effect outside the program (print, I/O)
     location: Any = None  # breaks.GraphBreak, filled by the monitor
     guard_result: bool = True  # the rest of the run depends on the exact returned value
     conditions: list = dataclasses.field(default_factory=list)  # symbolic.Condition after it
     arg_syms: dict = dataclasses.field(default_factory=dict)  # position -> Sym
+    # Set when the read runs in front of the segment it was made in (no split there):
+    # the check graph recomputing the tensors it reads, or None when they existed already.
+    hoisted: bool = False
+    check: DataCheck | None = None
+
+    @property
+    def splits_graph(self) -> bool:
+        return not self.hoisted
 
 
 class Unsupported(Exception):
@@ -365,6 +377,7 @@ class GraphTape:
         node_args, node_kwargs = tree_unflatten(mapped, spec)
         for tensor in mutated:
             self._note_mutation(segment, tensor)
+        segment.updated_storages.update(storage_key(tensor) for tensor in mutated)
         node = self._emit(segment.graph, func, node_args, node_kwargs)
         name = _target_name(func)
         segment.op_count += 1
@@ -481,11 +494,15 @@ class GraphTape:
                 "between graphs",
             )
         flat, _ = tree_flatten((args, kwargs))
-        for value in flat:  # tensors the callout reads must be outputs of earlier graphs
-            if isinstance(value, torch.Tensor):
-                origin = self.origin_of(value)
-                if isinstance(origin, NodeOrigin):
-                    self.segments[origin.segment].output_index(origin.node)
+        tensors = [value for value in flat if isinstance(value, torch.Tensor)]
+        hoisted, check = False, None
+        if category is breaks.TENSOR_VALUE_READ and not effectful:
+            hoisted, check = self._hoist(tensors)
+        for value in tensors:  # tensors the callout reads must be outputs of earlier graphs
+            origin = self.origin_of(value)
+            recomputed = hoisted and check is not None and id(value) in check.positions
+            if isinstance(origin, NodeOrigin) and not recomputed:
+                self.segments[origin.segment].output_index(origin.node)
         callout = Callout(
             index=len(self.callouts),
             function=function,
@@ -494,10 +511,12 @@ class GraphTape:
             kwargs=kwargs,
             result=result,
             category=category,
-            segment_before=self.current.index,
+            segment_before=self.current.index - 1 if hoisted else self.current.index,
             effectful=effectful,
             location=self.locate(function_name=name, category=category),
             guard_result=guard_result,
+            hoisted=hoisted,
+            check=check,
         )
         self.callouts.append(callout)
         self.keepalive.append((args, kwargs, result))
@@ -506,8 +525,26 @@ class GraphTape:
             if isinstance(value, torch.Tensor):
                 self.producer[id(value)] = CalloutOrigin(callout.index, (position,))
                 self.keepalive.append(value)
-        self.segments.append(Segment(len(self.segments)))
+        if not hoisted:
+            self.segments.append(Segment(len(self.segments)))
         return callout
+
+    def _hoist(self, tensors: list[torch.Tensor]) -> tuple[bool, DataCheck | None]:
+        """Whether a value read of ``tensors`` may run in front of the current segment
+        (see data_checks), and the check graph it then reads from (None: not needed)."""
+        segment = self.current
+        made_here = []
+        for tensor in tensors:
+            origin = self.origin_of(tensor)
+            if isinstance(origin, NodeOrigin) and origin.segment == segment.index:
+                made_here.append(tensor)
+        if not made_here:
+            return True, None
+        check = plan_check(segment, made_here)
+        if check is None:
+            return False, None
+        segment.data_checks.append(check)
+        return True, check
 
     def use_for_output(self, tensor: torch.Tensor) -> Origin:
         """Origin of a tensor the mock needs (return value, stored state)."""
@@ -525,6 +562,8 @@ class GraphTape:
                 segment.graph.call_function(set_grad_enabled_op(), (self.entry_grad_mode,))
             self._clone_mutated_inputs(segment)
             segment.graph.output(tuple(segment.outputs))
+            for check in reversed(segment.data_checks):  # their slices, if nothing else uses them
+                segment.op_count -= drop_unused(segment, check)
 
     def _clone_mutated_inputs(self, segment: Segment) -> None:
         origins = dict(segment.placeholders)

@@ -233,7 +233,10 @@ def make_report(fn, run: MonitorRun, error: BaseException | None) -> Report:
         report.status = "user_exception"
         report.error = user_error(error)
     report.breaks = dedupe_breaks(
-        [c.location for c in run.tape.callouts if c.location] + run.unsupported
+        [c.location for c in run.tape.callouts if c.location and c.splits_graph] + run.unsupported
+    )
+    report.data_checks = dedupe_breaks(
+        [c.location for c in run.tape.callouts if c.location and c.hoisted]
     )
     return report
 

@@ -31,6 +31,7 @@ from fullgraph.runtime.capture import (
     lifted_dtype,
 )
 from fullgraph.runtime.codegen import Namespace, is_literal, literal
+from fullgraph.runtime.data_checks import draws_random
 from fullgraph.runtime.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
 from fullgraph.runtime.sizes import SizeInt, holds_size
 from fullgraph.runtime.sources import Source
@@ -152,6 +153,8 @@ class MockWriter:
             make_dataclass_instance=make_dataclass_instance,
             make_plain_object=make_plain_object,
             leaves=leaves,
+            rng_state=rng_state,
+            restore_rng=restore_rng,
         )
 
     # -- values ----------------------------------------------------------------
@@ -340,14 +343,15 @@ def generate_mock(
         returned = tail.settled(tail.value(result))
     tape.finish()
 
-    # 2. The body: segments and callouts in program order.
-    last_midguard = max((c.index for c in tape.callouts if _needs_midguard(c)), default=-1)
-    reusable, reason = True, None
-    held_back: list[str] = []
-    effect_before_midguard = False
-    effect_before_last_callout = False
-    last_callout = len(tape.callouts) - 1
-    effect_callout_before_midguard = False
+    # 2. The body: segments and callouts in program order (a data check hoisted in
+    #    front of its segment comes after the segment before it).
+    callouts = _Body(writer, tape)
+    if _draws_before_midguard(tape, callouts.last_midguard):
+        # A replay that misses after a graph drew random numbers hands back the
+        # generator as it found it: the monitoring run that follows draws them again.
+        writer.lines.append("rng = rng_state()  # restored if a mid-guard misses")
+        callouts.miss = "return restore_rng(rng)"
+    callouts.callouts_after(-1)
     for segment in tape.segments:
         if segment.op_count or segment.outputs:
             args = ", ".join(writer.origin_expr(origin) for _, origin in segment.placeholders)
@@ -358,52 +362,19 @@ def generate_mock(
                 writer.lines.append(
                     f"write_back({writer.origin_expr(origin)}, g{segment.index}[{index}])"
                 )
-            if segment.mutates_external and segment.index <= _segment_of(tape, last_midguard):
-                effect_before_midguard = True
-            if segment.mutates_external and segment.index <= _segment_of(tape, last_callout):
-                effect_before_last_callout = True
-        callout = next((c for c in tape.callouts if c.segment_before == segment.index), None)
-        if callout is None:
-            continue
-        fn = writer.ns.name_for(callout.function)
-        values = list(callout.args) + list(callout.kwargs.values())
-        rendered = [
-            callout.arg_syms[i].expr() if i in callout.arg_syms else writer.value(v)
-            for i, v in enumerate(values)
-        ]
-        call_args = rendered[: len(callout.args)]
-        call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args) :])]
-        where = callout.location
-        comment = f"# {callout.category.code} {callout.function_name}"
-        if where is not None:
-            comment += f" at {where.file.rsplit('/', 1)[-1]}:{where.line}"
-        call = f"{fn}({', '.join(call_args)})"
-        # Output-only effects (print, logging) may wait for the mid-guards; an effect
-        # later code depends on (backward() before reading .grad) may not.
-        deferrable = (
-            callout.effectful
-            and callout.result is None
-            and callout.category is breaks.PYTHON_SIDE_EFFECT
-        )
-        if deferrable and callout.index < last_midguard:
-            held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
-            continue
-        if callout.effectful and callout.index <= last_midguard:
-            # A miss at a later mid-guard must not repeat this effect: the
-            # monitoring run that follows is handed its result (see Missed).
-            effect_callout_before_midguard = True
-        if callout.index <= last_midguard:  # a missed replay of another record may have made it
-            call = f"R[{callout.index}] if {callout.index} in R else {call}"
-        writer.lines.append(f"c{callout.index} = made[{callout.index}] = {call}  {comment}")
-        if callout.guard_result:
-            writer.lines.append(f"if not ({_midguard(callout, writer.ns, tape)}):  # mid-guard")
-            writer.lines.append("    return MISS")
-        for condition in callout.conditions:
-            writer.lines.append(f"if not ({condition.source(literal)}):  # mid-guard (symbolic)")
-            writer.lines.append("    return MISS")
-        if callout.index == last_midguard:
-            writer.lines.extend(held_back)
-            held_back = []
+            if segment.mutates_external and segment.index <= _segment_of(
+                tape, callouts.last_midguard
+            ):
+                callouts.effect_before_midguard = True
+            if segment.mutates_external and segment.index <= _segment_of(
+                tape, callouts.last_callout
+            ):
+                callouts.effect_before_last_callout = True
+        callouts.callouts_after(segment.index)
+    effect_before_midguard = callouts.effect_before_midguard
+    effect_before_last_callout = callouts.effect_before_last_callout
+    effect_callout_before_midguard = callouts.effect_callout_before_midguard
+    reusable, reason = True, None
     if effect_before_midguard:
         reusable = False
         reason = (
@@ -427,6 +398,104 @@ def generate_mock(
         rerun_safe=not effect_before_last_callout,
         resume_on_miss=effect_callout_before_midguard,
     )
+
+
+class _Body:
+    """Writes the callouts of the mock's body, with their mid-guards, in program order."""
+
+    def __init__(self, writer: MockWriter, tape: GraphTape):
+        self.writer = writer
+        self.tape = tape
+        self.last_midguard = max((c.index for c in tape.callouts if _needs_midguard(c)), default=-1)
+        self.last_callout = len(tape.callouts) - 1
+        self.held_back: list[str] = []
+        self.effect_before_midguard = False
+        self.effect_before_last_callout = False
+        self.effect_callout_before_midguard = False
+        self.miss = "return MISS"
+
+    def callouts_after(self, segment_index: int) -> None:
+        for callout in self.tape.callouts:
+            if callout.segment_before == segment_index:
+                self.callout(callout)
+
+    def callout(self, callout) -> None:
+        writer, tape = self.writer, self.tape
+        fn = writer.ns.name_for(callout.function)
+        values = list(callout.args) + list(callout.kwargs.values())
+        overrides = {}
+        if callout.check is not None:
+            check = callout.check
+            inputs = ", ".join(writer.origin_expr(origin) for _, origin in check.placeholders)
+            writer.lines.append(
+                f"h{callout.index} = check{callout.index}({inputs})  "
+                f"# {check.op_count} ops, the data the next read takes"
+            )
+            overrides = {key: f"h{callout.index}[{i}]" for key, i in check.positions.items()}
+        rendered = [
+            callout.arg_syms[i].expr()
+            if i in callout.arg_syms
+            else overrides.get(id(v)) or writer.value(v)
+            for i, v in enumerate(values)
+        ]
+        call_args = rendered[: len(callout.args)]
+        call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args) :])]
+        where = callout.location
+        comment = f"# {callout.category.code} {callout.function_name}"
+        if where is not None:
+            comment += f" at {where.file.rsplit('/', 1)[-1]}:{where.line}"
+        if callout.hoisted:
+            comment += " (a data check in front of the graph)"
+        call = f"{fn}({', '.join(call_args)})"
+        # Output-only effects (print, logging) may wait for the mid-guards; an effect
+        # later code depends on (backward() before reading .grad) may not.
+        deferrable = (
+            callout.effectful
+            and callout.result is None
+            and callout.category is breaks.PYTHON_SIDE_EFFECT
+        )
+        if deferrable and callout.index < self.last_midguard:
+            self.held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
+            return
+        if callout.effectful and callout.index <= self.last_midguard:
+            # A miss at a later mid-guard must not repeat this effect: the
+            # monitoring run that follows is handed its result (see Missed).
+            self.effect_callout_before_midguard = True
+        if (
+            callout.index <= self.last_midguard
+        ):  # a missed replay of another record may have made it
+            call = f"R[{callout.index}] if {callout.index} in R else {call}"
+        writer.lines.append(f"c{callout.index} = made[{callout.index}] = {call}  {comment}")
+        if callout.guard_result:
+            writer.lines.append(f"if not ({_midguard(callout, writer.ns, tape)}):  # mid-guard")
+            writer.lines.append(f"    {self.miss}")
+        for condition in callout.conditions:
+            writer.lines.append(f"if not ({condition.source(literal)}):  # mid-guard (symbolic)")
+            writer.lines.append(f"    {self.miss}")
+        if callout.index == self.last_midguard:
+            writer.lines.extend(self.held_back)
+            self.held_back = []
+
+
+def _draws_before_midguard(tape: GraphTape, last_midguard: int) -> bool:
+    last = _segment_of(tape, last_midguard)
+    return any(
+        draws_random(node) for segment in tape.segments[: last + 1] for node in segment.graph.nodes
+    )
+
+
+def rng_state() -> tuple:
+    """torch's generator states (CPU, and each CUDA device once CUDA is in use)."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def restore_rng(state: tuple) -> Missed:
+    cpu, cuda = state
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+    return MISS
 
 
 def _is_literal_text(expr: str) -> bool:

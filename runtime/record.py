@@ -21,6 +21,7 @@ from fullgraph.runtime.backends import Backend
 from fullgraph.runtime.calls import REPLAYABLE_LIBRARIES
 from fullgraph.runtime.capture import ExternalOrigin, Unsupported
 from fullgraph.runtime.codegen import Namespace, compile_source
+from fullgraph.runtime.data_checks import check_module
 from fullgraph.runtime.guard_helpers import storages_apart
 from fullgraph.runtime.guards import generate_guard
 from fullgraph.runtime.mock import MISS, Symbols, generate_mock
@@ -53,11 +54,16 @@ class Record:
     rerun_safe: bool = True  # a callout raising in the mock can be re-run eagerly
     resume_on_miss: bool = False  # on a mid-guard miss, monitor next with the callouts' results
     callout_names: list = dataclasses.field(default_factory=list)
+    # Value reads run in front of their graph (data_checks): no split, a mid-guard each.
+    data_checks: list[breaks.GraphBreak] = dataclasses.field(default_factory=list)
+    check_graphs: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
     hits: int = 0
 
     @property
     def graph_code(self) -> str:
-        return "\n\n".join(f"# graph{i}\n{gm.code.strip()}" for i, gm in enumerate(self.graphs))
+        parts = [f"# {name}\n{gm.code.strip()}" for name, gm in self.check_graphs.items()]
+        parts += [f"# graph{i}\n{gm.code.strip()}" for i, gm in enumerate(self.graphs)]
+        return "\n\n".join(parts)
 
     def replay(
         self,
@@ -196,6 +202,12 @@ def build_record(
                 backend(gm, examples) if backend else gm.forward
             )
     namespace.update(compiled_graphs)
+    check_graphs = {
+        f"check{c.index}": check_module(c.check, c.index)
+        for c in run.tape.callouts
+        if c.check is not None
+    }
+    namespace.update({name: gm.forward for name, gm in check_graphs.items()})  # eager: tiny
     guard_fn = compile_source(
         guard.source, guard.namespace, "guard", f"<fullgraph guard {record_id}>"
     )
@@ -209,7 +221,9 @@ def build_record(
         check_count=guard.check_count,
         reusable=mock.reusable,
         not_reusable_reason=mock.not_reusable_reason,
-        breaks=[c.location for c in run.tape.callouts if c.location is not None],
+        breaks=[c.location for c in run.tape.callouts if c.location is not None and c.splits_graph],
+        data_checks=[c.location for c in run.tape.callouts if c.location is not None and c.hoisted],
+        check_graphs=check_graphs,
         side_effects=[m.describe() for m in run.mutations],
         guard_namespace=guard.namespace,
         mock_namespace=dict(ns.values),

@@ -28,6 +28,8 @@ class Report:
     error: dict | None = None
     graphs: list[dict] = dataclasses.field(default_factory=list)
     breaks: list[breaks_module.GraphBreak] = dataclasses.field(default_factory=list)
+    # Value reads that run as checks in front of the graph instead of splitting it.
+    data_checks: list[breaks_module.GraphBreak] = dataclasses.field(default_factory=list)
     guards: list[dict] = dataclasses.field(default_factory=list)
     mocks: list[dict] = dataclasses.field(default_factory=list)
     side_effects: list[dict] = dataclasses.field(default_factory=list)
@@ -59,6 +61,7 @@ class Report:
             "break_count": self.break_count,
             "graphs": self.graphs,
             "breaks": [b.to_json() for b in self.breaks],
+            "data_checks": [data_check_json(b) for b in self.data_checks],
             "guards": self.guards,
             "mocks": self.mocks,
             "side_effects": self.side_effects,
@@ -78,6 +81,11 @@ class Report:
                 f"{b.category.title}: {b.function}"
             )
             lines.append(f"      hint: {b.category.hint}")
+        for b in self.data_checks:
+            lines.append(
+                f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} data check in front "
+                f"of the graph (no split): {b.function}"
+            )
         for note in self.notes:
             lines.append(f"note: {note}")
         for graph in self.graphs:
@@ -97,6 +105,22 @@ class Report:
                 "\nside effects replayed: " + "; ".join(s["description"] for s in self.side_effects)
             )
         return "\n".join(lines)
+
+
+DATA_CHECK_EXPLANATION = (
+    "The read's tensor is computed from the call's inputs by a few pure ops, so it runs "
+    "in front of the graph (a small check graph recomputes the tensor) and the graph is "
+    "not split. The record still applies only while the read gives the same value: "
+    "another value means another record."
+)
+
+
+def data_check_json(check: breaks_module.GraphBreak) -> dict[str, Any]:
+    """A value read hoisted in front of the graph, in the same shape as a break."""
+    data = check.to_json()
+    data["message"] = f"Checked in front of the graph (no split): {check.function}"
+    data["explanation"] = DATA_CHECK_EXPLANATION
+    return data
 
 
 def describe_function(fn: Any) -> tuple[str, str, int]:

@@ -143,6 +143,11 @@ def test_explain_reports_expected_graphs_and_breaks(name):
     assert reported == expected, (
         f"breaks in {path}: reported {sorted(reported)}, marked {sorted(expected)}"
     )
+    checked = {(c["line"], c["code"]) for c in report.to_json()["data_checks"]}
+    marked = {(c.line, c.code) for c in loader.expected_breaks(name, "CHECK")}
+    assert checked == marked, (
+        f"data checks in {path}: reported {sorted(checked)}, marked {sorted(marked)}"
+    )
     assert report.graph_count == program.EXPECTED_GRAPHS
 
 

@@ -19,8 +19,15 @@ import torch
 from programs import loader
 
 NAMES = loader.program_names()
-BREAKING = [name for name in NAMES if loader.expected_breaks(name)]
-BREAKLESS = [name for name in NAMES if not loader.expected_breaks(name)]
+
+
+def _marked(name: str) -> list:
+    """Where the program reads tensor data into Python: graph breaks and data checks."""
+    return loader.expected_breaks(name) + loader.expected_breaks(name, "CHECK")
+
+
+BREAKING = [name for name in NAMES if _marked(name)]
+BREAKLESS = [name for name in NAMES if not _marked(name)]
 SEEDS = (0, 1, 2)
 
 # What TorchDynamo (torch 2.13, default config, `torch._dynamo.explain`) does
@@ -120,7 +127,7 @@ def test_break_markers_are_sound(name):
     code_lines = {
         node.lineno for node in ast.walk(ast.parse(path.read_text())) if hasattr(node, "lineno")
     }
-    for expected in loader.expected_breaks(name):
+    for expected in _marked(name):
         assert expected.file == str(path)
         assert expected.code in loader.MARKER_CODES, expected
         assert 1 <= expected.line <= len(source_lines)
@@ -132,11 +139,19 @@ def test_break_markers_are_sound(name):
 
 def test_markers_are_found_only_in_comments(tmp_path, monkeypatch):
     fake = tmp_path / "fake_program.py"
-    fake.write_text('x = "# BREAK: FG201"\nprint(x)  # BREAK: FG201, FG202\n')
+    fake.write_text(
+        'x = "# BREAK: FG201"\nprint(x)  # BREAK: FG201, FG202\n'
+        "y = int(x)  # BREAK: FG202; CHECK: FG202\nz = bool(x)  # CHECK: FG202\n"
+    )
     monkeypatch.setattr(loader, "PROGRAMS_DIR", tmp_path)
     assert loader.expected_breaks("fake_program") == [
         loader.ExpectedBreak(str(fake), 2, "FG201"),
         loader.ExpectedBreak(str(fake), 2, "FG202"),
+        loader.ExpectedBreak(str(fake), 3, "FG202"),
+    ]
+    assert loader.expected_breaks("fake_program", "CHECK") == [
+        loader.ExpectedBreak(str(fake), 3, "FG202"),
+        loader.ExpectedBreak(str(fake), 4, "FG202"),
     ]
 
 
@@ -172,11 +187,7 @@ def test_dynamo_on_breakless_program(name, record_property):
 @needs_dynamo_version
 @pytest.mark.parametrize(
     "name",
-    [
-        name
-        for name in BREAKING
-        if {b.code for b in loader.expected_breaks(name)} & {"FG201", "FG202", "FG203"}
-    ],
+    [name for name in BREAKING if {b.code for b in _marked(name)} & {"FG201", "FG202", "FG203"}],
 )
 def test_dynamo_also_breaks_where_python_must_run(name):
     explained = _dynamo_explain(name)

@@ -1,7 +1,9 @@
 """Runtime analysis of the bundled examples through the CLI: reports, locations, schema.
 
 Each example has one typical graph break at a known line; ``fullgraph check``
-must report it at that line (1-based column in text, 0-based in JSON), every
+must report it at that line (1-based column in text, 0-based in JSON); reads of
+the input's data that run as a check in front of the graph are reported at
+their line as data checks, not breaks, and the graph stays whole; every
 report must validate against ``lsp_server/report_schema.json``, and SARIF must
 carry the same location plus the user call stack.
 """
@@ -19,6 +21,9 @@ EXAMPLES = REPO / "examples"
 EXPECTED_BREAKS = {
     "examples.print_in_forward:entry": ("print_in_forward.py", "print(", "FG201"),
     "examples.tensor_if:entry": ("tensor_if.py", "h.mean() > 0", "FG202"),
+}
+# entrypoint -> (file, text at the read, code): the input's data read in front of the graph
+EXPECTED_DATA_CHECKS = {
     "examples.assert_on_data:entry": ("assert_on_data.py", "assert torch.isfinite", "FG202"),
     "examples.item_read:entry": ("item_read.py", "x.abs().max().item()", "FG202"),
 }
@@ -67,10 +72,27 @@ def test_break_is_reported_at_its_source_line(check_json, entry):
     assert diagnostic["origin"] == "runtime"
 
 
+@pytest.mark.parametrize("entry", sorted(EXPECTED_DATA_CHECKS))
+def test_data_check_is_reported_at_its_source_line_without_a_split(check_json, entry):
+    filename, needle, code = EXPECTED_DATA_CHECKS[entry]
+    (result,) = [r for r in check_json["entrypoints"] if r["entry"] == entry]
+    report = result["report"]
+    assert report["graph_count"] == 1 and report["breaks"] == []
+    line, _ = line_of(EXAMPLES / filename, needle)
+    checks = [(c["code"], c["file"], c["line"]) for c in report["data_checks"]]
+    assert checks == [(code, str(EXAMPLES / filename), line)]
+    # Not a graph break: no warning by default (information, shown with --severity).
+    assert not [
+        d
+        for d in check_json["diagnostics"]
+        if (d["path"], d["line"]) == (str(EXAMPLES / filename), line)
+    ]
+
+
 def test_summary_counts_breaks_by_category(check_json):
     summary = check_json["summary"]
-    assert summary["breaks"] == 4
-    assert summary["breaks_by_category"] == {"python-side-effect": 1, "tensor-value-read": 3}
+    assert summary["breaks"] == 2
+    assert summary["breaks_by_category"] == {"python-side-effect": 1, "tensor-value-read": 1}
     assert summary["failed"] == 0
 
 
@@ -80,7 +102,7 @@ def test_text_and_sarif_locations():
     line, column = line_of(EXAMPLES / "print_in_forward.py", "print(")
     assert f"examples/print_in_forward.py:{line}:{column + 1}: FG201 " in text.stdout
     assert "examples.clean_mlp:entry: 1 graph, 0 breaks" in text.stdout
-    assert "Found 4 graph breaks (python-side-effect: 1, tensor-value-read: 3)" in text.stdout
+    assert "Found 2 graph breaks (python-side-effect: 1, tensor-value-read: 1)" in text.stdout
 
     sarif = json.loads(
         run_cli("check", "examples", "--no-static", "--sarif", cwd=REPO, timeout=400).stdout

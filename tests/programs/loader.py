@@ -31,8 +31,14 @@ MARKER_CODES = frozenset({"FG201", "FG202", "FG203", "FG204"})
 
 _NOT_PROGRAMS = frozenset({"__init__", "loader"})
 _MODULE_PREFIX = "fullgraph_corpus."
-# A marker is a comment of its own: "# BREAK: FG201" or "# BREAK: FG201, FG202".
-_MARKER = re.compile(r"#\s*BREAK:\s*(?P<codes>[A-Z0-9]+(?:\s*,\s*[A-Z0-9]+)*)\s*$")
+# A marker is a comment of its own: "# BREAK: FG201" or "# BREAK: FG201, FG202"; a
+# value read the runtime checks in front of the graph (no split) is "# CHECK: FG202",
+# and a line with both says "# BREAK: FG202; CHECK: FG202".
+_CODES = r"(?P<codes>[A-Z0-9]+(?:\s*,\s*[A-Z0-9]+)*)"
+_MARKERS = {
+    "BREAK": re.compile(rf"^#\s*BREAK:\s*{_CODES}\s*(?:;\s*CHECK:.*)?$"),
+    "CHECK": re.compile(rf"^#\s*(?:BREAK:[^;]*;\s*)?CHECK:\s*{_CODES}\s*$"),
+}
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -75,8 +81,9 @@ def load_program(name: str) -> ModuleType:
     return module
 
 
-def expected_breaks(name: str) -> list[ExpectedBreak]:
-    """The breaks a program's ``# BREAK:`` markers declare, in line order.
+def expected_breaks(name: str, kind: str = "BREAK") -> list[ExpectedBreak]:
+    """The breaks a program's ``# BREAK:`` markers declare (``kind="CHECK"``: the data
+    checks its ``# CHECK:`` markers declare), in line order.
 
     Comments are found with the tokenizer, so a ``# BREAK:`` inside a string
     is not a marker.
@@ -87,7 +94,7 @@ def expected_breaks(name: str) -> list[ExpectedBreak]:
         for token in tokenize.generate_tokens(source.readline):
             if token.type != tokenize.COMMENT:
                 continue
-            match = _MARKER.search(token.string)
+            match = _MARKERS[kind].search(token.string)
             if match is None:
                 continue
             for code in match["codes"].split(","):

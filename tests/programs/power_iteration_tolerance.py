@@ -15,7 +15,7 @@ class SpectralNormLinear(nn.Module):
         v = F.normalize(x.mean(dim=0), dim=0)
         err = torch.ones(())
         it = 0
-        while it < self.max_iter and err.item() > self.tol:  # BREAK: FG202
+        while it < self.max_iter and err.item() > self.tol:  # BREAK: FG202; CHECK: FG202
             u = F.normalize(W @ v, dim=0)
             v_new = F.normalize(W.t() @ u, dim=0)
             err = (v_new - v).norm()
@@ -35,5 +35,6 @@ def make_inputs(seed: int):
     return (torch.randn(4, 8, generator=g),)
 
 
-# err.item() is read before each of the 3 iterations (the 4th test stops on `it`).
-EXPECTED_GRAPHS = 4
+# err.item() is read before each of the 3 iterations (the 4th test stops on `it`); the
+# first read (of torch.ones) runs in front of the graph, the other two split it.
+EXPECTED_GRAPHS = 3
