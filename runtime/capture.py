@@ -533,6 +533,9 @@ class GraphTape:
         """Whether a value read of ``tensors`` may run in front of the current segment
         (see data_checks), and the check graph it then reads from (None: not needed)."""
         segment = self.current
+        updated = segment.updated_storages
+        if None in updated or any(storage_key(t) in updated for t in tensors):
+            return False, None  # read after the segment updated it: it must wait its turn
         made_here = []
         for tensor in tensors:
             origin = self.origin_of(tensor)

@@ -18,7 +18,7 @@ import torch
 
 from fullgraph.runtime import autograd_calls, breaks, cpython
 from fullgraph.runtime.backends import dynamic_variant, resolve
-from fullgraph.runtime.mock import Missed
+from fullgraph.runtime.mock import Missed, restore_rng, rng_state
 from fullgraph.runtime.monitor import Monitor
 from fullgraph.runtime.record import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, dedupe_breaks, describe_function, user_error
@@ -79,11 +79,14 @@ class CompiledFunction:
             if made and not record.shares_callouts(made_by, max(made) + 1):
                 continue  # its replay would repeat those effects
             made_now: dict = {}
+            rng = rng_state() if record.draws_random else None
             try:
                 result = record.replay(args, kwargs, self.module, root_fn, made, made_now)
             except Exception:
                 if not record.rerun_safe:
                     raise
+                if rng is not None:  # the rerun draws the graph's random numbers again
+                    restore_rng(rng)
                 # A replayed call (e.g. int(t) on NaN) raised.  Run the program itself,
                 # handing it the results of the calls the replay already made (their
                 # effects are done), so it raises at the user's own line, with every

@@ -21,7 +21,7 @@ from fullgraph.runtime.backends import Backend
 from fullgraph.runtime.calls import REPLAYABLE_LIBRARIES
 from fullgraph.runtime.capture import ExternalOrigin, Unsupported
 from fullgraph.runtime.codegen import Namespace, compile_source
-from fullgraph.runtime.data_checks import check_module
+from fullgraph.runtime.data_checks import check_module, draws_random
 from fullgraph.runtime.guard_helpers import storages_apart
 from fullgraph.runtime.guards import generate_guard
 from fullgraph.runtime.mock import MISS, Symbols, generate_mock
@@ -57,6 +57,7 @@ class Record:
     # Value reads run in front of their graph (data_checks): no split, a mid-guard each.
     data_checks: list[breaks.GraphBreak] = dataclasses.field(default_factory=list)
     check_graphs: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
+    draws_random: bool = False  # a graph draws from torch's generator (restored on a rerun)
     hits: int = 0
 
     @property
@@ -224,6 +225,7 @@ def build_record(
         breaks=[c.location for c in run.tape.callouts if c.location is not None and c.splits_graph],
         data_checks=[c.location for c in run.tape.callouts if c.location is not None and c.hoisted],
         check_graphs=check_graphs,
+        draws_random=any(draws_random(n) for gm in graphs for n in gm.graph.nodes),
         side_effects=[m.describe() for m in run.mutations],
         guard_namespace=guard.namespace,
         mock_namespace=dict(ns.values),

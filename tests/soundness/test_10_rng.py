@@ -9,7 +9,7 @@ harness seeds both twins identically before every call and compares
 from __future__ import annotations
 
 import torch
-from harness import Call, Case, Do, Env, backends, calls, load_program, run_case
+from harness import Call, Case, Do, Env, backends, calls, load_program, program_env, run_case
 
 
 def x(env):
@@ -132,3 +132,33 @@ def build_manual_seed_inside():
 @backends(inductor=True)
 def test_manual_seed_inside_function(backend):
     run_case(Case("manual_seed_inside_function", build_manual_seed_inside, calls(3, x)), backend)
+
+
+NOISE_THEN_INT = """
+import torch
+
+def noisy_count(x):
+    noise = torch.rand(3)
+    total = (x * noise).sum()
+    return int(total * 10), noise    # int() of NaN raises ValueError
+"""
+
+
+@backends(inductor=True)
+def test_replay_that_raises_after_drawing_draws_once(backend):
+    # The replay draws in its graph, then int(NaN) raises in the replayed read; the
+    # program is run again to raise at its own line, and must not draw a second time.
+    def finite(env):
+        return (torch.ones(3),)
+
+    def nan(env):
+        return (torch.full((3,), float("nan")),)
+
+    run_case(
+        Case(
+            "noise_then_int_raises",
+            lambda: program_env(NOISE_THEN_INT, "noisy_count"),
+            [*calls(2, finite), Call(nan), *calls(2, finite), Call(nan), Call(finite)],
+        ),
+        backend,
+    )

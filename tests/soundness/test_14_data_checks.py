@@ -360,3 +360,28 @@ def test_grad_mode_changes_around_a_data_check():
         ),
         "eager",
     )
+
+
+TOGGLE_THEN_READ = """
+import torch
+
+def toggle(x, flag):
+    flag.logical_not_()      # updates the very tensor the read takes
+    if flag:
+        return x + 1
+    return x - 1
+"""
+
+
+def test_read_of_an_input_the_segment_updated_waits_for_the_update():
+    def flag(value):
+        return lambda env: (torch.zeros(2), torch.tensor(value))
+
+    run_case(
+        Case(
+            "toggle_then_read",
+            lambda: program_env(TOGGLE_THEN_READ, "toggle"),
+            [*calls(2, flag(True)), *calls(2, flag(False)), *calls(2, flag(True))],
+        ),
+        "eager",
+    )
