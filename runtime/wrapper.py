@@ -30,6 +30,8 @@ _HELPERS = (
     "make_plain_object",
     "leaves",
     "write_back",
+    "rng_state",
+    "restore_rng",
 )
 
 
@@ -61,20 +63,22 @@ def _target_expression(fn: Callable, entrypoint: str | None) -> str:
     )
 
 
-def _graph_class(index, gm: torch.fx.GraphModule) -> tuple[str, set[str]]:
+def _graph_class(index, gm: torch.fx.GraphModule, prefix: str = "Graph") -> tuple[str, set[str]]:
     """The class source of graph ``index`` (and of the subgraphs it calls, such as the
     branches of a torch.cond, as classes named after it), and the globals it needs."""
     parts, names, children = [], set(), []
     for child_name, child in gm.named_children():
-        text, child_globals = _graph_class(f"{index}_{child_name}", child)
+        text, child_globals = _graph_class(f"{index}_{child_name}", child, prefix)
         parts.append(text)
         names |= child_globals
-        children.append(f"        self.{child_name} = Graph{index}_{child_name}()")
-    text, own = _graph_forward(index, gm, children)
+        children.append(f"        self.{child_name} = {prefix}{index}_{child_name}()")
+    text, own = _graph_forward(index, gm, children, prefix)
     return "\n\n".join([*parts, text]), names | own
 
 
-def _graph_forward(index, gm: torch.fx.GraphModule, children: list[str]) -> tuple[str, set[str]]:
+def _graph_forward(
+    index, gm: torch.fx.GraphModule, children: list[str], prefix: str = "Graph"
+) -> tuple[str, set[str]]:
     code = gm.graph.python_code(root_module="self")
     src = code.src.replace("torch.ops.higher_order.cond(", "higher_order_cond(")
     names = {
@@ -93,7 +97,7 @@ def _graph_forward(index, gm: torch.fx.GraphModule, children: list[str]) -> tupl
         init = (
             "    def __init__(self):\n        super().__init__()\n" + "\n".join(children) + "\n\n"
         )
-    return f"class Graph{index}(torch.nn.Module):\n{init}{body}\n", names
+    return f"class {prefix}{index}(torch.nn.Module):\n{init}{body}\n", names
 
 
 def _import_line(name: str, value: Any) -> str:
@@ -105,7 +109,9 @@ def _import_line(name: str, value: Any) -> str:
         return f"{name} = vars(importlib.import_module({value['__name__']!r}))"
     owner = getattr(value, "__objclass__", None)
     if owner is not None:
-        return f"{name} = getattr(resolve({owner.__module__!r}, {owner.__qualname__!r}), {value.__name__!r})"
+        return (
+            f"{name} = resolve({owner.__module__!r}, {owner.__qualname__ + '.' + value.__name__!r})"
+        )
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None)
     if module is None and getattr(value, "__self__", None) is builtins:
@@ -121,7 +127,7 @@ def _render(record: Record, target: str, fn: Callable) -> str:
     constants: dict[str, Any] = {}
     constants.update(record.guard_namespace)
     constants.update(record.mock_namespace)
-    graph_names = {f"graph{i}" for i in range(len(record.graphs))}
+    graph_names = {f"graph{i}" for i in range(len(record.graphs))} | set(record.check_graphs)
     bound_late, import_lines = [], []
     for name, value in constants.items():
         if name in ("torch", "builtins") or name in _HELPERS or name in graph_names:
@@ -137,8 +143,17 @@ def _render(record: Record, target: str, fn: Callable) -> str:
         text, names = _graph_class(index, gm)
         classes.append(text)
         graph_globals |= names
+    # Data checks in front of the graphs: small graphs the mock runs eagerly.
+    checks = []
+    for name, gm in record.check_graphs.items():
+        index = name.removeprefix("check")
+        text, names = _graph_class(index, gm, prefix="Check")
+        classes.append(text)
+        graph_globals |= names
+        checks.append(f"{name} = Check{index}()  # eager: a few ops")
+    every_graph = [*record.graphs, *record.check_graphs.values()]
     for name in sorted(graph_globals):
-        import_lines.append(_graph_global_line(name, record.graphs))
+        import_lines.append(_graph_global_line(name, every_graph))
     used_graphs = [i for i in range(len(record.graphs)) if f"graph{i}(" in record.mock_source]
     late = "\n".join(f"    {name} = {expr}" for name, expr in bound_late)
     late_globals = ", ".join(["M", "F"] + [n for n, _ in bound_late])
@@ -161,6 +176,7 @@ _mock = importlib.import_module("fullgraph.runtime.mock")
 _support = importlib.import_module("fullgraph.runtime.wrapper_support")
 MISS, Missed, leaves, write_back = _mock.MISS, _mock.Missed, _mock.leaves, _mock.write_back
 make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _mock.make_plain_object
+rng_state, restore_rng = _mock.rng_state, _mock.restore_rng
 compile_graph, resolve = _support.compile_graph, _support.resolve
 # torch.cond's operator, recorded (not run) when compile_graph traces a graph class.
 higher_order_cond = _support.higher_order_cond
@@ -176,9 +192,11 @@ TARGET = None
 {graphs_declared}
 _READY = False
 _HELPERS = (MISS, Missed, leaves, write_back, make_dataclass_instance, make_plain_object)  # used by mocks
+_RNG_HELPERS = (rng_state, restore_rng)  # used by mocks whose graphs draw random numbers
 
 
 {chr(10).join(classes)}
+{chr(10).join(checks)}
 
 {record.guard_source}
 

@@ -80,3 +80,60 @@ def test_compile_of_a_missing_function_is_a_config_error():
     missing = run_cli("compile", "examples.clean_mlp:no_such_function", cwd=REPO)
     assert missing.returncode == 2
     assert "expected module 'examples.clean_mlp' to define 'no_such_function'" in missing.stderr
+
+
+DATA_CHECK_PROCESS_CHECK = textwrap.dedent(
+    """
+    import importlib.util, sys
+    import torch
+    sys.path.insert(0, {repo!r})
+    spec = importlib.util.spec_from_file_location("wrapper_under_test", {path!r})
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (name,) = module.__all__
+    compiled = getattr(module, name)
+
+    from examples.assert_on_data import entry
+    fn, args = entry()
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(64, 256)
+            assert torch.allclose(compiled(x), fn(x), rtol=1e-4, atol=1e-5), "finite input"
+        bad = torch.randn(64, 256)
+        bad[3, 7] = float("nan")  # the data check misses: the original raises its own error
+        try:
+            compiled(bad)
+        except AssertionError as error:
+            assert "NaN or inf" in str(error), error
+        else:
+            raise SystemExit("the NaN input passed the data check")
+    print("WRAPPER OK")
+    """
+)
+
+
+@needs_wrapper
+def test_wrapper_runs_the_data_check_in_front_of_its_graph(tmp_path):
+    out = tmp_path / "assert_on_data_compiled.py"
+    completed = run_cli("compile", "examples.assert_on_data:entry", "-o", str(out), cwd=REPO)
+    assert completed.returncode == 0, completed.stderr
+    source = out.read_text()
+    assert "class Check0(torch.nn.Module)" in source and "h0 = check0(" in source
+    check = subprocess.run(
+        [sys.executable, "-c", DATA_CHECK_PROCESS_CHECK.format(repo=str(REPO), path=str(out))],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert check.returncode == 0, check.stderr
+    assert "WRAPPER OK" in check.stdout
+    ruff = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert ruff.returncode == 0, ruff.stdout + ruff.stderr
