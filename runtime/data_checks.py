@@ -91,6 +91,17 @@ _RANDOM_WORDS = (
 )
 
 
+# Python operators as graphs record them (``operator.and_`` for ``a & b``); the in-place
+# ones among them.
+_OPERATORS = frozenset(
+    value for name, value in vars(operator).items() if callable(value) and not name.startswith("_")
+)
+_IN_PLACE_OPERATORS = frozenset(
+    ["iadd", "iand", "iconcat", "ifloordiv", "ilshift", "imatmul", "imod", "imul", "ior"]
+    + ["ipow", "irshift", "isub", "itruediv", "ixor", "setitem", "delitem"]
+)
+
+
 @dataclasses.dataclass
 class DataCheck:
     """The graph a hoisted read runs on: it recomputes the tensors the read takes."""
@@ -130,6 +141,9 @@ def _pure_and_cheap(node: torch.fx.Node) -> bool:
         return False  # get_attr (a torch.cond branch), call_module
     name = op_name(node)
     bare = name.strip("_")
+    if node.op == "call_function" and node.target in _OPERATORS:
+        # ``a & b`` is recorded as operator.and_: its underscore is not an in-place one.
+        return name not in _IN_PLACE_OPERATORS and node.target is not operator.matmul
     if name.endswith("_") and not name.startswith("__"):
         return False  # an in-place method (add_, masked_fill_)
     if name.startswith("__i") and name.endswith("__") or name == "__setitem__":
@@ -138,7 +152,7 @@ def _pure_and_cheap(node: torch.fx.Node) -> bool:
         return False
     if bare in _HEAVY or any(word in bare.lower() for word in _RANDOM_WORDS):
         return False
-    return node.target is not operator.matmul  # x @ w
+    return True
 
 
 def storage_key(tensor: torch.Tensor) -> int | None:
@@ -204,14 +218,18 @@ def drop_unused(segment: Segment, check: DataCheck) -> int:
     (after the segment's output node exists), and inputs left without a use; returns
     how many ops went."""
     dropped = 0
+    present = set(segment.graph.nodes)  # another check may have dropped a shared node
     inputs = set()
     for node in reversed(check.copied):
+        if node not in present:
+            continue
         inputs.update(n for n in node.all_input_nodes if n.op == "placeholder")
         if not node.users:
             segment.graph.erase_node(node)
+            present.discard(node)
             dropped += 1
     for node in inputs:
-        if not node.users:
+        if node in present and not node.users:
             segment.graph.erase_node(node)
             segment.placeholders = [(p, o) for p, o in segment.placeholders if p is not node]
     return dropped

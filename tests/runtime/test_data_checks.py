@@ -136,3 +136,22 @@ def test_editor_shows_data_checks_as_information_only_when_asked():
     (diagnostic,) = verbose.diagnostics()
     assert (diagnostic.severity, diagnostic.line, diagnostic.code) == ("information", 7, "FG202")
     assert verbose.summary()["breaks"] == 0
+
+
+def nested_reads(x, mask):
+    any_set = mask.any()
+    if any_set:  # a read whose slice is part of the next one's
+        if (any_set & mask.all()).item():
+            return x * 3
+        return x * 2
+    return x
+
+
+def test_reads_whose_slices_overlap_share_one_graph():
+    compiled = fr.compile(nested_reads, backend="eager")
+    masks = [torch.tensor([True, True]), torch.tensor([True, False]), torch.tensor([False, False])]
+    for mask in masks + masks:
+        x = torch.randn(2)
+        torch.testing.assert_close(compiled(x, mask), nested_reads(x, mask))
+    assert compiled.stats.monitor_runs == 3 and compiled.stats.hits == 3
+    assert all(len(r.data_checks) >= 1 and len(r.graphs) == 1 for r in compiled.records)
