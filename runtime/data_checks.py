@@ -150,9 +150,7 @@ def _pure_and_cheap(node: torch.fx.Node) -> bool:
         return False  # x += 1, x[i] = v
     if "out" in node.kwargs or node.kwargs.get("inplace") is True:
         return False
-    if bare in _HEAVY or any(word in bare.lower() for word in _RANDOM_WORDS):
-        return False
-    return True
+    return bare not in _HEAVY and not any(word in bare.lower() for word in _RANDOM_WORDS)
 
 
 def storage_key(tensor: torch.Tensor) -> int | None:
