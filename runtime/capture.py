@@ -371,7 +371,9 @@ class GraphTape:
         self._sync_autocast(segment)
         flat, spec = tree_flatten((args, kwargs))
         mapped = [
-            self.node_for(x) if isinstance(x, torch.Tensor) else self._scalar(_legacy_type(x))
+            self.node_for(x)
+            if isinstance(x, torch.Tensor)
+            else _plain_number(self._scalar(_legacy_type(x)))  # lifted by identity first
             for x in flat
         ]
         node_args, node_kwargs = tree_unflatten(mapped, spec)
@@ -601,6 +603,14 @@ def _legacy_type(value: Any) -> Any:
         and (value.__name__.endswith("Tensor") and value is not torch.Tensor)
     ):
         return f"{value.__module__}.{value.__name__}"
+    return value
+
+
+def _plain_number(value: Any) -> Any:
+    """A numpy scalar (``np.prod(x.shape)``) as the Python number torch reads it as: graph
+    code writes constants by their repr, and ``np.int64(6)`` names a module it lacks."""
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return value.item()  # np.int64, np.float64, np.bool_ (scalars have the shape ())
     return value
 
 

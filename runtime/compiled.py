@@ -35,6 +35,10 @@ class Stats:
     fallback_reason: str | None = None
     unrecorded: int = 0  # monitoring runs whose state could not become a record
     unrecorded_reason: str | None = None
+    # Replays that raised and were run again by the program itself (it raises at its own
+    # line, or it did not raise there: then the replay was wrong to, and this counts it).
+    rerun_after_error: int = 0
+    last_replay_error: str | None = None
 
 
 class CompiledFunction:
@@ -82,11 +86,13 @@ class CompiledFunction:
             rng = rng_state() if record.draws_random else None
             try:
                 result = record.replay(args, kwargs, self.module, root_fn, made, made_now)
-            except Exception:
+            except Exception as error:
                 if not record.rerun_safe:
                     raise
                 if rng is not None:  # the rerun draws the graph's random numbers again
                     restore_rng(rng)
+                self.stats.rerun_after_error += 1
+                self.stats.last_replay_error = f"{type(error).__name__}: {error}"[:300]
                 # A replayed call (e.g. int(t) on NaN) raised.  Run the program itself,
                 # handing it the results of the calls the replay already made (their
                 # effects are done), so it raises at the user's own line, with every

@@ -196,6 +196,8 @@ class MockWriter:
             return source.expr()
         if isinstance(value, torch.Size):  # stays a torch.Size (literal() gives a tuple)
             return f"torch.Size({literal(value)})"
+        if _is_numpy_scalar(value):  # np.prod(x.shape): stays an np.int64
+            return f"{self.ns.name_for(type(value))}({literal(value.item())})"
         if is_literal(value) and not isinstance(value, (list, dict, set)):
             return literal(value)
         if isinstance(
@@ -496,6 +498,15 @@ def restore_rng(state: tuple) -> Missed:
     if cuda is not None:
         torch.cuda.set_rng_state_all(cuda)
     return MISS
+
+
+def _is_numpy_scalar(value: Any) -> bool:
+    kind = type(value)
+    return (
+        kind.__module__ == "numpy"
+        and kind.__name__ != "ndarray"
+        and getattr(value, "shape", None) == ()
+    )
 
 
 def _is_literal_text(expr: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import torch
-from harness import Call, Case, Env, backends, run_case
+from harness import Call, Case, Env, backends, calls, program_env, run_case
 
 
 def build_scale():
@@ -177,4 +177,29 @@ def test_int_tensor_floor_div_by_changing_int(backend):
             ],
         ),
         backend,
+    )
+
+
+NUMPY_ON_SHAPES = """
+import numpy as np
+
+def flatten_scaled(x):
+    n = np.prod(x.shape)          # numpy scalars baked into the graph as constants
+    d = np.sqrt(x.shape[-1])
+    return x.reshape(n) / d, n
+"""
+
+
+def test_numpy_on_shapes_replays():
+    def rows(count):
+        return lambda env: (torch.randn(count, 3),)
+
+    run_case(
+        Case(
+            "numpy_on_shapes",
+            lambda: program_env(NUMPY_ON_SHAPES, "flatten_scaled"),
+            [*calls(3, rows(2)), *calls(3, rows(4))],
+            min_hits=4,
+        ),
+        "eager",
     )
