@@ -68,6 +68,10 @@ class CallHandling:
             source = self.source_of(fn)
             self._register_callable(fn, source)
             self.read(AttrSource(source, "func"), fn.func, symbolic=False)
+        if fn is torch.autograd.Variable and _detaching_variable(args, kwargs):
+            # The legacy wrapper is native code the capture can't see: it is t.detach().
+            cpython.replace_stack_item(state.frame, fn_depth, _legacy_variable)
+            return None
         if higher_order.is_cond(fn):
             # Eager torch.cond would compile its branches with Dynamo; capture them instead.
             replacement = functools.partial(higher_order.capture_cond, self)
@@ -378,6 +382,22 @@ class CallHandling:
             callout.arg_syms = arg_syms
 
         return after
+
+
+def _detaching_variable(args: tuple, kwargs: dict) -> bool:
+    """``Variable(t)`` / ``Variable(t, requires_grad=False)``: a detached alias of ``t``."""
+    return (
+        len(args) == 1
+        and isinstance(args[0], torch.Tensor)
+        and set(kwargs) <= {"requires_grad"}  # volatile= warns that it was removed
+        and not kwargs.get("requires_grad", False)
+    )
+
+
+def _legacy_variable(data: torch.Tensor, requires_grad: bool = False):
+    """What ``torch.autograd.Variable(data)`` returns (no grad history, the same storage),
+    as a tensor method the capture records."""
+    return data.detach()
 
 
 def _steps_into(fn: Any, target: Any) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from harness import Call, Case, Do, Env, backends, calls, load_program, run_case
+from harness import Call, Case, Do, Env, backends, calls, load_program, program_env, run_case
 
 
 def batch(env):
@@ -357,4 +357,39 @@ def test_called_under_no_grad_then_with_grad(backend):
             ],
         ),
         backend,
+    )
+
+
+LEGACY_VARIABLE = """
+import torch
+from torch.autograd import Variable
+
+w = torch.nn.Parameter(torch.ones(3))
+
+def step(x):
+    h = x * w
+    frozen = Variable(h * 2)      # the legacy wrapper: no gradient flows through it
+    loss = (h * frozen).sum()
+    loss.backward()
+    return loss, frozen.requires_grad
+"""
+
+
+def test_legacy_variable_cuts_the_gradient():
+    def zero_grad(env):
+        env.ns.w.grad = None
+
+    run_case(
+        Case(
+            "legacy_variable",
+            lambda: program_env(LEGACY_VARIABLE, "step"),
+            [
+                *calls(3, lambda env: (torch.randn(3),)),
+                Do(zero_grad, "w.grad = None"),
+                *calls(2, lambda env: (torch.randn(3),)),
+            ],
+            watch=lambda env: env.ns.w.grad,
+            min_hits=2,
+        ),
+        "eager",
     )
