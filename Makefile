@@ -24,8 +24,14 @@ PYTHON313 ?= $(call find_python,3.13)
 TORCH312 ?= torch==2.11.*
 TORCH313 ?= torch==2.13.*
 LEG_TESTS ?= tests
+# The Python 3.10 leg: the static rules, the CLI and the language server (which
+# support 3.10+; the runtime refuses 3.10) without torch, so no multi-GB
+# download: requirements-py310.txt lists the other dependencies and the project
+# goes in with --no-deps.  The tests that need torch or the runtime skip, saying so.
+PYTHON310 ?= $(call find_python,3.10)
+LEG310_TESTS ?= tests/refactors tests/cli tests/lsp
 
-.PHONY: demo test test-python test-py312 test-py313 test-extension bench venv venv312 venv313 clean soundness gpu-check
+.PHONY: demo test test-python test-py310 test-py312 test-py313 test-extension bench venv venv310 venv312 venv313 clean soundness gpu-check
 
 venv: $(STAMP)
 
@@ -38,10 +44,17 @@ $(STAMP): pyproject.toml requirements-dev.txt
 demo: $(STAMP)
 	$(PY) -m fullgraph.lsp_server.demo
 
-test: test-python test-py312 test-py313 test-extension
+test: test-python test-py310 test-py312 test-py313 test-extension
 
 test-python: $(STAMP)
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+.venv310/.installed: pyproject.toml requirements-py310.txt
+	test -x .venv310/bin/python || $(PYTHON310) -m venv .venv310
+	.venv310/bin/python -m pip install --quiet --upgrade pip
+	.venv310/bin/python -m pip install --quiet -r requirements-py310.txt
+	.venv310/bin/python -m pip install --quiet --no-deps -e .
+	touch $@
 
 .venv312/.installed: pyproject.toml
 	test -x .venv312/bin/python || $(PYTHON312) -m venv .venv312
@@ -57,8 +70,17 @@ test-python: $(STAMP)
 	.venv313/bin/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
+venv310: .venv310/.installed
 venv312: .venv312/.installed
 venv313: .venv313/.installed
+
+ifeq ($(PYTHON310),)
+test-py310:
+	@echo "skipping the Python 3.10 leg: no python3.10 found (set PYTHON310=/path/to/python3.10)"
+else
+test-py310: .venv310/.installed
+	.venv310/bin/python -m pytest -n 2 -q $(LEG310_TESTS) $(PYTEST_ARGS)
+endif
 
 ifeq ($(PYTHON312),)
 test-py312:
@@ -95,7 +117,7 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .venv312 .venv313 .cache build *.egg-info
+	rm -rf $(VENV) .venv310 .venv312 .venv313 .cache build *.egg-info
 
 # The GPU check for the CUDA machine (tests/gpu and the benchmark on a few models);
 # here it says that no CUDA device was found.  Log and report in $(GPU_CHECK_OUT).

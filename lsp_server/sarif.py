@@ -12,6 +12,8 @@ execution notifications.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +47,7 @@ def _rule_entries() -> list[dict[str, Any]]:
         if why:
             entry["help"] = {"text": " ".join(why.split())}
         rules.append(entry)
-    from fullgraph.runtime.breaks import CATEGORIES
-
-    for code, category in sorted(CATEGORIES.items()):
+    for code, category in sorted(_break_categories().items()):
         rules.append(
             {
                 "id": code,
@@ -60,6 +60,32 @@ def _rule_entries() -> list[dict[str, Any]]:
             }
         )
     return rules
+
+
+def _break_categories() -> dict[str, Any]:
+    """The runtime's catalog of break categories, also where the runtime can't be imported.
+
+    The ``fullgraph.runtime`` package imports torch, which the static-only
+    install (Python 3.10, no torch) lacks; ``breaks.py`` itself is plain data,
+    so then it is loaded from its file.
+    """
+    try:
+        from fullgraph.runtime.breaks import CATEGORIES
+    except ImportError:
+        name = "_fullgraph_runtime_breaks"
+        if name not in sys.modules:
+            package = importlib.util.find_spec("fullgraph.runtime")
+            if package is None or not package.submodule_search_locations:
+                return {}
+            path = Path(next(iter(package.submodule_search_locations))) / "breaks.py"
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                return {}
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # dataclasses looks its module up while building
+            spec.loader.exec_module(module)
+        return sys.modules[name].CATEGORIES
+    return CATEGORIES
 
 
 def _artifact(path: Path, root: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 from fullgraph.lsp_server.config import Config, ConfigError
 from fullgraph.lsp_server.entrypoints import parse_entrypoint
@@ -31,6 +31,9 @@ from fullgraph.lsp_server.worker_process import (
     WorkerGone,
     WorkerProcess,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+; this is not imported at run time
 
 STATUSES = ("ok", "user_exception", "timeout", "crashed", "cancelled", "config_error")
 # Starting a worker imports torch; that is not the entrypoint's time.

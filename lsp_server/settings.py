@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import types
 import typing
 from pathlib import Path
@@ -25,7 +26,11 @@ from typing import Any, Literal
 
 import cattrs
 import cattrs.errors
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 Severity = Literal["error", "warning", "information", "hint"]
 Backend = Literal["inductor", "eager"]

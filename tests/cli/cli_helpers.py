@@ -19,7 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import fullgraph.runtime
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -28,12 +27,40 @@ PROJECTS = HERE / "projects"
 ISOLATION = PROJECTS / "isolation"
 SCHEMA_PATH = REPO / "lsp_server" / "report_schema.json"
 
-HAS_EXPLAIN = hasattr(fullgraph.runtime, "explain")
-# The public name arrived before its implementation module; require both.
-HAS_WRAPPER = (
-    hasattr(fullgraph.runtime, "generate_wrapper")
-    and importlib.util.find_spec("fullgraph.runtime.wrapper") is not None
-)
+
+def _runtime_unavailable() -> str | None:
+    """Why the runtime cannot run on this interpreter, or None when it can.
+
+    The static rules, the CLI and the server support Python 3.10+; the runtime
+    needs torch and a CPython whose frames it reads (3.11-3.13).  The 3.10 leg
+    installs no torch.
+    """
+    try:
+        runtime = importlib.import_module("fullgraph.runtime")
+    except ImportError as exc:
+        return (
+            f"the runtime cannot be imported here ({exc}); the static rules and the CLI still run"
+        )
+    try:
+        runtime.check_supported()
+    except runtime.UnsupportedPythonError as exc:
+        return f"the runtime does not run on this interpreter: {exc}"
+    return None
+
+
+RUNTIME_UNAVAILABLE = _runtime_unavailable()
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+if RUNTIME_UNAVAILABLE is None:
+    import fullgraph.runtime
+
+    HAS_EXPLAIN = hasattr(fullgraph.runtime, "explain")
+    # The public name arrived before its implementation module; require both.
+    HAS_WRAPPER = (
+        hasattr(fullgraph.runtime, "generate_wrapper")
+        and importlib.util.find_spec("fullgraph.runtime.wrapper") is not None
+    )
+else:
+    HAS_EXPLAIN = HAS_WRAPPER = False
 
 
 def _has(module: str, name: str) -> bool:
@@ -47,10 +74,16 @@ HAS_LINT = _has("fullgraph.refactors", "lint_source")
 HAS_FIX = _has("fullgraph.refactors", "fix_source")
 
 needs_explain = pytest.mark.skipif(
-    not HAS_EXPLAIN, reason="fullgraph.runtime.explain is not built yet (runtime issue)"
+    not HAS_EXPLAIN,
+    reason=RUNTIME_UNAVAILABLE or "fullgraph.runtime.explain is not built yet (runtime issue)",
 )
 needs_wrapper = pytest.mark.skipif(
-    not HAS_WRAPPER, reason="fullgraph.runtime.generate_wrapper is not built yet (runtime issue)"
+    not HAS_WRAPPER,
+    reason=RUNTIME_UNAVAILABLE
+    or "fullgraph.runtime.generate_wrapper is not built yet (runtime issue)",
+)
+needs_torch = pytest.mark.skipif(
+    not HAS_TORCH, reason="torch is not installed here (the static-only Python 3.10 leg)"
 )
 needs_lint = pytest.mark.skipif(
     not HAS_LINT, reason="fullgraph.refactors.lint_source is not built yet (refactors issue)"

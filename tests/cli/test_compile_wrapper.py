@@ -13,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 
-from cli_helpers import REPO, needs_wrapper, run_cli
+from cli_helpers import REPO, needs_torch, needs_wrapper, run_cli
 
 FRESH_PROCESS_CHECK = textwrap.dedent(
     """
@@ -76,6 +76,7 @@ def test_compile_to_stdout():
     assert "def " in completed.stdout
 
 
+@needs_torch  # the module, examples/clean_mlp.py, imports torch
 def test_compile_of_a_missing_function_is_a_config_error():
     missing = run_cli("compile", "examples.clean_mlp:no_such_function", cwd=REPO)
     assert missing.returncode == 2

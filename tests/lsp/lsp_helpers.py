@@ -26,9 +26,25 @@ def _has(module: str, *names: str) -> bool:
     return all(hasattr(loaded, name) for name in names)
 
 
+def _runtime_unavailable() -> str | None:
+    """Why the runtime cannot run on this interpreter (the static-only 3.10 leg has no torch)."""
+    try:
+        runtime = importlib.import_module("fullgraph.runtime")
+    except ImportError as exc:
+        return f"the runtime cannot be imported here ({exc}); the static rules still run"
+    try:
+        runtime.check_supported()
+    except runtime.UnsupportedPythonError as exc:
+        return f"the runtime does not run on this interpreter: {exc}"
+    return None
+
+
 HAVE_REFACTORS = _has("fullgraph.refactors", "lint_source", "fix_source", "SourceSyntaxError")
-HAVE_RUNTIME = _has("fullgraph.runtime", "explain") and _has(
-    "fullgraph.lsp_server.service", "AnalysisService"
+RUNTIME_UNAVAILABLE = _runtime_unavailable()
+HAVE_RUNTIME = (
+    RUNTIME_UNAVAILABLE is None
+    and _has("fullgraph.runtime", "explain")
+    and _has("fullgraph.lsp_server.service", "AnalysisService")
 )
 
 
@@ -36,7 +52,9 @@ needs_refactors = pytest.mark.skipif(
     not HAVE_REFACTORS, reason="fullgraph.refactors.lint_source is not built yet"
 )
 needs_runtime = pytest.mark.skipif(
-    not HAVE_RUNTIME, reason="fullgraph.runtime.explain / the analysis service are not built yet"
+    not HAVE_RUNTIME,
+    reason=RUNTIME_UNAVAILABLE
+    or "fullgraph.runtime.explain / the analysis service are not built yet",
 )
 
 

@@ -20,14 +20,17 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-import torch
-from torch import nn
+from refactors_helpers import HAVE_TORCH, needs_runtime, needs_torch
 
-import fullgraph.runtime
 from fullgraph.refactors import cond_facts, fix_source, lint_source
 
-DTYPES = [torch.bool, torch.int64, torch.float32, torch.float16, torch.bfloat16]
-FLOATING = {torch.float32, torch.float16, torch.bfloat16}
+# The facts and the forms are checked by running torch; the refusals need none.
+if HAVE_TORCH:
+    import torch
+    from torch import nn
+
+    DTYPES = [torch.bool, torch.int64, torch.float32, torch.float16, torch.bfloat16]
+    FLOATING = {torch.float32, torch.float16, torch.bfloat16}
 
 
 def _resolve(qualified: str):
@@ -62,6 +65,7 @@ def _check_preserving(name: str, run, condition: str, aliasing: bool = False) ->
         assert run(sample.bfloat16()).dtype == torch.bfloat16, name
 
 
+@needs_torch
 @pytest.mark.parametrize("name", sorted(cond_facts.PRESERVING_FUNCTIONS))
 def test_preserving_function_keeps_metadata(name: str) -> None:
     function = _resolve(name)
@@ -71,11 +75,13 @@ def test_preserving_function_keeps_metadata(name: str) -> None:
         _check_preserving(name, lambda t: function(t, 0.5, False), cond_facts.ANY, aliasing)
 
 
+@needs_torch
 @pytest.mark.parametrize("name", sorted(cond_facts.PRESERVING_METHODS))
 def test_preserving_method_keeps_metadata(name: str) -> None:
     _check_preserving(name, lambda t: getattr(t, name)(), cond_facts.PRESERVING_METHODS[name])
 
 
+@needs_torch
 @pytest.mark.filterwarnings("ignore:dropout")  # Dropout2d/3d on 2-D samples
 @pytest.mark.parametrize("name", sorted(cond_facts.PRESERVING_MODULES))
 def test_preserving_layer_keeps_metadata(name: str) -> None:
@@ -86,6 +92,7 @@ def test_preserving_layer_keeps_metadata(name: str) -> None:
         _check_preserving(name, layer, cond_facts.PRESERVING_MODULES[name], aliasing)
 
 
+@needs_torch
 @pytest.mark.parametrize(
     "name", sorted(cond_facts.FLOATING_FUNCTIONS | {f".{m}" for m in cond_facts.FLOATING_METHODS})
 )
@@ -100,6 +107,7 @@ def test_floating_result_whatever_the_input(name: str) -> None:
         assert result.dtype.is_floating_point, (name, dtype)
 
 
+@needs_torch
 def test_fresh_layers_return_new_tensors_and_aliasing_ones_may_not() -> None:
     sample = torch.randn(3, 4)
     for name in cond_facts.ALIASING_MODULES - cond_facts.DROPOUT_MODULES:
@@ -210,6 +218,7 @@ def _call(module: types.ModuleType, seed: int, forward_args: int):
     return model(*args)
 
 
+@needs_torch
 @pytest.mark.parametrize("form", list(FORMS))
 def test_cond_form_keeps_results_and_removes_the_break(form: str) -> None:
     forward, expected_text = FORMS[form]
@@ -236,6 +245,8 @@ def test_cond_form_keeps_results_and_removes_the_break(form: str) -> None:
 
 
 def _runtime_breaks(module: types.ModuleType, forward_args: int) -> int:
+    import fullgraph.runtime
+
     torch.manual_seed(0)
     args = (_ids(0), 3.0)[:forward_args]
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
@@ -245,6 +256,7 @@ def _runtime_breaks(module: types.ModuleType, forward_args: int) -> int:
     return sum(1 for found in report["breaks"] + report["data_checks"] if found["code"] == "FG202")
 
 
+@needs_runtime
 @pytest.mark.parametrize("form", list(FORMS))
 def test_cond_form_removes_the_runtime_break(form: str) -> None:
     forward, _ = FORMS[form]
@@ -257,6 +269,7 @@ def test_cond_form_removes_the_runtime_break(form: str) -> None:
     assert (before, _runtime_breaks(rewritten, forward_args)) == (1, 0)
 
 
+@needs_torch
 def test_dropout_in_training_draws_the_same_random_numbers() -> None:
     source = _module(
         "def forward(self, ids):\n"

@@ -25,7 +25,10 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-import torch
+from refactors_helpers import NO_TORCH, needs_runtime
+
+# The fixtures are programs that import torch: every test here loads them.
+torch = pytest.importorskip("torch", reason=NO_TORCH)
 
 import fullgraph.refactors.support
 import fullgraph.runtime
@@ -170,6 +173,7 @@ def _runtime_breaks(module: types.ModuleType) -> dict[str, int]:
     return counts
 
 
+@needs_runtime
 @pytest.mark.skipif(
     not hasattr(fullgraph.runtime, "explain"), reason="fullgraph.runtime.explain is not built yet"
 )

@@ -7,9 +7,8 @@ import sys
 import types
 
 import pytest
-import torch
+from refactors_helpers import needs_runtime
 
-import fullgraph.runtime
 from fullgraph.refactors import fix_source, lint_source
 
 SOURCE = (
@@ -41,12 +40,14 @@ def test_only_the_eligible_function_is_decorated() -> None:
     assert refused.refusal_reason.startswith("HAS_PYTHON_SIDE_EFFECTS")
 
 
-@pytest.mark.skipif(
-    not hasattr(fullgraph.runtime, "compile"), reason="fullgraph.runtime.compile is not built yet"
-)
+@needs_runtime
 def test_decorated_function_compiles_and_gives_the_same_results(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import torch
+
+    import fullgraph.runtime
+
     # The fix writes a bare `@fullgraph.runtime.compile`; tests compile with the eager
     # backend (Inductor is the runtime's own concern and slow on CPU).
     monkeypatch.setattr(

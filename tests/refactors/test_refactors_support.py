@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import torch
+from refactors_helpers import NO_TORCH, needs_runtime
+
+torch = pytest.importorskip("torch", reason=NO_TORCH)
 
 from fullgraph.refactors.support import check, defer_side_effects, deferred
 
@@ -199,6 +201,7 @@ def test_deferred_calls_break_no_graph_when_the_region_is_inlined(capsys, caplog
     assert eager_log == compiled_log and len(eager_log) == 1
 
 
+@needs_runtime
 def test_deferred_calls_break_no_graph_under_fullgraphs_runtime() -> None:
     import contextlib
     import io
