@@ -1,8 +1,8 @@
 """The torch-internal APIs fullgraph depends on, in one place.
 
-torch moves private APIs between releases (fullgraph supports torch>=2.4 and
-is tested on 2.11 and 2.13); everything private is imported here so that a
-move is fixed once.
+torch moves private APIs between releases (fullgraph supports torch 2.11
+through 2.14 and is tested on 2.11, 2.12.1, 2.13 and 2.14.1); everything
+private is imported here so that a move is fixed once.
 """
 
 from __future__ import annotations
