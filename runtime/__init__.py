@@ -36,16 +36,22 @@ __all__ = [
 
 
 def compile(
-    fn_or_module: Callable | None = None, *, backend: Any = "inductor", recompile_limit: int = 8
+    fn_or_module: Callable | None = None,
+    *,
+    backend: Any = "inductor",
+    recompile_limit: int = 8,
+    eager_check: bool = True,
 ):
     """Compile a function or ``nn.Module`` with the monitoring JIT.
 
     Works as ``compile(model)``, ``compile(fn, backend="eager")`` and as a
-    decorator, with or without arguments.
+    decorator, with or without arguments.  ``eager_check``: after a record's
+    first replays, time a few calls of it against the plain function and run
+    eagerly if eager is faster (see docs/runtime.md).
     """
     if fn_or_module is None:
-        return lambda target: CompiledFunction(target, backend, recompile_limit)
-    return CompiledFunction(fn_or_module, backend, recompile_limit)
+        return lambda target: CompiledFunction(target, backend, recompile_limit, eager_check)
+    return CompiledFunction(fn_or_module, backend, recompile_limit, eager_check)
 
 
 def explain(fn: Callable, *args, **kwargs) -> Report:

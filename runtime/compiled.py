@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 import torch
 
-from fullgraph.runtime import autograd_calls, breaks, cpython
+from fullgraph.runtime import autograd_calls, breaks, cpython, eager_check
 from fullgraph.runtime.backends import dynamic_variant, resolve
+from fullgraph.runtime.eager_check import EagerTrial, timed
 from fullgraph.runtime.mock import Missed, restore_rng, rng_state
 from fullgraph.runtime.monitor import Monitor
 from fullgraph.runtime.record import Record, RecordError, build_record
@@ -39,12 +40,19 @@ class Stats:
     # line, or it did not raise there: then the replay was wrong to, and this counts it).
     rerun_after_error: int = 0
     last_replay_error: str | None = None
+    eager_trial_calls: int = 0  # calls the eager-or-record trial ran eagerly (eager_check.py)
 
 
 class CompiledFunction:
     """What ``fullgraph.runtime.compile`` returns."""
 
-    def __init__(self, target: Callable, backend="inductor", recompile_limit: int = 8):
+    def __init__(
+        self,
+        target: Callable,
+        backend="inductor",
+        recompile_limit: int = 8,
+        eager_check: bool = True,
+    ):
         cpython.check_supported()
         self.backend_name, self.backend = resolve(backend)
         self.dynamic_backend = dynamic_variant(self.backend_name, self.backend)
@@ -59,6 +67,10 @@ class CompiledFunction:
         self.follow_sizes = False
         self.stats = Stats()
         self.last_report: Report | None = None
+        # Whether a record is faster than eager is measured once (see eager_check.py).
+        self.eager_check = eager_check
+        self.trial: EagerTrial | None = None
+        self.last_hit: Record | None = None
         if isinstance(target, autograd_calls.distributed_wrappers()):
             # Its forward is torch's own bookkeeping around the model's: replaying the
             # model's graph alone would skip the gradient all-reduce.  Run it as it is.
@@ -76,6 +88,40 @@ class CompiledFunction:
         if self.stats.fallback_reason is not None:
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
+        if self.trial is None:
+            return self._replay_or_monitor(args, kwargs)
+        return self._trial_call(self.trial, args, kwargs)
+
+    def _trial_call(self, trial: EagerTrial, args: tuple, kwargs: dict):
+        """A call during the eager-or-record trial: timed, eagerly or as a replay."""
+        values = (*args, *kwargs.values())
+        if trial.wants_eager:
+            record, root_fn = trial.record, self._root_function()
+            if record.guard(args, kwargs, self.module, root_fn) is not None:
+                self.stats.eager_trial_calls += 1
+                result, seconds = timed(lambda: self.fn(*args, **kwargs), values)
+                trial.eager.append(seconds)
+                self._end_trial_if_done(trial)
+                return result
+            return self._replay_or_monitor(args, kwargs)
+        self.last_hit = None
+        result, seconds = timed(lambda: self._replay_or_monitor(args, kwargs), values)
+        if self.last_hit is trial.record:
+            trial.replay.append(seconds)
+            self._end_trial_if_done(trial)
+        return result
+
+    def _end_trial_if_done(self, trial: EagerTrial) -> None:
+        if not trial.done:
+            return
+        self.trial = None
+        reason = trial.verdict()
+        if reason is not None:
+            self.stats.fallback_reason = reason
+            if self.last_report is not None:
+                self.last_report.notes.append(reason)
+
+    def _replay_or_monitor(self, args: tuple, kwargs: dict):
         root_fn = self._root_function()
         made: dict = {}  # callout results of a replay that missed after making them
         made_by = None
@@ -107,6 +153,10 @@ class CompiledFunction:
                 continue
             self.stats.hits += 1
             record.hits += 1
+            self.last_hit = record
+            if record.hits == eager_check.WARM_HITS and self.eager_check and not record.tried:
+                record.tried = True  # one trial per record
+                self.trial = EagerTrial(record)
             if position:  # most recently used first
                 self.records.insert(0, self.records.pop(position))
             return result

@@ -59,6 +59,7 @@ class Record:
     check_graphs: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
     draws_random: bool = False  # a graph draws from torch's generator (restored on a rerun)
     hits: int = 0
+    tried: bool = False  # measured against eager already (eager_check.py)
 
     @property
     def graph_code(self) -> str:

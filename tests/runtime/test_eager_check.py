@@ -1,0 +1,92 @@
+"""A record that replays slower than the plain function is dropped for eager.
+
+The trial (runtime/eager_check.py) times a few replays against a few plain
+calls once the record is warm.  The clock is scripted here: each timed call
+"takes" the cost given for its kind (eager or replay), so the verdict is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import fullgraph.runtime as fr
+from fullgraph.runtime import eager_check
+
+WARM_THEN_TRIAL = 1 + eager_check.WARM_HITS + 2 * eager_check.SAMPLES
+
+
+class ScriptedClock:
+    """A clock under which an eager call lasts ``eager`` seconds and a replay ``replay``."""
+
+    def __init__(self, monkeypatch, eager: float, replay: float):
+        self.compiled = None
+        self.eager, self.replay = eager, replay
+        self.now, self.reads = 0.0, 0
+        monkeypatch.setattr(eager_check, "clock", self)
+
+    def __call__(self) -> float:
+        self.reads += 1
+        if self.reads % 2 == 0:  # the end of a timed call
+            self.now += self.eager if self.compiled.trial.wants_eager else self.replay
+        return self.now
+
+
+effects: list = []
+
+
+def scale(x):
+    effects.append(1)  # an effect: once per call, whether replayed or run eagerly
+    return x * 2
+
+
+def _compile(clock: ScriptedClock, **options):
+    compiled = fr.compile(scale, backend="eager", **options)
+    clock.compiled = compiled
+    return compiled
+
+
+def test_a_record_slower_than_eager_gives_way_to_eager(monkeypatch):
+    compiled = _compile(ScriptedClock(monkeypatch, eager=0.001, replay=0.002))
+    effects.clear()
+    for _ in range(WARM_THEN_TRIAL):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), x * 2)
+    stats = compiled.stats
+    assert stats.eager_trial_calls == eager_check.SAMPLES
+    assert stats.fallback_reason == (
+        "eager is faster: replaying the record took 2.000 ms per call, the plain function "
+        f"1.000 ms (median of {eager_check.SAMPLES} calls each, after "
+        f"{eager_check.WARM_HITS} replays); the function runs eagerly"
+    )
+    assert stats.fallback_reason in compiled.report().notes
+    before = stats.fallbacks
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), x * 2)
+    assert stats.fallbacks == before + 1
+    assert len(effects) == WARM_THEN_TRIAL + 1  # every call's effect, exactly once
+
+
+def test_a_record_faster_than_eager_keeps_replaying(monkeypatch):
+    compiled = _compile(ScriptedClock(monkeypatch, eager=0.001, replay=0.0005))
+    for _ in range(WARM_THEN_TRIAL + 5):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), x * 2)
+    assert compiled.stats.fallback_reason is None
+    assert compiled.stats.eager_trial_calls == eager_check.SAMPLES
+    assert compiled.stats.monitor_runs == 1
+    assert compiled.stats.hits == WARM_THEN_TRIAL + 5 - 1 - eager_check.SAMPLES
+
+
+def test_within_the_margin_the_record_stays(monkeypatch):
+    compiled = _compile(ScriptedClock(monkeypatch, eager=0.001, replay=0.00105))
+    for _ in range(WARM_THEN_TRIAL):
+        compiled(torch.randn(3))
+    assert compiled.stats.fallback_reason is None
+
+
+def test_the_trial_can_be_turned_off(monkeypatch):
+    compiled = _compile(ScriptedClock(monkeypatch, eager=0.001, replay=0.01), eager_check=False)
+    for _ in range(WARM_THEN_TRIAL + 2):
+        compiled(torch.randn(3))
+    assert compiled.stats.eager_trial_calls == 0 and compiled.stats.fallback_reason is None
