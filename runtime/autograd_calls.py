@@ -166,3 +166,23 @@ def distributed_wrappers() -> tuple[type, ...]:
     except ImportError:  # a torch built without distributed support
         pass
     return tuple(wrappers)
+
+
+def is_custom_function_apply(fn: Any, args: tuple) -> bool:
+    """``MyFunction.apply(...)``: bound to the class, or (as the interpreter may call a
+    classmethod) the underlying function with the class as its first argument."""
+    owner = getattr(fn, "__self__", None)
+    if getattr(fn, "__name__", None) != "apply":
+        return False
+    if owner is None and getattr(fn, "__qualname__", "") == "Function.apply" and args:
+        owner = args[0]
+    return isinstance(owner, type) and issubclass(owner, torch.autograd.Function)
+
+
+def needs_grad(args: tuple, kwargs: dict) -> bool:
+    """Whether autograd records the call: grad mode is on and a tensor argument requires
+    grad (its outputs then get the Function's backward)."""
+    if not torch.is_grad_enabled():
+        return False
+    values = (*args, *kwargs.values())
+    return any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)

@@ -136,6 +136,22 @@ AUTOGRAD_STATE_CALL = _category(
     use_instead="compiled_model = fullgraph.runtime.compile(model)\n\ndef train_step(x, y):\n    opt.zero_grad()\n    loss = F.mse_loss(compiled_model(x), y)\n    loss.backward()\n    opt.step()\n    return loss",
 )
 
+CUSTOM_AUTOGRAD_FUNCTION = _category(
+    "FG209",
+    "custom-autograd-function",
+    "Custom autograd.Function while gradients are needed",
+    "`MyFunction.apply(x)` attaches the function's own `backward` to its outputs. The "
+    "graph cannot carry that backward yet, so when an input requires grad the call "
+    "runs eagerly between graphs on every call (its outputs keep the user's backward); "
+    "without gradients (`torch.no_grad()`, inference) its forward is captured into the "
+    "graph like any other code.",
+    "Run inference under `torch.no_grad()` or `torch.inference_mode()` to keep the "
+    "function in the graph; for training, a forward written with differentiable torch "
+    "ops needs no custom Function.",
+    example="class Clamp(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x.clamp(0, 1)\n\n    @staticmethod\n    def backward(ctx, g):\n        return g  # straight-through\n\ndef forward(self, x):\n    return Clamp.apply(self.fc(x))  # FG209 when training",
+    use_instead="def forward(self, x):\n    h = self.fc(x)\n    # straight-through clamp without a custom Function\n    return h + (h.clamp(0, 1) - h).detach()",
+)
+
 CATEGORIES: dict[str, BreakCategory] = {
     c.code: c
     for c in (
@@ -147,6 +163,7 @@ CATEGORIES: dict[str, BreakCategory] = {
         EAGER_FALLBACK,
         NOT_REUSABLE,
         AUTOGRAD_STATE_CALL,
+        CUSTOM_AUTOGRAD_FUNCTION,
     )
 }
 

@@ -68,6 +68,14 @@ class CallHandling:
             source = self.source_of(fn)
             self._register_callable(fn, source)
             self.read(AttrSource(source, "func"), fn.func, symbolic=False)
+        if autograd_calls.is_custom_function_apply(fn, args) and autograd_calls.needs_grad(
+            args, kwargs
+        ):
+            # Its outputs must carry the user's backward, which no graph can hold yet: the
+            # call runs as it is (its forward unobserved), every time.
+            return self._replayed_callout(
+                state, fn, args, kwargs, _CUSTOM_FUNCTION, result, fn_depth
+            )
         if fn is torch.autograd.Variable and _detaching_variable(args, kwargs):
             # The legacy wrapper is native code the capture can't see: it is t.detach().
             cpython.replace_stack_item(state.frame, fn_depth, _legacy_variable)
@@ -469,6 +477,7 @@ class _Injected:
 
 
 _AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
+_CUSTOM_FUNCTION = annotation_table.Annotation(pure=False, category=breaks.CUSTOM_AUTOGRAD_FUNCTION)
 _UNOBSERVED_READ = annotation_table.Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
 # Values whose every read the guard already covers by identity, type or value.
 _PLAIN_TYPES = (

@@ -393,3 +393,90 @@ def test_legacy_variable_cuts_the_gradient():
         ),
         "eager",
     )
+
+
+CUSTOM_FUNCTION = """
+import torch
+
+GAIN = 3.0
+
+class StraightThrough(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return (x * GAIN).round()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * ctx.k + x * 0, None   # the user's gradient, not round()'s zero
+
+w = torch.nn.Parameter(torch.ones(4, 4))
+
+def step(x):
+    out = StraightThrough.apply(x @ w, 2.0)
+    loss = out.sum() + (x @ w).pow(2).mean()   # a replay that lost the backward still runs
+    loss.backward()
+    return loss.detach(), out.requires_grad
+"""
+
+
+@backends(inductor=True)
+def test_custom_autograd_function_keeps_its_backward(backend):
+    def zero_grad(env):
+        env.ns.w.grad = None
+
+    def gain(env):
+        env.ns.GAIN = 5.0  # read inside forward: the replayed call reads it again
+
+    run_case(
+        Case(
+            "custom_function_backward",
+            lambda: program_env(CUSTOM_FUNCTION, "step"),
+            [
+                *calls(3, lambda env: (torch.randn(2, 4),)),
+                Do(zero_grad, "w.grad = None"),
+                Do(gain, "GAIN = 5"),
+                *calls(2, lambda env: (torch.randn(2, 4),)),
+            ],
+            watch=lambda env: env.ns.w.grad,
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+CUSTOM_FUNCTION_INFERENCE = """
+import torch
+
+class Clip(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clamp(-1, 1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+w = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 16).reshape(4, 4))
+
+def predict(x):
+    return Clip.apply(x @ w)
+"""
+
+
+def test_custom_autograd_function_without_grad_is_in_the_graph():
+    run_case(
+        Case(
+            "custom_function_inference",
+            lambda: program_env(CUSTOM_FUNCTION_INFERENCE, "predict"),
+            [
+                *calls(3, lambda env: (torch.randn(2, 4),), context=lambda env: torch.no_grad()),
+                *calls(2, lambda env: (torch.randn(2, 4),)),  # with grad: its backward counts
+                *calls(2, lambda env: (torch.randn(2, 4),), context=lambda env: torch.no_grad()),
+            ],
+            min_hits=4,
+        ),
+        "eager",
+    )
