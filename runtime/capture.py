@@ -79,6 +79,7 @@ DATA_DEPENDENT = frozenset(
         "argwhere",
         "bincount",
         "nonzero_static",
+        "_pack_padded_sequence",  # rows: the sum of the lengths (pack_padded_sequence)
     ]
 )
 # Python operators on tensors, recorded as operator.* nodes for readable graphs.

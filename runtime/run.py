@@ -599,6 +599,8 @@ class MonitorRun(CallHandling, IterationTracking):
         if (
             name in DATA_DEPENDENT
             or (name == "__getitem__" and _has_mask_index(args))
+            or _packed_sequence_call(name, args)
+            or _size_from_tensor(name, args)
             or (func is torch.where and len(args) + len(kwargs) == 1)
         ):
             result = func(*args, **kwargs)
@@ -869,6 +871,30 @@ def _contains_tensor(value: Any) -> bool:
 
 def _is_method(func) -> bool:
     return getattr(func, "__qualname__", "").startswith(("TensorBase.", "Tensor."))
+
+
+_PACKED_RNN_OPS = frozenset(["gru", "lstm", "rnn_tanh", "rnn_relu", "_pad_packed_sequence"])
+
+
+def _packed_sequence_call(name: str, args: tuple) -> bool:
+    """An RNN op on a packed sequence (or its unpacking): it reads the batch sizes'
+    values, so what it computes and returns depends on the data."""
+    if name not in _PACKED_RNN_OPS or len(args) < 2:
+        return False
+    sizes = args[1]
+    return isinstance(sizes, torch.Tensor) and sizes.dim() == 1 and sizes.dtype == torch.int64
+
+
+_FACTORIES = frozenset(["zeros", "ones", "empty", "full", "rand", "randn", "randint"])
+
+
+def _size_from_tensor(name: str, args: tuple) -> bool:
+    """``torch.zeros(1, batch_sizes[0], 6)``: a tensor used as a size (torch reads its
+    value), so the result's shape depends on data."""
+    if name not in _FACTORIES:
+        return False
+    sizes = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    return any(isinstance(size, torch.Tensor) for size in sizes)
 
 
 def _has_mask_index(args: tuple) -> bool:

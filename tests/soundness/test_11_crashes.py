@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 
 import torch
-from harness import Call, Case, Do, Env, backends, calls, load_program, run_case
+from harness import Call, Case, Do, Env, backends, calls, load_program, program_env, run_case
 
 
 def x3(env):
@@ -240,6 +240,52 @@ def test_callable_object_in_dict_with_odd_key(backend):
             "callable_object_in_dict_with_odd_key",
             build_unnamed_object,
             [*calls(2, x3), Do(lambda env: setattr(env.objs["a-b"], "k", 5.0), "k = 5"), Call(x3)],
+        ),
+        backend,
+    )
+
+
+PACKED_GRU = """
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+torch.manual_seed(0)
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 6, batch_first=True)
+
+    def forward(self, x, lengths):
+        self.gru.flatten_parameters()
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, h = self.gru(packed)              # reads the batch sizes' values
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return out, h
+
+model = Tagger().eval()
+"""
+
+
+@backends(inductor=True)
+def test_packed_sequence_rnn(backend):
+    # pack_padded_sequence's rows are the sum of the lengths, and the GRU reads the batch
+    # sizes: data-dependent, so they run between graphs (Inductor's fake run failed).
+    def batch(lengths):
+        return lambda env: (torch.randn(3, 5, 4), torch.tensor(lengths))
+
+    run_case(
+        Case(
+            "packed_gru",
+            lambda: program_env(PACKED_GRU, "model"),
+            [
+                Call(batch([5, 3, 2]), context=lambda env: torch.no_grad()),
+                Call(batch([5, 3, 3]), context=lambda env: torch.no_grad()),
+                Call(batch([4, 4, 1]), context=lambda env: torch.no_grad()),
+                Call(batch([5, 3, 2]), context=lambda env: torch.no_grad()),
+            ],
+            min_hits=1,
         ),
         backend,
     )
