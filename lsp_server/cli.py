@@ -188,6 +188,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 # -- compile ----------------------------------------------------------------
 
+COMPILE_USAGE = """\
+The module holds the entrypoint's records (grad enabled, torch.no_grad(),
+torch.inference_mode()) as readable Python and needs fullgraph and torch:
+
+  import OUT
+  model = OUT.compile(my_model)   # your own instance of the entrypoint's class
+  y = model(x)                    # a record's compiled graphs, else eager
+  y = OUT.compiled(x)             # the model the entrypoint builds
+  OUT.STATS                       # {'replays': ..., 'fallbacks': ...}
+
+OUT.compile(target, backend="eager") runs the graphs without Inductor."""
+
 
 def cmd_compile(args: argparse.Namespace) -> int:
     parse_entrypoint(args.entry)
@@ -319,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--select", action="append", metavar="CODE", help="only these rule codes")
 
     compile_ = add("compile", cmd_compile, "write the compiled wrapper module of an entrypoint")
+    compile_.formatter_class = argparse.RawDescriptionHelpFormatter
+    compile_.epilog = COMPILE_USAGE
     compile_.add_argument("entry", metavar="MODULE:FN")
     compile_.add_argument(
         "-o", "--output", type=Path, metavar="OUT.py", help="output file (default: stdout)"
