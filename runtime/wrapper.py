@@ -98,6 +98,7 @@ class WrapperError(RuntimeError):
 def generate_wrapper_source(
     fn: Callable, args: tuple, kwargs: dict, entrypoint: str | None = None
 ) -> str:
+    _Module(fn, [], entrypoint).build_expression()  # no target to build: say so before running
     records = _records_per_mode(fn, args, kwargs)
     source = _Module(fn, records, entrypoint).render()
     _check_module(source, records)
@@ -357,7 +358,7 @@ class _Module:
             if name not in self.placeholders:
                 self.placeholders.append(name)
         kind, kind_name = self._target_kind()
-        build = self._build_expression()
+        build = self.build_expression()
         entry_import = ""
         if self.entrypoint:
             module = self.entrypoint.partition(":")[0]
@@ -397,7 +398,7 @@ class _Module:
         expr = _importable(type(fn))
         return (expr if expr else repr(_definition(type(fn)))), name
 
-    def _build_expression(self) -> str:
+    def build_expression(self) -> str:
         if self.entrypoint:
             module, _, name = self.entrypoint.partition(":")
             return f"_support.resolve({module!r}, {name!r})()[0]"

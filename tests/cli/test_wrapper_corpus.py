@@ -15,7 +15,8 @@
   ``torch.no_grad()``.  A function entrypoint that takes a model with
   submodules.  ``OUT.compile(model)`` on the user's own (trained) instance
   replays with its weights; a target of another class is refused.
-- A replay that printed and then missed a mid-guard does not print twice.
+- A replay that wrote to stdout and then missed a mid-guard does not write twice
+  (the monitoring run that finishes the call is handed the write's result).
 - A program's constant named like the module's own API (``compile``) is renamed.
 """
 
@@ -264,29 +265,31 @@ print("WRAPPER OK")
     )
 
 
-def test_a_miss_after_a_print_prints_once(tmp_path):
-    out = tmp_path / "print_then_branch_compiled.py"
-    _compile_fixture("wrapped.models:print_then_branch", out)
+def test_a_miss_after_a_write_writes_once(tmp_path):
+    out = tmp_path / "write_then_branch_compiled.py"
+    _compile_fixture("wrapped.models:write_then_branch", out)
+    assert "resume_on_miss=True" in out.read_text()  # the write is made before the mid-guard
     stdout = _run_fresh(
         LOAD
         + """
-from wrapped.models import print_then_branch
-model, (x,) = print_then_branch()
-eager, _ = print_then_branch()
+from wrapped.models import write_then_branch
+model, (x,) = write_then_branch()
+eager, _ = write_then_branch()
 fast = out.compile(model, backend="eager")
 with torch.no_grad():
     print("-- replay")
     torch.testing.assert_close(fast(x), eager.fc(x).tanh())
     print("-- the other branch")
-    torch.testing.assert_close(fast(-x), eager.fc(-x).relu())  # misses after the print
+    torch.testing.assert_close(fast(-x), eager.fc(-x).relu())  # misses after the write
 assert fast.stats == {{"replays": 1, "fallbacks": 1}}, fast.stats
 print("WRAPPER OK")
 """,
         tmp_path,
         path=out,
     )
-    other_branch = stdout.split("-- the other branch", 1)[1]
-    assert other_branch.count("forward of a batch of 4") == 1, stdout
+    replay, other_branch = stdout.split("-- replay", 1)[1].split("-- the other branch", 1)
+    for text in ("forward of a batch of 4", "print of a batch of 4"):
+        assert replay.count(text) == 1 and other_branch.count(text) == 1, stdout
 
 
 def test_a_constant_named_like_the_modules_api_is_renamed(tmp_path):

@@ -4,11 +4,14 @@
   (``x[:, :3]``) and a learned position table (``self.pos[:, :s]``);
 - ``function_of_a_model``: a plain function that takes a model with
   submodules as its first argument;
-- ``print_then_branch``: a model that prints, then branches on its data, so a
-  replay that took the other branch misses after the print;
+- ``write_then_branch``: a model that writes to stdout (and prints), then
+  branches on its data, so a replay that took the other branch misses after
+  the write;
 - ``activation_by_name``: a model holding a function of the program called
   ``compile``, a name the generated module needs for itself.
 """
+
+import sys
 
 import torch
 from torch import nn
@@ -58,22 +61,23 @@ def function_of_a_model():
     return classify, (SlicedEncoder().eval(), torch.randn(2, 10, 8))
 
 
-class PrintThenBranch(nn.Module):
+class WriteThenBranch(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(8, 8)
 
     def forward(self, x):
         h = self.fc(x)
-        print("forward of a batch of", x.shape[0])
+        sys.stdout.write(f"forward of a batch of {x.shape[0]}\n")  # made before the branch
+        print("print of a batch of", x.shape[0])  # held back until the mid-guards pass
         if h.mean() > 0:
             return torch.relu(h)
         return torch.tanh(h)
 
 
-def print_then_branch():
+def write_then_branch():
     torch.manual_seed(0)
-    return PrintThenBranch().eval(), (torch.randn(4, 8),)
+    return WriteThenBranch().eval(), (torch.randn(4, 8),)
 
 
 def compile(x):  # a function of the program named like the generated module's own
