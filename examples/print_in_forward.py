@@ -1,4 +1,4 @@
-"""A debugging ``print`` left in ``forward``: a Python side effect splits the graph."""
+"""A debugging ``print`` of a tensor left in ``forward``: a side effect that splits the graph."""
 
 import torch
 from torch import nn
@@ -12,7 +12,7 @@ class NoisyMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = torch.relu(self.fc1(x))
-        print("forward: batch of", x.shape[0])
+        print("forward: mean activation", h.mean())
         return self.fc2(h)
 
 

@@ -83,9 +83,10 @@ class CheckRun:
         breaks: dict[tuple[str, str, int, int], Diagnostic] = {}
         for result in self.results:
             report = result.report or {}
-            # A data check does not split the graph: information, not a warning.
+            # Data checks and deferred effects don't split the graph: information.
             found = [(brk, "warning") for brk in report.get("breaks", [])]
             found += [(check, "information") for check in report.get("data_checks", [])]
+            found += [(effect, "information") for effect in report.get("deferred_effects", [])]
             for brk, severity in found:
                 if severity == "information" and severity not in shown:
                     continue

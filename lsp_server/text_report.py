@@ -120,13 +120,17 @@ def format_report(report: dict[str, Any], cwd: Path | None = None) -> str:
                 )
     if not report.get("breaks"):
         lines.append("none: the whole call is one graph per record")
-    checks = report.get("data_checks", [])
-    if checks:
-        lines += _section(f"Data checks in front of the graph ({len(checks)})")
-        for number, check in enumerate(checks, 1):
-            location = f"{display_path(check['file'], cwd)}:{check['line']}:{check['column'] + 1}"
-            lines.append(f"{number}. {location}: {check['code']} {check['message']}")
-            lines += _block(textwrap.fill(check.get("explanation", ""), 88), INDENT)
+    for key, title in (
+        ("data_checks", "Data checks in front of the graph"),
+        ("deferred_effects", "Effects made after the graph"),
+    ):
+        sites = report.get(key, [])
+        if sites:
+            lines += _section(f"{title} ({len(sites)})")
+        for number, site in enumerate(sites, 1):
+            location = f"{display_path(site['file'], cwd)}:{site['line']}:{site['column'] + 1}"
+            lines.append(f"{number}. {location}: {site['code']} {site['message']}")
+            lines += _block(textwrap.fill(site.get("explanation", ""), 88), INDENT)
 
     for graph in report.get("graphs", []):
         counts = ", ".join(f"{op} x{n}" for op, n in sorted(graph.get("op_counts", {}).items()))

@@ -42,7 +42,9 @@ PYTHON_SIDE_EFFECT = _category(
     "Call with Python-level side effects",
     "The call prints, logs, warns, reads the clock or random state, or does I/O. "
     "It cannot be part of an operator graph, so the graph is split around it and "
-    "the call is replayed eagerly on every run.",
+    "the call is replayed eagerly on every run. A print, log or warning of plain "
+    "values only (strings, numbers, sizes) does not split the graph: it is made "
+    "after it, reported under `deferred_effects` as information.",
     "Move the call out of the compiled function, or defer it until after the "
     "forward pass (fullgraph's FG102 fix records it and emits it afterwards).",
     example="def forward(self, x):\n    x = self.conv(x)\n    print(x.shape)  # FG201\n    return self.head(x)",

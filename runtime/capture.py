@@ -199,10 +199,16 @@ class Callout:
     # the check graph recomputing the tensors it reads, or None when they existed already.
     hoisted: bool = False
     check: DataCheck | None = None
+    # An output effect of plain values (print, logging, warnings) made after the graph of
+    # the segment it was called in, which goes on past it (no split).
+    deferred: bool = False
+    # id(tensor argument) -> its origin when the call was made: an in-place update later
+    # in the run rebinds the tensor to the updating node, which runs after the call.
+    tensor_origins: dict = dataclasses.field(default_factory=dict)
 
     @property
     def splits_graph(self) -> bool:
-        return not self.hoisted
+        return not self.hoisted and not self.deferred
 
 
 class Unsupported(Exception):
@@ -501,8 +507,17 @@ class GraphTape:
         hoisted, check = False, None
         if category is breaks.TENSOR_VALUE_READ and not effectful:
             hoisted, check = self._hoist(tensors)
+        # print("epoch", n), log.info("shape %s", x.shape), warnings.warn("..."): an output
+        # effect of plain values needs no split; the mock makes it after the graph.
+        deferred = (
+            effectful
+            and result is None
+            and category is breaks.PYTHON_SIDE_EFFECT
+            and all(_plain(value) for value in flat)
+        )
+        origins = {}  # where each tensor the call reads comes from now (not after later updates)
         for value in tensors:  # tensors the callout reads must be outputs of earlier graphs
-            origin = self.origin_of(value)
+            origin = origins[id(value)] = self.origin_of(value)
             recomputed = hoisted and check is not None and id(value) in check.positions
             if isinstance(origin, NodeOrigin) and not recomputed:
                 self.segments[origin.segment].output_index(origin.node)
@@ -520,6 +535,8 @@ class GraphTape:
             guard_result=guard_result,
             hoisted=hoisted,
             check=check,
+            deferred=deferred,
+            tensor_origins=origins,
         )
         self.callouts.append(callout)
         self.keepalive.append((args, kwargs, result))
@@ -528,7 +545,7 @@ class GraphTape:
             if isinstance(value, torch.Tensor):
                 self.producer[id(value)] = CalloutOrigin(callout.index, (position,))
                 self.keepalive.append(value)
-        if not hoisted:
+        if not hoisted and not deferred:
             self.segments.append(Segment(len(self.segments)))
         return callout
 
@@ -593,6 +610,17 @@ class GraphTape:
             )
             segment.outputs = [work if out is node else out for out in segment.outputs]
             segment.writebacks.append((origins[node], segment.output_index(work)))
+
+
+_PLAIN_TYPES = (str, int, float, bool, complex, bytes, type(None), torch.dtype, torch.device)
+
+
+def _plain(value: Any) -> bool:
+    """A value an output effect can show without reading any tensor or mutable object
+    (a size, a string, a number, a warning category)."""
+    return isinstance(value, _PLAIN_TYPES) or (
+        isinstance(value, type) and issubclass(value, Warning)
+    )
 
 
 def _legacy_type(value: Any) -> Any:

@@ -297,6 +297,9 @@ def make_report(fn, run: MonitorRun, error: BaseException | None) -> Report:
     report.data_checks = dedupe_breaks(
         [c.location for c in run.tape.callouts if c.location and c.hoisted]
     )
+    report.deferred_effects = dedupe_breaks(
+        [c.location for c in run.tape.callouts if c.location and c.deferred]
+    )
     return report
 
 

@@ -415,6 +415,9 @@ class _Body:
         self.effect_before_last_callout = False
         self.effect_callout_before_midguard = False
         self.miss = "return MISS"
+        # The last mid-guard is written (a data check runs in front of its graph, so an
+        # effect with a smaller index can come after it).
+        self.midguards_done = self.last_midguard < 0
 
     def callouts_after(self, segment_index: int) -> None:
         for callout in self.tape.callouts:
@@ -425,7 +428,9 @@ class _Body:
         writer, tape = self.writer, self.tape
         fn = writer.ns.name_for(callout.function)
         values = list(callout.args) + list(callout.kwargs.values())
-        overrides = {}
+        overrides = {
+            key: writer.origin_expr(origin) for key, origin in callout.tensor_origins.items()
+        }
         if callout.check is not None:
             check = callout.check
             inputs = ", ".join(writer.origin_expr(origin) for _, origin in check.placeholders)
@@ -433,7 +438,9 @@ class _Body:
                 f"h{callout.index} = check{callout.index}({inputs})  "
                 f"# {check.op_count} ops, the data the next read takes"
             )
-            overrides = {key: f"h{callout.index}[{i}]" for key, i in check.positions.items()}
+            overrides.update(
+                {key: f"h{callout.index}[{i}]" for key, i in check.positions.items()}
+            )
         rendered = [
             callout.arg_syms[i].expr()
             if i in callout.arg_syms
@@ -456,10 +463,10 @@ class _Body:
             and callout.result is None
             and callout.category is breaks.PYTHON_SIDE_EFFECT
         )
-        if deferrable and callout.index < self.last_midguard:
+        if deferrable and callout.index < self.last_midguard and not self.midguards_done:
             self.held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
             return
-        if callout.effectful and callout.index <= self.last_midguard:
+        if callout.effectful and callout.index <= self.last_midguard and not self.midguards_done:
             # A miss at a later mid-guard must not repeat this effect: the
             # monitoring run that follows is handed its result (see Missed).
             self.effect_callout_before_midguard = True
@@ -477,6 +484,7 @@ class _Body:
         if callout.index == self.last_midguard:
             writer.lines.extend(self.held_back)
             self.held_back = []
+            self.midguards_done = True
 
 
 def _draws_before_midguard(tape: GraphTape, last_midguard: int) -> bool:

@@ -56,6 +56,8 @@ class Record:
     callout_names: list = dataclasses.field(default_factory=list)
     # Value reads run in front of their graph (data_checks): no split, a mid-guard each.
     data_checks: list[breaks.GraphBreak] = dataclasses.field(default_factory=list)
+    # Output effects of plain values made after the graph (no split either).
+    deferred_effects: list[breaks.GraphBreak] = dataclasses.field(default_factory=list)
     check_graphs: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
     draws_random: bool = False  # a graph draws from torch's generator (restored on a rerun)
     hits: int = 0
@@ -225,6 +227,9 @@ def build_record(
         not_reusable_reason=mock.not_reusable_reason,
         breaks=[c.location for c in run.tape.callouts if c.location is not None and c.splits_graph],
         data_checks=[c.location for c in run.tape.callouts if c.location is not None and c.hoisted],
+        deferred_effects=[
+            c.location for c in run.tape.callouts if c.location is not None and c.deferred
+        ],
         check_graphs=check_graphs,
         draws_random=any(draws_random(n) for gm in graphs for n in gm.graph.nodes),
         side_effects=[m.describe() for m in run.mutations],

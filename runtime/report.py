@@ -30,6 +30,8 @@ class Report:
     breaks: list[breaks_module.GraphBreak] = dataclasses.field(default_factory=list)
     # Value reads that run as checks in front of the graph instead of splitting it.
     data_checks: list[breaks_module.GraphBreak] = dataclasses.field(default_factory=list)
+    # Output effects of plain values (print, logging, warnings) made after the graph.
+    deferred_effects: list[breaks_module.GraphBreak] = dataclasses.field(default_factory=list)
     guards: list[dict] = dataclasses.field(default_factory=list)
     mocks: list[dict] = dataclasses.field(default_factory=list)
     side_effects: list[dict] = dataclasses.field(default_factory=list)
@@ -62,6 +64,7 @@ class Report:
             "graphs": self.graphs,
             "breaks": [b.to_json() for b in self.breaks],
             "data_checks": [data_check_json(b) for b in self.data_checks],
+            "deferred_effects": [deferred_effect_json(b) for b in self.deferred_effects],
             "guards": self.guards,
             "mocks": self.mocks,
             "side_effects": self.side_effects,
@@ -85,6 +88,11 @@ class Report:
             lines.append(
                 f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} data check in front "
                 f"of the graph (no split): {b.function}"
+            )
+        for b in self.deferred_effects:
+            lines.append(
+                f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} made after the "
+                f"graph (no split): {b.function}"
             )
         for note in self.notes:
             lines.append(f"note: {note}")
@@ -115,11 +123,28 @@ DATA_CHECK_EXPLANATION = (
 )
 
 
+DEFERRED_EFFECT_EXPLANATION = (
+    "The call prints, logs or warns with plain values only (strings, numbers, sizes), "
+    "so it cannot see what the graph computes: the graph goes on past it, and the mock "
+    "makes the call after the graph, every call, in program order with the other "
+    "effects."
+)
+
+
 def data_check_json(check: breaks_module.GraphBreak) -> dict[str, Any]:
     """A value read hoisted in front of the graph, in the same shape as a break."""
-    data = check.to_json()
-    data["message"] = f"Checked in front of the graph (no split): {check.function}"
-    data["explanation"] = DATA_CHECK_EXPLANATION
+    return _kept_whole(check, "Checked in front of the graph", DATA_CHECK_EXPLANATION)
+
+
+def deferred_effect_json(effect: breaks_module.GraphBreak) -> dict[str, Any]:
+    """An output effect made after the graph, in the same shape as a break."""
+    return _kept_whole(effect, "Made after the graph", DEFERRED_EFFECT_EXPLANATION)
+
+
+def _kept_whole(site: breaks_module.GraphBreak, what: str, why: str) -> dict[str, Any]:
+    data = site.to_json()
+    data["message"] = f"{what} (no split): {site.function}"
+    data["explanation"] = why
     return data
 
 

@@ -23,7 +23,7 @@ NAMES = loader.program_names()
 
 def _marked(name: str) -> list:
     """Where the program reads tensor data into Python: graph breaks and data checks."""
-    return loader.expected_breaks(name) + loader.expected_breaks(name, "CHECK")
+    return [site for kind in loader.MARKER_KINDS for site in loader.expected_breaks(name, kind)]
 
 
 BREAKING = [name for name in NAMES if _marked(name)]
@@ -142,12 +142,16 @@ def test_markers_are_found_only_in_comments(tmp_path, monkeypatch):
     fake.write_text(
         'x = "# BREAK: FG201"\nprint(x)  # BREAK: FG201, FG202\n'
         "y = int(x)  # BREAK: FG202; CHECK: FG202\nz = bool(x)  # CHECK: FG202\n"
+        "print(y)  # DEFER: FG201\n"
     )
     monkeypatch.setattr(loader, "PROGRAMS_DIR", tmp_path)
     assert loader.expected_breaks("fake_program") == [
         loader.ExpectedBreak(str(fake), 2, "FG201"),
         loader.ExpectedBreak(str(fake), 2, "FG202"),
         loader.ExpectedBreak(str(fake), 3, "FG202"),
+    ]
+    assert loader.expected_breaks("fake_program", "DEFER") == [
+        loader.ExpectedBreak(str(fake), 5, "FG201")
     ]
     assert loader.expected_breaks("fake_program", "CHECK") == [
         loader.ExpectedBreak(str(fake), 3, "FG202"),

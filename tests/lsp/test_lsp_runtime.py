@@ -55,7 +55,7 @@ async def test_analyze_command_reports_progress_and_break_diagnostics(
         return [d for d in push_client.diagnostics.get(uri, []) if d.code == "FG201"]
 
     (brk,) = await wait_until(runtime_breaks, what="the FG201 diagnostic")
-    # print("é 𝔵 shape", x.shape) on line 13: code points 8..35, UTF-16 8..36.
+    # print("é 𝔵 shape", x.sum()) on line 13: code points 8..35, UTF-16 8..36.
     assert brk.range == types.Range(
         start=types.Position(line=12, character=8), end=types.Position(line=12, character=36)
     )

@@ -46,7 +46,7 @@ async def test_open_reports_rule_codes_and_ranges_in_the_client_encoding(
     uri = open_document(client, workspace / "models/net.py")
     items = await diagnostics(client, uri, lambda items: with_code(items, "FG102"))
     (printed,) = with_code(items, "FG102")
-    # `print("é 𝔵 shape", x.shape)` spans code points 8..35; é is 2 UTF-8 bytes
+    # `print("é 𝔵 shape", x.sum())` spans code points 8..35; é is 2 UTF-8 bytes
     # and 𝔵 is 2 UTF-16 units or 4 UTF-8 bytes.
     expected_end = {"utf-16": 36, "utf-8": 39, "utf-32": 35}[encoding(client)]
     assert printed.range == types.Range(

@@ -21,7 +21,7 @@ class Attention(nn.Module):
     def forward(self, x):
         out, weights = self.attn(x, x, x)
         if self.cfg.debug:
-            print(f"[{type(self).__name__}] weights {tuple(weights.shape)}")  # BREAK: FG201
+            print(f"[{type(self).__name__}] weights {tuple(weights.shape)}")  # DEFER: FG201
         return out
 
 
@@ -48,4 +48,5 @@ def make_inputs(seed: int):
     return (torch.randn(2, 4, 8, generator=g),)
 
 
-EXPECTED_GRAPHS = 2
+# The print shows only a shape: made after the graph, which it does not split.
+EXPECTED_GRAPHS = 1

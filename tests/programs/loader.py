@@ -31,14 +31,16 @@ MARKER_CODES = frozenset({"FG201", "FG202", "FG203", "FG204"})
 
 _NOT_PROGRAMS = frozenset({"__init__", "loader"})
 _MODULE_PREFIX = "fullgraph_corpus."
-# A marker is a comment of its own: "# BREAK: FG201" or "# BREAK: FG201, FG202"; a
-# value read the runtime checks in front of the graph (no split) is "# CHECK: FG202",
-# and a line with both says "# BREAK: FG202; CHECK: FG202".
-_CODES = r"(?P<codes>[A-Z0-9]+(?:\s*,\s*[A-Z0-9]+)*)"
-_MARKERS = {
-    "BREAK": re.compile(rf"^#\s*BREAK:\s*{_CODES}\s*(?:;\s*CHECK:.*)?$"),
-    "CHECK": re.compile(rf"^#\s*(?:BREAK:[^;]*;\s*)?CHECK:\s*{_CODES}\s*$"),
-}
+# A marker is a comment of its own: "# BREAK: FG201" or "# BREAK: FG201, FG202".  What
+# the runtime keeps in the graph has its own kind: a value read checked in front of the
+# graph is "# CHECK: FG202", an output effect made after it "# DEFER: FG201"; kinds on
+# one line are separated by semicolons ("# BREAK: FG202; DEFER: FG201").
+MARKER_KINDS = ("BREAK", "CHECK", "DEFER")
+_CODES = r"[A-Z0-9]+(?:\s*,\s*[A-Z0-9]+)*"
+_MARKER = re.compile(
+    rf"^#\s*(?:{'|'.join(MARKER_KINDS)}):\s*{_CODES}(?:\s*;\s*\w+:\s*{_CODES})*\s*$"
+)
+_PART = re.compile(rf"(?P<kind>\w+):\s*(?P<codes>{_CODES})")
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -82,8 +84,8 @@ def load_program(name: str) -> ModuleType:
 
 
 def expected_breaks(name: str, kind: str = "BREAK") -> list[ExpectedBreak]:
-    """The breaks a program's ``# BREAK:`` markers declare (``kind="CHECK"``: the data
-    checks its ``# CHECK:`` markers declare), in line order.
+    """The breaks a program's ``# BREAK:`` markers declare (``kind="CHECK"`` / ``"DEFER"``:
+    its data checks / deferred effects), in line order.
 
     Comments are found with the tokenizer, so a ``# BREAK:`` inside a string
     is not a marker.
@@ -94,11 +96,13 @@ def expected_breaks(name: str, kind: str = "BREAK") -> list[ExpectedBreak]:
         for token in tokenize.generate_tokens(source.readline):
             if token.type != tokenize.COMMENT:
                 continue
-            match = _MARKERS[kind].search(token.string)
-            if match is None:
+            if _MARKER.search(token.string) is None:
                 continue
-            for code in match["codes"].split(","):
-                found.append(ExpectedBreak(str(path), token.start[0], code.strip()))
+            for part in _PART.finditer(token.string):
+                if part["kind"] != kind:
+                    continue
+                for code in part["codes"].split(","):
+                    found.append(ExpectedBreak(str(path), token.start[0], code.strip()))
     return sorted(found)
 
 

@@ -14,7 +14,7 @@ class Net(nn.Module):
 
     def forward(self, x):
         x = self.pool(F.relu(self.conv1(x)))
-        print("after conv1:", x.shape)  # BREAK: FG201
+        print("after conv1:", x.shape)  # DEFER: FG201
         x = F.relu(self.conv2(x))
         x = torch.flatten(F.adaptive_max_pool2d(x, 1), 1)
         return self.fc(x)
@@ -30,4 +30,5 @@ def make_inputs(seed: int):
     return (torch.randn(2, 1, 10, 10, generator=g),)
 
 
-EXPECTED_GRAPHS = 2
+# The print shows only a shape: made after the graph, which it does not split.
+EXPECTED_GRAPHS = 1

@@ -14,10 +14,10 @@ class Encoder(nn.Module):
     def forward(self, x):
         h = self.embed(x)
         if self.verbose:
-            print(f"[Encoder] embedded batch of {h.size(0)} with dim {h.size(1)}")  # BREAK: FG201
+            print(f"[Encoder] embedded batch of {h.size(0)} with dim {h.size(1)}")  # DEFER: FG201
         h = self.body(h)
         if self.verbose:
-            print("[Encoder] body done")  # BREAK: FG201
+            print("[Encoder] body done")  # DEFER: FG201
         return self.head(h)
 
 
@@ -31,4 +31,5 @@ def make_inputs(seed: int):
     return (torch.randn(3, 6, generator=g),)
 
 
-EXPECTED_GRAPHS = 3
+# The prints show only sizes and text: made after the graph, which they do not split.
+EXPECTED_GRAPHS = 1

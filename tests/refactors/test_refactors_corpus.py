@@ -76,7 +76,8 @@ def test_marked_break_is_reported_on_its_line(name: str) -> None:
     marked = {
         i + 1
         for i, line in enumerate(lines)
-        if ("# BREAK:" in line or "# CHECK:" in line) and text in line
+        if any(f"{kind}:" in line for kind in ("# BREAK", "# CHECK", "# DEFER", "; DEFER"))
+        and text in line
     }
     assert marked, f"the corpus no longer marks `{text}` in {name}"
     reported = {f.line for f in lint_source(_source(name)) if f.code == code}

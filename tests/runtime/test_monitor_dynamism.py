@@ -85,7 +85,7 @@ def prints_shape(x):
     return y * 2
 
 
-def test_a_print_splits_the_graph_and_is_replayed_once_per_call():
+def test_a_print_of_plain_values_is_made_after_one_graph_once_per_call():
     compiled = fr.compile(prints_shape, backend="eager")
     for _ in range(3):
         out = io.StringIO()
@@ -94,13 +94,33 @@ def test_a_print_splits_the_graph_and_is_replayed_once_per_call():
         assert out.getvalue() == "shape (2, 3)\n"
     assert compiled.stats.hits == 2
     report = fr.explain(prints_shape, torch.randn(2, 3))
-    assert report.graph_count == 2
-    (only,) = report.breaks
+    assert report.graph_count == 1 and report.breaks == []
+    (only,) = report.deferred_effects
     assert (only.category.code, only.function, only.line) == (
         "FG201",
         "builtins.print",
         prints_shape.__code__.co_firstlineno + 2,
     )
+
+
+def prints_values(x):
+    y = x.relu()
+    print("values", y)  # shows what the graph computed so far: the graph ends here
+    y.mul_(2)
+    return y
+
+
+def test_a_print_of_a_tensor_splits_the_graph_and_shows_its_value_then():
+    compiled = fr.compile(prints_values, backend="eager")
+    for _ in range(3):
+        x = torch.tensor([1.0, -2.0])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            torch.testing.assert_close(compiled(x), torch.tensor([2.0, 0.0]))
+        assert out.getvalue() == "values tensor([1., 0.])\n"
+    assert compiled.stats.hits == 2
+    report = fr.explain(prints_values, torch.ones(2))
+    assert report.graph_count == 2 and [b.category.code for b in report.breaks] == ["FG201"]
 
 
 def logs_loss(x):
