@@ -84,15 +84,12 @@ class Report:
                 f"{b.category.title}: {b.function}"
             )
             lines.append(f"      hint: {b.category.hint}")
-        for b in self.data_checks:
+        kept_whole = [(b, "data check in front of the graph") for b in self.data_checks]
+        kept_whole += [(b, "made after the graph") for b in self.deferred_effects]
+        for b, what in kept_whole:
             lines.append(
-                f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} data check in front "
-                f"of the graph (no split): {b.function}"
-            )
-        for b in self.deferred_effects:
-            lines.append(
-                f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} made after the "
-                f"graph (no split): {b.function}"
+                f"  {b.file}:{b.line}:{b.column + 1}: {b.category.code} {what} (no split): "
+                f"{b.function}"
             )
         for note in self.notes:
             lines.append(f"note: {note}")

@@ -48,8 +48,13 @@ def test_compiled_wrapper_runs_standalone_and_passes_ruff(tmp_path):
     source = out.read_text()
     compile(source, str(out), "exec")
 
+    _runs_in_a_fresh_process(FRESH_PROCESS_CHECK, out, tmp_path)
+    _passes_ruff(out, tmp_path)
+
+
+def _runs_in_a_fresh_process(script: str, out, tmp_path) -> None:
     check = subprocess.run(
-        [sys.executable, "-c", FRESH_PROCESS_CHECK.format(repo=str(REPO), path=str(out))],
+        [sys.executable, "-c", script.format(repo=str(REPO), path=str(out))],
         capture_output=True,
         text=True,
         timeout=600,
@@ -59,6 +64,8 @@ def test_compiled_wrapper_runs_standalone_and_passes_ruff(tmp_path):
     assert check.returncode == 0, check.stderr
     assert "WRAPPER OK" in check.stdout
 
+
+def _passes_ruff(out, tmp_path) -> None:
     ruff = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", str(out)],
         capture_output=True,
@@ -120,21 +127,5 @@ def test_wrapper_runs_the_data_check_in_front_of_its_graph(tmp_path):
     assert completed.returncode == 0, completed.stderr
     source = out.read_text()
     assert "class Check0(torch.nn.Module)" in source and "h0 = check0(" in source
-    check = subprocess.run(
-        [sys.executable, "-c", DATA_CHECK_PROCESS_CHECK.format(repo=str(REPO), path=str(out))],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert check.returncode == 0, check.stderr
-    assert "WRAPPER OK" in check.stdout
-    ruff = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert ruff.returncode == 0, ruff.stdout + ruff.stderr
+    _runs_in_a_fresh_process(DATA_CHECK_PROCESS_CHECK, out, tmp_path)
+    _passes_ruff(out, tmp_path)
