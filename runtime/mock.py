@@ -146,6 +146,7 @@ class MockWriter:
         self.memo: dict[int, str] = {}
         self.temps = 0
         self.callout_results: dict[int, str] = {}
+        self.tensor_overrides: dict[int, str] = {}  # set while a callout's arguments render
         ns.values.update(
             MISS=MISS,
             Missed=Missed,
@@ -159,6 +160,8 @@ class MockWriter:
 
     # -- values ----------------------------------------------------------------
     def tensor(self, tensor: torch.Tensor) -> str:
+        if id(tensor) in self.tensor_overrides:  # a callout's argument, as it was then
+            return self.tensor_overrides[id(tensor)]
         origin = self.tape.use_for_output(tensor)
         return self.origin_expr(origin)
 
@@ -438,15 +441,13 @@ class _Body:
                 f"h{callout.index} = check{callout.index}({inputs})  "
                 f"# {check.op_count} ops, the data the next read takes"
             )
-            overrides.update(
-                {key: f"h{callout.index}[{i}]" for key, i in check.positions.items()}
-            )
+            overrides.update({key: f"h{callout.index}[{i}]" for key, i in check.positions.items()})
+        writer.tensor_overrides = overrides  # nested ones too (print([x, y]))
         rendered = [
-            callout.arg_syms[i].expr()
-            if i in callout.arg_syms
-            else overrides.get(id(v)) or writer.value(v)
+            callout.arg_syms[i].expr() if i in callout.arg_syms else writer.value(v)
             for i, v in enumerate(values)
         ]
+        writer.tensor_overrides = {}
         call_args = rendered[: len(callout.args)]
         call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args) :])]
         where = callout.location

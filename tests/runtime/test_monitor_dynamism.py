@@ -253,3 +253,20 @@ def test_a_varying_batch_size_with_inductor():
         x = torch.randn(batch, 16)
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     assert compiled.stats.monitor_runs == 2
+
+
+def prints_a_list_of_values(x):
+    y = x.relu()
+    print("values", [y, y.sum()])  # a list holding tensors: still as they were then
+    y.mul_(2)
+    return y
+
+
+def test_tensors_inside_a_printed_list_show_their_value_then():
+    compiled = fr.compile(prints_a_list_of_values, backend="eager")
+    for _ in range(3):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            compiled(torch.tensor([1.0, -2.0]))
+        assert out.getvalue() == "values [tensor([1., 0.]), tensor(1.)]\n"
+    assert compiled.stats.hits == 2 and compiled.stats.rerun_after_error == 0
