@@ -504,9 +504,10 @@ class GraphTape:
             )
         flat, _ = tree_flatten((args, kwargs))
         tensors = [value for value in flat if isinstance(value, torch.Tensor)]
+        origins = {id(t): self.origin_of(t) for t in tensors}  # where each comes from now
         hoisted, check = False, None
         if category is breaks.TENSOR_VALUE_READ and not effectful:
-            hoisted, check = self._hoist(tensors)
+            hoisted, check = self._hoist(tensors, origins)
         # print("epoch", n), log.info("shape %s", x.shape), warnings.warn("..."): an output
         # effect of plain values needs no split; the mock makes it after the graph.
         deferred = (
@@ -515,9 +516,8 @@ class GraphTape:
             and category is breaks.PYTHON_SIDE_EFFECT
             and all(_plain(value) for value in flat)
         )
-        origins = {}  # where each tensor the call reads comes from now (not after later updates)
         for value in tensors:  # tensors the callout reads must be outputs of earlier graphs
-            origin = origins[id(value)] = self.origin_of(value)
+            origin = origins[id(value)]
             recomputed = hoisted and check is not None and id(value) in check.positions
             if isinstance(origin, NodeOrigin) and not recomputed:
                 self.segments[origin.segment].output_index(origin.node)
@@ -549,18 +549,19 @@ class GraphTape:
             self.segments.append(Segment(len(self.segments)))
         return callout
 
-    def _hoist(self, tensors: list[torch.Tensor]) -> tuple[bool, DataCheck | None]:
-        """Whether a value read of ``tensors`` may run in front of the current segment
-        (see data_checks), and the check graph it then reads from (None: not needed)."""
+    def _hoist(self, tensors: list[torch.Tensor], origins: dict) -> tuple[bool, DataCheck | None]:
+        """Whether a value read of ``tensors`` (``origins``: id -> Origin) may run in front
+        of the current segment (see data_checks), and the check graph it then reads from
+        (None: not needed)."""
         segment = self.current
         updated = segment.updated_storages
         if None in updated or any(storage_key(t) in updated for t in tensors):
             return False, None  # read after the segment updated it: it must wait its turn
-        made_here = []
-        for tensor in tensors:
-            origin = self.origin_of(tensor)
-            if isinstance(origin, NodeOrigin) and origin.segment == segment.index:
-                made_here.append(tensor)
+        made_here = [
+            t
+            for t in tensors
+            if isinstance(origins[id(t)], NodeOrigin) and origins[id(t)].segment == segment.index
+        ]
         if not made_here:
             return True, None
         check = plan_check(segment, made_here)
@@ -568,6 +569,16 @@ class GraphTape:
             return False, None
         segment.data_checks.append(check)
         return True, check
+
+    def call_sites(self) -> tuple[list, list, list]:
+        """Where the callouts were made: those that split a graph, the data checks in
+        front of one, and the effects made after one."""
+        located = [c for c in self.callouts if c.location is not None]
+        return (
+            [c.location for c in located if c.splits_graph],
+            [c.location for c in located if c.hoisted],
+            [c.location for c in located if c.deferred],
+        )
 
     def use_for_output(self, tensor: torch.Tensor) -> Origin:
         """Origin of a tensor the mock needs (return value, stored state)."""

@@ -154,9 +154,8 @@ class CompiledFunction:
             self.stats.hits += 1
             record.hits += 1
             self.last_hit = record
-            if record.hits == eager_check.WARM_HITS and self.eager_check and not record.tried:
-                record.tried = True  # one trial per record
-                self.trial = EagerTrial(record)
+            if record.hits == eager_check.WARM_HITS and self.eager_check:
+                self.trial = EagerTrial(record)  # hits only grow: one trial per record
             if position:  # most recently used first
                 self.records.insert(0, self.records.pop(position))
             return result
@@ -291,15 +290,10 @@ def make_report(fn, run: MonitorRun, error: BaseException | None) -> Report:
     if error is not None:
         report.status = "user_exception"
         report.error = user_error(error)
-    report.breaks = dedupe_breaks(
-        [c.location for c in run.tape.callouts if c.location and c.splits_graph] + run.unsupported
-    )
-    report.data_checks = dedupe_breaks(
-        [c.location for c in run.tape.callouts if c.location and c.hoisted]
-    )
-    report.deferred_effects = dedupe_breaks(
-        [c.location for c in run.tape.callouts if c.location and c.deferred]
-    )
+    splits, checks, deferred = run.tape.call_sites()
+    report.breaks = dedupe_breaks(splits + run.unsupported)
+    report.data_checks = dedupe_breaks(checks)
+    report.deferred_effects = dedupe_breaks(deferred)
     return report
 
 

@@ -61,7 +61,6 @@ class Record:
     check_graphs: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
     draws_random: bool = False  # a graph draws from torch's generator (restored on a rerun)
     hits: int = 0
-    tried: bool = False  # measured against eager already (eager_check.py)
 
     @property
     def graph_code(self) -> str:
@@ -206,6 +205,7 @@ def build_record(
                 backend(gm, examples) if backend else gm.forward
             )
     namespace.update(compiled_graphs)
+    splits, checks, deferred = run.tape.call_sites()
     check_graphs = {
         f"check{c.index}": check_module(c.check, c.index)
         for c in run.tape.callouts
@@ -225,11 +225,9 @@ def build_record(
         check_count=guard.check_count,
         reusable=mock.reusable,
         not_reusable_reason=mock.not_reusable_reason,
-        breaks=[c.location for c in run.tape.callouts if c.location is not None and c.splits_graph],
-        data_checks=[c.location for c in run.tape.callouts if c.location is not None and c.hoisted],
-        deferred_effects=[
-            c.location for c in run.tape.callouts if c.location is not None and c.deferred
-        ],
+        breaks=splits,
+        data_checks=checks,
+        deferred_effects=deferred,
         check_graphs=check_graphs,
         draws_random=any(draws_random(n) for gm in graphs for n in gm.graph.nodes),
         side_effects=[m.describe() for m in run.mutations],
