@@ -71,6 +71,7 @@ class CheckRun:
     static_available: bool = True
     static_skipped: bool = False
     min_severity: str = "warning"  # the least severe level shown and counted
+    ignore: tuple[str, ...] = ()  # codes hidden ([tool.fullgraph] ignore)
 
     def diagnostics(self) -> list[Diagnostic]:
         shown = SEVERITIES[: SEVERITIES.index(self.min_severity) + 1]
@@ -78,7 +79,7 @@ class CheckRun:
             self._from_finding(path, finding)
             for path, findings in self.findings.items()
             for finding in findings
-            if finding.severity in shown
+            if finding.severity in shown and finding.code not in self.ignore
         ]
         breaks: dict[tuple[str, str, int, int], Diagnostic] = {}
         for result in self.results:
@@ -89,6 +90,8 @@ class CheckRun:
             found += [(effect, "information") for effect in report.get("deferred_effects", [])]
             for brk, severity in found:
                 if severity == "information" and severity not in shown:
+                    continue
+                if brk["code"] in self.ignore:
                     continue
                 key = (brk["code"], brk["file"], brk["line"], brk["column"])
                 if key not in breaks:

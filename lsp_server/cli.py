@@ -113,7 +113,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         _error(f"no such file or directory: {', '.join(missing)}")
         return EXIT_CONFIG
     entries = _entries_for(args, root, config)
-    run = CheckRun(root=root, static_skipped=args.no_static, min_severity=args.severity)
+    run = CheckRun(
+        root=root,
+        static_skipped=args.no_static,
+        min_severity=args.severity,
+        ignore=tuple(config.ignore),
+    )
 
     def progress(items: list, desc: str, unit: str) -> tqdm:
         return tqdm(

@@ -1,27 +1,23 @@
-"""The ``[tool.fullgraph]`` configuration: what to analyze and under which limits.
+"""The CLI's reading of ``[tool.fullgraph]``: the shared settings model, strictly.
 
-The table lives in the project's ``pyproject.toml``; editor settings may override
-single keys.  Values are structured into :class:`Config` with cattrs, using
-strict hooks (a string is never silently accepted where a list or a number is
-expected), and every problem is reported as a :class:`ConfigError` that names
-the key, the value found and what was expected, so the user can fix the file
-without reading our code.
+The table lives in the project's ``pyproject.toml``; the model and its
+structuring are :mod:`fullgraph.lsp_server.settings`, the same the language
+server reads (:data:`Config` is :class:`~fullgraph.lsp_server.settings.Settings`).
+The CLI is stricter than the server in one way: a bad value is a
+:class:`ConfigError` that names the key, the value found and what was
+expected (exit code 2), so the user can fix the file without reading our
+code.  An unknown key is a warning naming it and the known keys, never a
+refusal: the table is shared with the editor's settings.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import cattrs
-from cattrs.errors import (
-    AttributeValidationNote,
-    ClassValidationError,
-    ForbiddenExtraKeysError,
-)
+from fullgraph.lsp_server.settings import Settings, merge
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,90 +50,55 @@ class ConfigError(Exception):
         }
 
 
-@dataclasses.dataclass
-class Config:
-    """Settings for analysis; every field has a default so an empty table works."""
-
-    # "package.module:function" names of zero-argument functions returning
-    # (callable, args) or (callable, args, kwargs); see docs/entrypoints.md.
-    entrypoints: list[str] = dataclasses.field(default_factory=list)
-    # Seconds one entrypoint may run (worker start-up is not counted).
-    timeout: float = 60.0
-    # Memory cap (RLIMIT_DATA) of the worker process in MiB; 0 disables the cap.
-    memory_mb: int = 4096
-    # Graph compiler for timing runs (the demo); reports need none.
-    backend: str = "inductor"
-    # Interpreter that runs user code; None means the one running fullgraph.
-    python: str | None = None
+# The CLI and the language server read one model (docs/configuration.md).
+Config = Settings
 
 
-# What each field type is called in error messages.
-_EXPECTED = {
-    "entrypoints": 'a list of "package.module:function" strings',
-    "timeout": "a positive number of seconds",
-    "memory_mb": "a non-negative integer (MiB; 0 disables the cap)",
-    "backend": "one of " + ", ".join(repr(b) for b in BACKENDS),
-    "python": "a path to a Python interpreter",
-}
-
-
-def _strict_str(value: Any, _type: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError("not a string")
-    return value
-
-
-def _strict_float(value: Any, _type: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError("not a number")
-    return float(value)
-
-
-def _strict_int(value: Any, _type: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError("not an integer")
-    return value
-
-
-def _strict_str_list(value: Any, _type: Any) -> list[str]:
-    # The default hook would iterate a string character by character.
-    if not isinstance(value, (list, tuple)):
-        raise TypeError("not a list")
-    return [_strict_str(item, str) for item in value]
-
-
-def _make_converter() -> cattrs.Converter:
-    converter = cattrs.Converter(forbid_extra_keys=True)
-    converter.register_structure_hook(str, _strict_str)
-    converter.register_structure_hook(float, _strict_float)
-    converter.register_structure_hook(int, _strict_int)
-    # Generic aliases cannot go through singledispatch; match them by predicate.
-    converter.register_structure_hook_func(lambda t: t == list[str], _strict_str_list)
-    return converter
-
-
-_converter = _make_converter()
+def _warn_to_stderr(message: str) -> None:
+    print(f"fullgraph: warning: {message.removeprefix('fullgraph: ')}", file=sys.stderr)
 
 
 def config_from_mapping(
-    data: Mapping[str, Any], *, table: str = TABLE, source: str | None = None
+    data: Mapping[str, Any],
+    *,
+    table: str = TABLE,
+    source: str | None = None,
+    base: Config | None = None,
+    warn: Callable[[str], None] | None = _warn_to_stderr,
 ) -> Config:
-    """Structure and validate one table of settings (pyproject or editor settings)."""
+    """Structure and validate one table of settings over ``base`` (default: the defaults).
+
+    A bad value raises :class:`ConfigError`; an unknown key is handed to ``warn``
+    (a message naming it and the known keys) and ignored.
+    """
     if not isinstance(data, Mapping):
         raise ConfigError(table, data, "a table of settings", source=source)
-    try:
-        config = _converter.structure(dict(data), Config)
-    except ClassValidationError as group:
-        raise _first_error(group, data, table, source) from None
+    config, problems = merge(base or Config(), dict(data), source or table)
+    for problem in problems:
+        if problem.kind == "invalid":
+            raise ConfigError(
+                f"{table}.{problem.key}",
+                problem.value,
+                problem.expected.removeprefix("expected "),
+                source=source,
+            )
+        if warn is not None:
+            warn(problem.message)
     _validate(config, table, source)
     return config
 
 
-def load_config(root: Path, overrides: Mapping[str, Any] | None = None) -> Config:
+def load_config(
+    root: Path,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    warn: Callable[[str], None] | None = _warn_to_stderr,
+) -> Config:
     """Read ``[tool.fullgraph]`` from ``root/pyproject.toml`` and apply overrides.
 
     A missing file or table gives the defaults; ``overrides`` (for example the
     editor's settings) replace single keys and are validated the same way.
+    Unknown keys are reported through ``warn`` (stderr by default), not refused.
     """
     pyproject = Path(root) / "pyproject.toml"
     table: Mapping[str, Any] = {}
@@ -151,52 +112,18 @@ def load_config(root: Path, overrides: Mapping[str, Any] | None = None) -> Confi
         table = document.get("tool", {}).get("fullgraph", {})
         if not isinstance(table, Mapping):
             raise ConfigError(TABLE, table, "a table of settings", source=str(pyproject))
-    config = config_from_mapping(table, source=str(pyproject) if table else None)
+    config = config_from_mapping(table, source=str(pyproject) if table else None, warn=warn)
     if overrides:
-        merged = {**dataclasses.asdict(config), **dict(overrides)}
-        config = config_from_mapping(merged, table="settings", source=None)
+        config = config_from_mapping(overrides, table="settings", base=config, warn=warn)
     return config
 
 
-def _first_error(
-    group: ClassValidationError, data: Mapping[str, Any], table: str, source: str | None
-) -> ConfigError:
-    """Turn cattrs' exception group into one error naming key, value and expectation."""
-    for exc in group.exceptions:
-        if isinstance(exc, ForbiddenExtraKeysError):
-            name = min(exc.extra_fields)
-            known = ", ".join(f.name for f in dataclasses.fields(Config))
-            return ConfigError(
-                f"{table}.{name}", data.get(name), f"a known setting ({known})", source=source
-            )
-        for note in getattr(exc, "__notes__", []):
-            if isinstance(note, AttributeValidationNote):
-                value = data.get(note.name)
-                return ConfigError(
-                    f"{table}.{note.name}",
-                    value,
-                    _EXPECTED.get(note.name, "a valid value"),
-                    source=source,
-                )
-    return ConfigError(table, dict(data), "a valid [tool.fullgraph] table", source=source)
-
-
 def _validate(config: Config, table: str, source: str | None) -> None:
-    """Checks on values that have the right type but make no sense."""
+    """Checks the types cannot express: each entrypoint's syntax."""
     from fullgraph.lsp_server.entrypoints import parse_entrypoint
 
     for index, text in enumerate(config.entrypoints):
         parse_entrypoint(text, key=f"{table}.entrypoints[{index}]", source=source)
-    if not config.timeout > 0:
-        raise ConfigError(f"{table}.timeout", config.timeout, _EXPECTED["timeout"], source=source)
-    if config.memory_mb < 0:
-        raise ConfigError(
-            f"{table}.memory_mb", config.memory_mb, _EXPECTED["memory_mb"], source=source
-        )
-    if config.backend not in BACKENDS:
-        raise ConfigError(f"{table}.backend", config.backend, _EXPECTED["backend"], source=source)
-    if config.python is not None and not config.python.strip():
-        raise ConfigError(f"{table}.python", config.python, _EXPECTED["python"], source=source)
 
 
 def _jsonable(value: Any) -> Any:

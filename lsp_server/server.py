@@ -184,7 +184,7 @@ class FullgraphServer(LanguageServer):
         missing = [entry for entry in self.added_entrypoints if entry not in settings.entrypoints]
         self.settings = dataclasses.replace(settings, entrypoints=settings.entrypoints + missing)
         for problem in problems:
-            self.show(problem)
+            self.show(problem.message)
 
     # -- back ends ----------------------------------------------------------
     def _backend(self, module_name: str, required: tuple[str, ...], what: str) -> Any:
@@ -221,41 +221,19 @@ class FullgraphServer(LanguageServer):
         module = self._backend(
             "fullgraph.lsp_server.service", ("AnalysisService",), "runtime analysis"
         )
-        config_module = self._backend(
-            "fullgraph.lsp_server.config", ("load_config",), "runtime analysis"
-        )
-        if module is None or config_module is None:
+        if module is None:
             return None
         # Entrypoints and the timeout travel with each call; only what the worker
         # is started with forces a new one (and a new, slow torch import).
-        key = (self.root, self.settings.memory_mb, self.settings.backend)
+        key = (self.root, self.settings.memory_mb, self.settings.backend, self.settings.python)
         with self._service_lock:
             if self._service is not None and self._service_key == key:
                 return self._service
             self.close_service()
-            config = self._service_config(config_module)
-            self._service = module.AnalysisService(self.root, config)
+            # The settings are the service's configuration: one model for both.
+            self._service = module.AnalysisService(self.root, self.settings)
             self._service_key = key
             return self._service
-
-    def _service_config(self, config_module: Any) -> Any:
-        try:
-            config = config_module.load_config(self.root)
-        except Exception as error:  # ConfigError names key, value and expectation
-            self.show(f"fullgraph: {error}; using defaults for pyproject.toml settings")
-            config = config_module.Config()
-        overrides = {"entrypoints": list(self.settings.entrypoints)}
-        for name in ("timeout", "memory_mb", "backend"):
-            value = getattr(self.settings, name)
-            if value is not None:
-                overrides[name] = value
-        known = (
-            {field.name for field in dataclasses.fields(config)}
-            if dataclasses.is_dataclass(config)
-            else set()
-        )
-        overrides = {name: value for name, value in overrides.items() if name in known}
-        return dataclasses.replace(config, **overrides) if overrides else config
 
     def close_service(self) -> None:
         if self._service is not None:

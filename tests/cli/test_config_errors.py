@@ -38,7 +38,7 @@ def test_malformed_entry_in_pyproject(tmp_path):
     ("table", "message"),
     [
         ('timeout = "soon"', "tool.fullgraph.timeout = 'soon': expected a positive number"),
-        ("timeout = -1", "tool.fullgraph.timeout = -1.0: expected a positive number"),
+        ("timeout = -1", "tool.fullgraph.timeout = -1: expected a positive number"),
         (
             'entrypoints = "examples.m:entry"',
             (
@@ -48,7 +48,11 @@ def test_malformed_entry_in_pyproject(tmp_path):
         ),
         ('backend = "xla"', "tool.fullgraph.backend = 'xla': expected one of 'inductor', 'eager'"),
         ("memory_mb = 1.5", "tool.fullgraph.memory_mb = 1.5: expected a non-negative integer"),
-        ("timout = 3", "tool.fullgraph.timout = 3: expected a known setting"),
+        (
+            '[tool.fullgraph.diagnostics]\nstatic = "no"',
+            "tool.fullgraph.diagnostics.static = 'no': expected true or false",
+        ),
+        ("debounce_ms = -5", "tool.fullgraph.debounce_ms = -5: expected a non-negative whole"),
     ],
 )
 def test_bad_values_in_pyproject(tmp_path, table, message):
@@ -56,6 +60,36 @@ def test_bad_values_in_pyproject(tmp_path, table, message):
         load_config(write_project(tmp_path, table))
     assert message in str(caught.value)
     assert caught.value.key.startswith("tool.fullgraph.")
+
+
+def test_an_unknown_key_is_a_warning_naming_it_and_the_known_keys(tmp_path):
+    project = write_project(tmp_path, 'timout = 3\nentrypoints = ["oops"]')
+    # The bad entrypoint still stops the run: only the unknown key is tolerated.
+    completed = run_cli("check", "--no-progress", cwd=project)
+    assert completed.returncode == 2
+    assert "tool.fullgraph.entrypoints[0] = 'oops'" in completed.stderr
+    write_project(tmp_path, "timout = 3")
+    completed = run_cli("check", "--no-progress", cwd=project)
+    assert completed.returncode == 0, completed.stderr  # the warning does not change the exit
+    (warning,) = [line for line in completed.stderr.splitlines() if "timout" in line]
+    assert warning.startswith("fullgraph: warning: ")
+    assert "unknown setting `timout` ignored" in warning
+    assert "known settings: entrypoints, timeout, memory_mb" in warning
+    assert completed.stdout.strip().endswith("checked.")  # the run went ahead
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        'ignore = ["FG104"]\nrun_on_save = false\ndebounce_ms = 50',
+        'runOnSave = false\nbreak-severity = "error"\ncompiled_dir = "out"',
+        "[tool.fullgraph.diagnostics]\nstatic = true\nruntime = false",
+    ],
+)
+def test_settings_the_server_reads_are_accepted_by_the_cli(tmp_path, table):
+    completed = run_cli("check", "--no-progress", cwd=write_project(tmp_path, table))
+    assert completed.returncode == 0, completed.stderr
+    assert "warning" not in completed.stderr and "error" not in completed.stderr
 
 
 def test_bad_value_exits_2_from_the_cli(tmp_path):

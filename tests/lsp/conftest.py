@@ -70,7 +70,7 @@ async def push_client(lsp_client: LanguageClient, workspace: Path):
 async def misconfigured_client(lsp_client: LanguageClient, workspace: Path):
     """A server started with bad initialization options (it must say so and go on)."""
     capabilities = pytest_lsp.client_capabilities("neovim@v0.7.0")
-    options = {"debounceMs": "fast", "timeout": -5, "ignore": "FG102"}
+    options = {"debounceMs": "fast", "timeout": -5, "ignore": "FG102", "runOnSafe": False}
     await lsp_client.initialize_session(initialize_params(workspace, capabilities, options))
     yield
     await lsp_client.shutdown_session()

@@ -184,9 +184,12 @@ async def test_bad_settings_are_shown_and_defaults_used(
         lambda: misconfigured_client.messages, what="a showMessage about the settings"
     )
     text = "\n".join(message.message for message in messages)
-    assert "`debounceMs` = 'fast' is invalid (expected a whole number)" in text
-    assert "`timeout` = -5 is invalid (must be greater than zero)" in text
+    assert "`debounceMs` = 'fast' is invalid (expected a non-negative whole number" in text
+    assert "`timeout` = -5 is invalid (expected a positive number of seconds)" in text
     assert "`ignore` = 'FG102' is invalid (expected a list of strings)" in text
+    # A misspelt key is named, with the known ones, and otherwise ignored.
+    assert "client settings: unknown setting `runOnSafe` ignored (known settings: " in text
+    assert "run_on_save" in text
     # The defaults apply: FG102 is not ignored, diagnostics still flow.
     uri = open_document(misconfigured_client, workspace / "models/net.py")
     await diagnostics(misconfigured_client, uri, lambda items: with_code(items, "FG102"))

@@ -3,10 +3,12 @@
  * server receives, both as initialization options and as the answer to its
  * `workspace/configuration` request for the section `fullgraph`.
  *
- * The server merges these settings over `[tool.fullgraph]` in pyproject.toml,
- * so the keys that pyproject.toml can also set (entrypoints, timeout, backend)
- * are sent only when the user set them in VS Code: a default sent on every
- * start would silently override the project's own configuration.
+ * Every setting the server reads is a `fullgraph.*` setting here (one model
+ * for CLI, server and extension: docs/configuration.md). The server merges
+ * these settings over `[tool.fullgraph]` in pyproject.toml, which can set the
+ * same keys, so all but `diagnostics` and `interpreter` are sent only when the
+ * user set them in VS Code: a default sent on every start would silently
+ * override the project's own configuration.
  */
 import * as os from 'os';
 import type * as vscode from 'vscode';
@@ -15,6 +17,7 @@ import { getConfiguration, getWorkspaceFolders, isWorkspaceTrusted } from './vsc
 export const SECTION = 'fullgraph';
 
 export type Backend = 'inductor' | 'eager';
+export type Severity = 'error' | 'warning' | 'information' | 'hint';
 
 export interface DiagnosticsSettings {
     /** Static rules (FG1xx) on open and change; never runs user code. */
@@ -27,7 +30,15 @@ export interface DiagnosticsSettings {
 export interface ServerSettings {
     entrypoints?: string[];
     timeout?: number;
+    memoryMb?: number;
     backend?: Backend;
+    python?: string | null;
+    runOnSave?: boolean;
+    debounceMs?: number;
+    ignore?: string[];
+    breakSeverity?: Severity;
+    docsBaseUrl?: string;
+    compiledDir?: string;
     diagnostics: DiagnosticsSettings;
     interpreter: string[];
 }
@@ -36,7 +47,19 @@ export interface ServerSettings {
 export type ConfigReader = Pick<vscode.WorkspaceConfiguration, 'get' | 'inspect'>;
 
 /** Settings the project may also set in pyproject.toml: sent only when set in VS Code. */
-const PROJECT_KEYS = ['entrypoints', 'timeout', 'backend'] as const;
+export const PROJECT_KEYS = [
+    'entrypoints',
+    'timeout',
+    'memoryMb',
+    'backend',
+    'python',
+    'runOnSave',
+    'debounceMs',
+    'ignore',
+    'breakSeverity',
+    'docsBaseUrl',
+    'compiledDir',
+] as const;
 
 function isSetByUser(config: ConfigReader, key: string): boolean {
     const inspected = config.inspect(key);

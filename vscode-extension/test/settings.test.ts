@@ -3,7 +3,14 @@ import { reset, setSetting, state } from './fakeVscodeApi';
 import assert from 'node:assert/strict';
 import * as os from 'node:os';
 import { beforeEach, describe, it } from 'node:test';
-import { affectsServer, configurationFor, getServerSettings, resolveVariables, SECTION } from '../src/settings';
+import {
+    affectsServer,
+    configurationFor,
+    getServerSettings,
+    PROJECT_KEYS,
+    resolveVariables,
+    SECTION,
+} from '../src/settings';
 import { manifest } from './manifest';
 
 /** Puts every contributed setting's default in the fake, as VS Code does on a fresh install. */
@@ -67,9 +74,39 @@ describe('settings sent to the server', () => {
         assert.deepEqual(manifest.contributes.configuration.properties['fullgraph.backend'].enum, ['inductor', 'eager']);
     });
 
-    it('restricts the interpreter setting in untrusted workspaces', () => {
+    it('forwards every contributed setting the user sets, under its own key', () => {
+        const contributed = Object.keys(manifest.contributes.configuration.properties)
+            .map((key) => key.slice(`${SECTION}.`.length))
+            .filter((key) => key !== 'trace.server' && key !== 'interpreter' && !key.startsWith('diagnostics.'));
+        assert.deepEqual([...contributed].sort(), [...PROJECT_KEYS].sort());
+        const values: Record<string, unknown> = {
+            entrypoints: ['pkg.model:build'],
+            timeout: 9,
+            memoryMb: 512,
+            backend: 'eager',
+            python: '/opt/py/bin/python',
+            runOnSave: false,
+            debounceMs: 40,
+            ignore: ['FG104'],
+            breakSeverity: 'error',
+            docsBaseUrl: 'https://example.org/docs',
+            compiledDir: 'out/compiled',
+        };
+        for (const [key, value] of Object.entries(values)) {
+            setSetting(`fullgraph.${key}`, value);
+        }
+        const sent = getServerSettings() as unknown as Record<string, unknown>;
+        for (const [key, value] of Object.entries(values)) {
+            assert.deepEqual(sent[key], value, `fullgraph.${key} is not forwarded`);
+        }
+    });
+
+    it('restricts the interpreter settings in untrusted workspaces', () => {
         assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
-        assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations, ['fullgraph.interpreter']);
+        assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations, [
+            'fullgraph.interpreter',
+            'fullgraph.python',
+        ]);
     });
 });
 
