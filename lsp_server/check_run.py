@@ -27,6 +27,8 @@ FAILED_STATUSES = ("user_exception", "timeout", "crashed", "cancelled")
 # Most severe first.  By default a check shows (and fails on) warnings and errors;
 # "information" and "hint" findings (e.g. hybridization candidates) are advice.
 SEVERITIES = ("error", "warning", "information", "hint")
+# A file the static rules could not parse (docs/codes/FG001.md).
+SYNTAX_ERROR_CODE = "FG001"
 
 
 @dataclasses.dataclass

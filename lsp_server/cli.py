@@ -153,9 +153,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         for diagnostic in run.diagnostics():
             print(text_report.diagnostic_line(diagnostic))
         for path, exc in sorted(run.syntax_errors.items()):
-            line, column = getattr(exc, "line", 1), getattr(exc, "column", 0)
-            message = getattr(exc, "message", str(exc))
-            print(f"{text_report.display_path(path)}:{line}:{column + 1}: SyntaxError: {message}")
+            print(text_report.syntax_error_line(path, exc))
         for result in run.results:
             print(text_report.result_line(result))
             if result.status == "user_exception" and result.error:
@@ -229,6 +227,32 @@ def cmd_compile(args: argparse.Namespace) -> int:
 # -- fix --------------------------------------------------------------------
 
 
+def patch_text(path: Path, source: str, fixed: str) -> list[str]:
+    """A unified diff of one file that ``git apply`` and ``patch -p1`` accept from the cwd.
+
+    Paths are relative to the working directory (``a/pkg/model.py``), whatever
+    form PATHS had; a file outside the working directory keeps its absolute
+    path.  A last line without a newline gets the standard marker.
+    """
+    from fullgraph.lsp_server.text_report import display_path
+
+    shown = Path(display_path(path)).as_posix()
+    lines = list(
+        difflib.unified_diff(
+            source.splitlines(keepends=True),
+            fixed.splitlines(keepends=True),
+            fromfile=f"a/{shown}",
+            tofile=f"b/{shown}",
+        )
+    )
+    marked = []
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        marked.append(line)
+    return marked
+
+
 def cmd_fix(args: argparse.Namespace) -> int:
     try:
         from fullgraph.refactors import SourceSyntaxError, fix_source
@@ -250,14 +274,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
             continue
         changed += 1
         if args.diff:
-            sys.stdout.writelines(
-                difflib.unified_diff(
-                    source.splitlines(keepends=True),
-                    fixed.splitlines(keepends=True),
-                    fromfile=f"a/{path}",
-                    tofile=f"b/{path}",
-                )
-            )
+            sys.stdout.writelines(patch_text(path, source, fixed))
         else:
             path.write_text(fixed, encoding="utf-8")
     verb = "would be fixed" if args.diff else "fixed"

@@ -6,7 +6,8 @@ relative to ``%SRCROOT%`` (the project root) when the file lies under it.
 Columns: SARIF columns are 1-based, and ``columnKind`` says they count Unicode
 code points, which is what the report's 0-based columns count.  A runtime
 break's user call stack becomes the result's ``stacks`` (innermost frame
-first, as SARIF orders them); entrypoints that failed to run are tool
+first, as SARIF orders them); a file that does not parse is one ``FG001``
+error result at the syntax error; entrypoints that failed to run are tool
 execution notifications.
 """
 
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fullgraph.lsp_server.check_run import CheckRun, Diagnostic, tool_version
+from fullgraph.lsp_server.check_run import SYNTAX_ERROR_CODE, CheckRun, Diagnostic, tool_version
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -27,7 +28,19 @@ LEVELS = {"error": "error", "warning": "warning", "information": "note", "hint":
 
 def _rule_entries() -> list[dict[str, Any]]:
     """Every rule fullgraph knows: static rules if installed, then runtime categories."""
-    rules: list[dict[str, Any]] = []
+    rules: list[dict[str, Any]] = [
+        {
+            "id": SYNTAX_ERROR_CODE,
+            "name": "syntax-error",
+            "shortDescription": {"text": "The file does not parse; no rule ran on it."},
+            "fullDescription": {
+                "text": "The static rules read a file only when it parses; a file with a "
+                "syntax error is reported once, at the error, and not checked further."
+            },
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"origin": "static"},
+        }
+    ]
     try:
         from fullgraph.refactors import RULES
     except ImportError:
@@ -145,6 +158,21 @@ def _result(diagnostic: Diagnostic, rule_index: dict[str, int], root: Path) -> d
     return result
 
 
+def _syntax_result(
+    path: Path, error: Exception, rule_index: dict[str, int], root: Path
+) -> dict[str, Any]:
+    line, column = getattr(error, "line", 1) or 1, getattr(error, "column", 0) or 0
+    message = getattr(error, "message", str(error))
+    return {
+        "ruleId": SYNTAX_ERROR_CODE,
+        "ruleIndex": rule_index[SYNTAX_ERROR_CODE],
+        "level": "error",
+        "message": {"text": f"SyntaxError: {message} (the file was not checked)"},
+        "locations": [_location(path, root, {"startLine": line, "startColumn": column + 1})],
+        "properties": {"origin": "static"},
+    }
+
+
 def to_sarif(run: CheckRun) -> dict[str, Any]:
     root = run.root.resolve()
     rules = _rule_entries()
@@ -179,7 +207,11 @@ def to_sarif(run: CheckRun) -> dict[str, Any]:
                         "toolExecutionNotifications": notifications,
                     }
                 ],
-                "results": [_result(d, rule_index, root) for d in run.diagnostics()],
+                "results": [_result(d, rule_index, root) for d in run.diagnostics()]
+                + [
+                    _syntax_result(path, error, rule_index, root)
+                    for path, error in sorted(run.syntax_errors.items())
+                ],
             }
         ],
     }

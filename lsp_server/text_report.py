@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from fullgraph.lsp_server.check_run import CheckRun, Diagnostic
+from fullgraph.lsp_server.check_run import SYNTAX_ERROR_CODE, CheckRun, Diagnostic
 from fullgraph.lsp_server.service import AnalysisResult
 
 INDENT = "    "
@@ -32,6 +32,13 @@ def diagnostic_line(diagnostic: Diagnostic, cwd: Path | None = None) -> str:
     where = f"{display_path(diagnostic.path, cwd)}:{diagnostic.line}:{diagnostic.column + 1}"
     fixable = " [*]" if diagnostic.fixable else ""
     return f"{where}: {diagnostic.code}{fixable} {diagnostic.message}"
+
+
+def syntax_error_line(path: str | Path, error: Exception, cwd: Path | None = None) -> str:
+    """``path:line:col: FG001 SyntaxError: message`` for a file the rules could not parse."""
+    line, column = getattr(error, "line", 1) or 1, getattr(error, "column", 0) or 0
+    message = getattr(error, "message", str(error))
+    return f"{display_path(path, cwd)}:{line}:{column + 1}: {SYNTAX_ERROR_CODE} SyntaxError: {message}"
 
 
 def result_line(result: AnalysisResult) -> str:
@@ -65,6 +72,12 @@ def summary_line(run: CheckRun) -> str:
         parts.append(
             f"{s['findings']} static finding{'s' * (s['findings'] != 1)} "
             f"({_counts(s['findings_by_code'])}{fixable})"
+        )
+    if s["syntax_errors"]:
+        count = s["syntax_errors"]
+        parts.append(
+            f"{count} file{'s' * (count != 1)} with a syntax error "
+            f"({SYNTAX_ERROR_CODE}: not checked)"
         )
     found = "Found " + " and ".join(parts) if parts else "No graph breaks found"
     entrypoints = (
