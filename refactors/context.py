@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 import libcst.metadata as meta
 
+from .fast_tree import LazyPositions, LazyQualifiedNames, parent_map
 from .findings import Finding, Fix, Severity
 from .imports import ensure_import, module_reference
 from .regions import FunctionInfo, find_functions
@@ -127,17 +128,26 @@ class RuleContext:
         self.path = path
         self.wrapper = wrapper
         self.module = wrapper.module
-        # All at once: libcst walks the tree once for the providers that do not depend on
-        # each other (parents with expression contexts), instead of once per request.
-        wrapper.resolve_many((meta.ParentNodeProvider, meta.QualifiedNameProvider))
-        self.functions: dict[cst.FunctionDef, FunctionInfo] = find_functions(wrapper, entrypoints)
+        self._metadata: dict[type, _Metadata] = {}
+        # Parents and qualified names without libcst's whole-tree visitors (fast_tree.py):
+        # together they were a third of a whole-file lint.
+        self._metadata[meta.ParentNodeProvider] = _Metadata(parent_map(self.module))
+        scopes = self._resolve(meta.ScopeProvider)
+        self._metadata[meta.QualifiedNameProvider] = _Metadata(LazyQualifiedNames(scopes))
+        self._parents = self._resolve(meta.ParentNodeProvider)
+        self._qualified = self._resolve(meta.QualifiedNameProvider)
+        self.functions: dict[cst.FunctionDef, FunctionInfo] = find_functions(
+            self.module, self.qualified_names, entrypoints
+        )
         self.suppressions = find_suppressions(source)
         self.findings: list[Finding] = []
         self._types: dict[tuple[cst.FunctionDef, bool], TensorTypes] = {}
-        self._metadata: dict[type, _Metadata] = {}
-        self._parents = self._resolve(meta.ParentNodeProvider)
+        self._walks: dict = {}
+        # Only the findings' nodes need a range: placed one top-level statement at a time.
+        self._metadata[meta.PositionProvider] = _Metadata(
+            LazyPositions(wrapper, source, self._parents)
+        )
         self._positions = self._resolve(meta.PositionProvider)
-        self._qualified = self._resolve(meta.QualifiedNameProvider)
 
     # -- queries used by rules ----------------------------------------------
 
@@ -194,6 +204,7 @@ class RuleContext:
                 submodules=info.submodules,
                 buffers=info.buffers,
                 returns_tensor=lambda func, caller=function: self.call_returns_tensor(caller, func),
+                walks=self._walks,
             )
         return self._types[key]
 

@@ -11,10 +11,9 @@ about compilation use this to pick their severity.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import libcst as cst
-import libcst.metadata as meta
 from libcst.helpers import get_full_name_for_node
 
 COMPILE_DECORATORS = frozenset(
@@ -58,10 +57,9 @@ class FunctionInfo:
 
 
 class _Collector(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (meta.QualifiedNameProvider,)
-
-    def __init__(self) -> None:
+    def __init__(self, qualified_names: Callable[[cst.CSTNode], set[str]]) -> None:
         super().__init__()
+        self._qualified_names = qualified_names
         self.functions: dict[cst.FunctionDef, FunctionInfo] = {}
         self.module_classes: set[str] = set()
         self._classes: list[tuple[str, bool]] = []
@@ -80,7 +78,7 @@ class _Collector(cst.CSTVisitor):
         self.autograd_classes: set[str] = set()
 
     def _qualified(self, node: cst.CSTNode) -> set[str]:
-        return {q.name for q in self.get_metadata(meta.QualifiedNameProvider, node, set())}
+        return self._qualified_names(node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases: set[str] = set()
@@ -225,11 +223,13 @@ def submodule_constructors(class_attributes: dict[str, list[set[str]]]) -> dict[
 
 
 def find_functions(
-    wrapper: meta.MetadataWrapper, entrypoints: Collection[str] = ()
+    module: cst.Module,
+    qualified_names: Callable[[cst.CSTNode], set[str]],
+    entrypoints: Collection[str] = (),
 ) -> dict[cst.FunctionDef, FunctionInfo]:
-    """Every function of the module, with the reason it is compiled (if it is)."""
-    collector = _Collector()
-    wrapper.visit(collector)
+    """Every function of ``module``, with the reason it is compiled (if it is)."""
+    collector = _Collector(qualified_names)
+    module.visit(collector)
     functions = collector.functions
     for info in functions.values():
         if info.class_name is not None:

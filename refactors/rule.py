@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
-import libcst.metadata as meta
 
 from .findings import Severity
 
@@ -77,12 +76,9 @@ class Rule(cst.BatchableCSTVisitor):
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
-    METADATA_DEPENDENCIES = (
-        meta.PositionProvider,
-        meta.QualifiedNameProvider,
-        meta.ParentNodeProvider,
-        meta.ScopeProvider,
-    )
+    # None: rules read metadata through their ``context`` (RuleContext), which resolves
+    # what it needs once; declaring providers here would make every walk resolve them.
+    METADATA_DEPENDENCIES = ()
 
     def __init__(self, context: RuleContext) -> None:
         super().__init__()

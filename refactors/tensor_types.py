@@ -174,7 +174,11 @@ class TensorTypes:
         submodules: dict[str, str] | None = None,
         buffers: frozenset[str] = frozenset(),
         returns_tensor=None,
+        walks: dict | None = None,
     ) -> None:
+        # ``walks``: what the walks of a function found, shared by the strict and the
+        # likely kinds of one function (the rule context keeps one per lint run).
+        self._walks = walks if walks is not None else {}
         # ``returns_tensor(func)``: whether a call of ``func`` (a function or method of
         # this file) provably returns a tensor; given by the rule context.
         self._returns_tensor = returns_tensor
@@ -189,18 +193,21 @@ class TensorTypes:
         self.function = function
         self.assumed: set[str] = set()
         self.env: dict[str, Kind] = {}
-        collector = _Assignments()
-        function.visit(collector)
-        self.assigned = collector.values
+        assigned = self._walks.get(("assigned", function))
+        if assigned is None:
+            collector = _Assignments()
+            function.visit(collector)
+            assigned = self._walks[("assigned", function)] = collector.values
+        self.assigned = assigned
         self._init_parameters(is_forward)
         # A small fixpoint: names start PENDING and take the join of the kinds of the
         # values assigned to them; loops assign names from names assigned below.
-        for name in collector.values:
+        for name in assigned:
             if name not in self.parameters:
                 self.env[name] = Kind.PENDING
         for _ in range(6):
             changed = False
-            for name, values in collector.values.items():
+            for name, values in assigned.items():
                 kinds = {self.kind(v) if v is not None else Kind.UNKNOWN for v in values}
                 if name in self.parameters:
                     kinds.add(self._parameter_kinds[name])
@@ -255,6 +262,12 @@ class TensorTypes:
         return Kind.UNKNOWN
 
     def _names_used_as_tensors(self) -> set[str]:
+        key = ("hinted", self.function)
+        if key not in self._walks:
+            self._walks[key] = self._find_names_used_as_tensors()
+        return self._walks[key]
+
+    def _find_names_used_as_tensors(self) -> set[str]:
         hinted: set[str] = set()
         get_metadata = self._get_metadata
 
