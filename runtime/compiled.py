@@ -327,7 +327,12 @@ def fill_report(report: Report, records: list[Record]) -> None:
                 }
             )
         report.guards.append(
-            {"record": index, "source": record.guard_source, "check_count": record.check_count}
+            {
+                "record": index,
+                "source": record.guard_source,
+                "check_count": record.check_count,
+                "native_checks": record.native_checks,
+            }
         )
         report.mocks.append({"record": index, "source": record.mock_source})
         report.side_effects = [

@@ -1,13 +1,19 @@
-"""Guard generation: readable Python that checks a record still applies.
+"""Guard generation: the checks that a record still applies, and their Python rendering.
 
 A guard re-reads every external value the monitoring run read, through the
 same source path, and compares it: tensors by metadata (type, dtype, device,
 shape, requires_grad — not data), scalars and strings by value, containers by
 length and the elements read, modules and functions by identity, plus
 aliasing between paths and the global state that changes results (grad mode,
-default dtype).  Each path is evaluated once into a local.  On success the
-guard returns the external tensors the graphs take as inputs, so the mock
-doesn't fetch them again; on failure it returns ``None``.
+default dtype).
+
+The checks are described once, as a list of :class:`Check` (a condition on
+the values at some sources, with the reason it is there), and rendered twice:
+as the readable Python function a user prints (``records[i].guard_source``),
+and as a tree of torch's native guard managers that runs on every call
+(``native_guards.py``).  The Python rendering evaluates each path once into a
+local; on success it returns the external tensors the graphs take as inputs,
+so the mock doesn't fetch them again; on failure it returns ``None``.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import types
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -34,6 +41,44 @@ from fullgraph.runtime.sources import (
 GUARD_PARAMS = "A, K, M, F"
 
 
+@dataclasses.dataclass(frozen=True)
+class NativeLeaf:
+    """How native evaluation checks a :class:`Check` without running its Python.
+
+    ``kind``: ``"id"`` (the value is ``value``), ``"equals"`` (same type and
+    equal), ``"type"`` (``type(v) is value``), ``"tensor"`` (metadata of the
+    example tensor ``value``; ``dynamic``: dimensions whose size is not
+    checked), ``"no_hooks"``, ``"method"`` (``v.__func__ is value``),
+    ``"alias"`` (the check's two sources are one object), ``"signature"``
+    (``value``: the positional count and keyword names) or ``"covered"``
+    (implied by the signature's leaf).
+    """
+
+    kind: str
+    value: Any = None
+    dynamic: frozenset = frozenset()
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One condition of a guard: on the values at ``sources``, with why it is there.
+
+    ``condition`` renders the check as a Python expression over the names of
+    locals holding the sources' values.  ``leaf`` says how native evaluation
+    checks the value at ``sources[0]``; a single-source check without one runs
+    its Python expression as a native lambda leaf, and a check on none or
+    several sources runs in the Python rest of the guard.
+    """
+
+    sources: tuple[Source, ...]
+    condition: Callable[..., str]
+    why: str
+    leaf: NativeLeaf | None = None
+
+    def render(self, names: Sequence[str]) -> str:
+        return self.condition(*names)
+
+
 @dataclasses.dataclass
 class GuardCode:
     source: str
@@ -41,15 +86,18 @@ class GuardCode:
     provenance: dict[str, str]
     check_count: int
     inputs: list[Source]
+    checks: list[Check]
+    values: dict  # source -> the object it reached during the run
 
 
-class _Writer:
+class GuardRenderer:
+    """Writes checks as the body of a Python function, loading each path once."""
+
     def __init__(self, namespace: Namespace, values: dict | None = None):
         self.ns = namespace
         self.values = values or {}  # source -> the object it reached during the run
         self.lines: list[str] = []
         self.locals: dict[Source, str] = {}
-        self.checks = 0
         self.root_names = {"A", "K", "M", "F"}
 
     def load(self, source: Source) -> str:
@@ -61,7 +109,7 @@ class _Writer:
         if base is not None:
             base_expr = base.expr()
             base_name = self.load(base)
-            expr = self._module_slot(source, base, base_name) or expr.replace(
+            expr = module_slot_expr(source, self.values.get(base), base_name) or expr.replace(
                 base_expr, base_name, 1
             )
         if expr in self.root_names or expr in self.ns.values:
@@ -77,22 +125,45 @@ class _Writer:
         self.locals[source] = candidate
         return candidate
 
-    def _module_slot(self, source: Source, base: Source, base_name: str) -> str | None:
-        """``m._modules['fc']`` for ``m.fc``: the same object, without the Python-level
-        ``Module.__getattr__`` (the bulk of a large model's guard time otherwise)."""
-        owner = self.values.get(base)
-        name = getattr(source, "name", None)
-        if not isinstance(owner, torch.nn.Module) or not isinstance(source, AttrSource):
-            return None
-        for slot in ("_modules", "_parameters", "_buffers"):
-            if name in getattr(owner, slot) and name not in vars(owner):
-                return f"{base_name}.{slot}[{name!r}]"
-        return None
-
-    def check(self, condition: str, why: str) -> None:
-        self.checks += 1
-        self.lines.append(f"if not ({condition}):  # {why}")
+    def check(self, check: Check) -> None:
+        names = [self.load(source) for source in check.sources]
+        self.lines.append(f"if not ({check.render(names)}):  # {check.why}")
         self.lines.append("    return None")
+
+    def function(self, name: str, checks: Sequence[Check], inputs: Sequence[Source]) -> str:
+        """``def name(A, K, M, F)``: run ``checks``, return the inputs' values or None."""
+        for check in checks:
+            self.check(check)
+        input_names = [self.load(source) for source in inputs]
+        body = "\n".join("        " + line for line in self.lines)
+        returned = ", ".join(input_names) + ("," if len(input_names) == 1 else "")
+        return (
+            f"def {name}({GUARD_PARAMS}):\n"
+            f'    """Generated by fullgraph: does this record still apply to the call?"""\n'
+            f"    try:\n{body}\n"
+            f"    except (AttributeError, IndexError, KeyError, TypeError):"
+            f"  # a path no longer exists\n"
+            f"        return None\n"
+            f"    return ({returned})\n"
+        )
+
+
+def module_slot_slot(source: Source, owner: Any) -> str | None:
+    """``"_modules"`` when ``m.fc`` is ``m._modules['fc']`` (likewise parameters, buffers)."""
+    name = getattr(source, "name", None)
+    if not isinstance(owner, torch.nn.Module) or not isinstance(source, AttrSource):
+        return None
+    for slot in ("_modules", "_parameters", "_buffers"):
+        if name in getattr(owner, slot) and name not in vars(owner):
+            return slot
+    return None
+
+
+def module_slot_expr(source: Source, owner: Any, base_name: str) -> str | None:
+    """``m._modules['fc']`` for ``m.fc``: the same object, without the Python-level
+    ``Module.__getattr__`` (the bulk of a large model's guard time otherwise)."""
+    slot = module_slot_slot(source, owner)
+    return None if slot is None else f"{base_name}.{slot}[{source.name!r}]"
 
 
 def tensor_check(
@@ -123,24 +194,29 @@ def tensor_check(
 
 
 def value_check(
-    name: str, value: Any, source: Source, ns: Namespace, dynamic: dict | None = None
-) -> tuple[str, str]:
-    """The condition that ``name`` still holds what the run read, and a comment."""
+    value: Any, source: Source, ns: Namespace, dynamic: dict | None = None
+) -> tuple[Callable[[str], str], str, NativeLeaf | None]:
+    """The condition that a local still holds what the run read, why, and its native leaf."""
     if isinstance(source, (HooksSource, GlobalHooksSource)):
         if not value:
-            return f"bool({name}) is False", "no hooks"
-        return f"{name} == {ns.bind(value, 'hooks_' + source.local_name())}", "hooks (identity)"
+            return (lambda name: f"bool({name}) is False"), "no hooks", NativeLeaf("no_hooks")
+        hooks = ns.bind(value, "hooks_" + source.local_name())
+        return (lambda name: f"{name} == {hooks}"), "hooks (identity)", None
     if isinstance(value, torch.Tensor):
         dims = frozenset((dynamic or {}).get(source, ()))
-        return tensor_check(name, value, ns, dims), "tensor metadata" + (
-            " (dynamic sizes)" if dims else ""
+        why = "tensor metadata" + (" (dynamic sizes)" if dims else "")
+        return (
+            (lambda name: tensor_check(name, value, ns, dims)),
+            why,
+            NativeLeaf("tensor", value, dims),
         )
     if value is None or isinstance(value, bool):
-        return f"{name} is {value!r}", "value"
+        return (lambda name: f"{name} is {value!r}"), "value", NativeLeaf("id", value)
     if isinstance(value, torch.dtype):
-        return f"{name} is {literal(value)}", "dtype"
+        return (lambda name: f"{name} is {literal(value)}"), "dtype", NativeLeaf("id", value)
     if isinstance(value, (torch.device,)):
-        return f"{name} == {ns.expr(value)}", "device"
+        device = ns.expr(value)
+        return (lambda name: f"{name} == {device}"), "device", NativeLeaf("equals", value)
     if is_literal(value) and not isinstance(
         value, (list, dict, set)
     ):  # mutable: items are guarded when read
@@ -150,17 +226,31 @@ def value_check(
             else ns.name_for(type(value))
         )
         if isinstance(value, float) and math.isnan(value):
-            return f"type({name}) is float and {name} != {name}", "value (nan)"
-        return f"type({name}) is {type_name} and {name} == {literal(value)}", "value"
-    if isinstance(value, IDENTITY_CHECKED):  # a function, class or builtin passed in
-        return f"{name} is {ns.bind(value, _hint(value, source), provenance=source.expr())}", (
-            "identity"
+            return (lambda name: f"type({name}) is float and {name} != {name}"), "value (nan)", None
+        return (
+            (lambda name: f"type({name}) is {type_name} and {name} == {literal(value)}"),
+            "value",
+            NativeLeaf("equals", value),
         )
+    if isinstance(value, IDENTITY_CHECKED):  # a function, class or builtin passed in
+        bound = ns.bind(value, _hint(value, source), provenance=source.expr())
+        return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
     if isinstance(source, (ArgSource, KwargSource)) or isinstance(value, (list, dict, tuple, set)):
-        return f"type({name}) is {ns.name_for(type(value))}", "type"
+        type_name = ns.name_for(type(value))
+        return (
+            (lambda name: f"type({name}) is {type_name}"),
+            "type",
+            NativeLeaf("type", type(value)),
+        )
     if isinstance(value, types.MethodType):
-        return f"{name}.__func__ is {ns.name_for(value.__func__)}", "method identity"
-    return f"{name} is {ns.bind(value, _hint(value, source), provenance=source.expr())}", "identity"
+        function = ns.name_for(value.__func__)
+        return (
+            (lambda name: f"{name}.__func__ is {function}"),
+            "method identity",
+            NativeLeaf("method", value.__func__),
+        )
+    bound = ns.bind(value, _hint(value, source), provenance=source.expr())
+    return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
 
 
 # Objects a check compares by identity: one of them stays the same object.
@@ -183,6 +273,10 @@ def _hint(value: Any, source: Source) -> str:
     return "obj_" + source.local_name().removeprefix("v_")
 
 
+def _fixed(text: str) -> Callable[[], str]:
+    return lambda: text
+
+
 def generate_guard(
     reads: dict[Source, Any],
     aliases: list[tuple[Source, Source]],
@@ -202,50 +296,64 @@ def generate_guard(
     ns = Namespace()
     for name, value in globals_consts.items():
         ns.values[name] = value
-    writer = _Writer(ns, values)
-    writer.check(f"len(A) == {arg_count} and len(K) == {len(kwarg_names)}", "call signature")
-    for name in kwarg_names:
-        writer.check(f"{name!r} in K", f"keyword argument {name}")
-    writer.check(f"torch.is_grad_enabled() is {grad_mode}", "grad mode")
-    writer.check(f"torch.get_default_dtype() is {literal(default_dtype)}", "default dtype")
+    checks = [
+        Check(
+            (),
+            _fixed(f"len(A) == {arg_count} and len(K) == {len(kwarg_names)}"),
+            "call signature",
+            NativeLeaf("signature", (arg_count, tuple(kwarg_names))),
+        )
+    ]
+    for name in kwarg_names:  # the signature's native leaf checks these too
+        checks.append(
+            Check((), _fixed(f"{name!r} in K"), f"keyword argument {name}", NativeLeaf("covered"))
+        )
+    checks.append(Check((), _fixed(f"torch.is_grad_enabled() is {grad_mode}"), "grad mode"))
+    checks.append(
+        Check((), _fixed(f"torch.get_default_dtype() is {literal(default_dtype)}"), "default dtype")
+    )
     for expression, value in (entry_state or {}).items():
-        writer.check(f"{expression} is {literal(value)}", "global torch state")
+        checks.append(Check((), _fixed(f"{expression} is {literal(value)}"), "global torch state"))
     for source, value in reads.items():
-        name = writer.load(source)
         if source in symbolic_sources:  # a scalar that varies: lifted, so only its type matters
-            writer.check(
-                f"type({name}) is {type(value).__name__}", f"type of symbolic {source.expr()}"
+            type_name = type(value).__name__
+            checks.append(
+                Check(
+                    (source,),
+                    lambda name, type_name=type_name: f"type({name}) is {type_name}",
+                    f"type of symbolic {source.expr()}",
+                    NativeLeaf("type", type(value)),
+                )
             )
             continue
-        condition, why = value_check(name, value, source, ns, dynamic)
-        writer.check(condition, f"{why} of {source.expr()}")
+        condition, why, leaf = value_check(value, source, ns, dynamic)
+        checks.append(Check((source,), condition, f"{why} of {source.expr()}", leaf))
     for condition in conditions:  # branches taken on symbolic arguments
-        writer.check(condition.source(literal), condition.why)
-    for first, second in aliases:
+        checks.append(Check((), _fixed(condition.source(literal)), condition.why))
+    for first, second in dict.fromkeys(aliases):  # one check per pair, in order
         if _identity_guarded(reads.get(first)):
             continue  # both paths are checked against the same object already
-        writer.check(
-            f"{writer.load(first)} is {writer.load(second)}", f"aliasing {first} / {second}"
+        checks.append(
+            Check(
+                (first, second),
+                lambda a, b: f"{a} is {b}",
+                f"aliasing {first} / {second}",
+                NativeLeaf("alias"),
+            )
         )
     updated_set = set(updated_inputs)
     updated = [position for position, source in enumerate(inputs) if source in updated_set]
     if updated:  # an input updated in place must share memory with no other input
-        names = ", ".join(writer.load(source) for source in inputs)
         helper = ns.bind(storages_apart, "storages_apart")
-        writer.check(
-            f"{helper}(({names},), {tuple(updated)!r})",
-            "inputs updated in place share memory with no other input: "
-            + ", ".join(inputs[position].expr() for position in updated),
+        checks.append(
+            Check(
+                tuple(inputs),
+                lambda *names: f"{helper}(({', '.join(names)},), {tuple(updated)!r})",
+                "inputs updated in place share memory with no other input: "
+                + ", ".join(inputs[position].expr() for position in updated),
+            )
         )
-    input_names = [writer.load(source) for source in inputs]
-    body = "\n".join("        " + line for line in writer.lines)
-    returned = ", ".join(input_names) + ("," if len(input_names) == 1 else "")
-    source_code = (
-        f"def guard({GUARD_PARAMS}):\n"
-        f'    """Generated by fullgraph: does this record still apply to the call?"""\n'
-        f"    try:\n{body}\n"
-        f"    except (AttributeError, IndexError, KeyError, TypeError):  # a path no longer exists\n"
-        f"        return None\n"
-        f"    return ({returned})\n"
+    source_code = GuardRenderer(ns, values).function("guard", checks, inputs)
+    return GuardCode(
+        source_code, ns.values, ns.provenance, len(checks), list(inputs), checks, values or {}
     )
-    return GuardCode(source_code, ns.values, ns.provenance, writer.checks, list(inputs))

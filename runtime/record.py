@@ -25,6 +25,7 @@ from fullgraph.runtime.data_checks import check_module, draws_random
 from fullgraph.runtime.guard_helpers import storages_apart
 from fullgraph.runtime.guards import generate_guard
 from fullgraph.runtime.mock import MISS, Symbols, generate_mock
+from fullgraph.runtime.native_guards import build_guard
 from fullgraph.runtime.run import MonitorRun
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import tree_flatten
@@ -61,6 +62,7 @@ class Record:
     check_graphs: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
     draws_random: bool = False  # a graph draws from torch's generator (restored on a rerun)
     hits: int = 0
+    native_checks: int = 0  # checks the native guard tree runs (the rest run in Python)
 
     @property
     def graph_code(self) -> str:
@@ -212,9 +214,10 @@ def build_record(
         if c.check is not None
     }
     namespace.update({name: gm.forward for name, gm in check_graphs.items()})  # eager: tiny
-    guard_fn = compile_source(
+    python_guard = compile_source(
         guard.source, guard.namespace, "guard", f"<fullgraph guard {record_id}>"
     )
+    guard_fn = build_guard(guard, python_guard, str(record_id))
     mock_fn = compile_source(mock.source, namespace, "mock", f"<fullgraph mock {record_id}>")
     return Record(
         guard_source=guard.source,
@@ -223,6 +226,7 @@ def build_record(
         guard=guard_fn,
         mock=mock_fn,
         check_count=guard.check_count,
+        native_checks=getattr(guard_fn, "native_checks", 0),
         reusable=mock.reusable,
         not_reusable_reason=mock.not_reusable_reason,
         breaks=splits,

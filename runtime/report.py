@@ -100,7 +100,8 @@ class Report:
             )
         for guard in self.guards:
             lines.append(
-                f"\n--- guard of record {guard['record']} ({guard['check_count']} checks) ---\n"
+                f"\n--- guard of record {guard['record']} ({guard['check_count']} checks, "
+                f"{guard.get('native_checks', 0)} of them native) ---\n"
                 f"{guard['source']}"
             )
         for mock in self.mocks:

@@ -71,6 +71,14 @@ from fullgraph.runtime.user_code import (
 _SHARED_TYPES = (bool, int, str, type(None), float, bytes)
 
 
+def _shared(value: Any) -> bool:
+    """Values two paths may both reach without being one object the program shares:
+    numbers, strings, and immutable literals such as ``()``, which Python interns."""
+    if isinstance(value, _SHARED_TYPES):
+        return True
+    return type(value) in (tuple, frozenset) and is_literal(value)
+
+
 class MonitorRun(CallHandling, IterationTracking):
     """Runs a function once under observation and collects what a record needs."""
 
@@ -158,7 +166,7 @@ class MonitorRun(CallHandling, IterationTracking):
 
     def register_root(self, value: Any, source: Source) -> None:
         known = self.sources.get(id(value))
-        if known is not None and not isinstance(value, _SHARED_TYPES):
+        if known is not None and not _shared(value):
             # The same object in two places (f(x, x)): the run tracks it as one, so the
             # record holds only while both places still hold one object.
             self.aliases.append((known, source))
@@ -233,7 +241,7 @@ class MonitorRun(CallHandling, IterationTracking):
         if symbolic and source in self.varying and is_symbolic_number(value):
             self.symbolic_sources.add(source)
         known = self.sources.get(id(value))
-        if known is not None and known != source and not isinstance(value, _SHARED_TYPES):
+        if known is not None and known != source and not _shared(value):
             self.aliases.append((known, source))
             return
         self.reads[source] = value
