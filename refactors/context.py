@@ -259,12 +259,47 @@ class RuleContext:
         cache[function] = _returns_only_tensors(function, self)
         return cache[function]
 
+    def module_nodes(self, node_type: type) -> list[cst.CSTNode] | None:
+        """Every ``node_type`` node of ``module``, in no particular order (None: walk it).
+
+        Read from the parent map, which holds every node but the module: a libcst walk
+        of the whole module for each such question was a large part of a lint.  None
+        when ``module`` is not the tree the map was made from (a partial module's fix).
+        """
+        if self.module is not self.wrapper.module:
+            return None
+        return [node for node in self._parents._mapping if isinstance(node, node_type)]
+
+    def module_names(self) -> set[str]:
+        """The variable names used anywhere in ``module`` (``names_in(module)``), once per lint."""
+        found = self.__dict__.get("_module_names")
+        if found is None:
+            from .predication import names_in
+
+            names = self.module_nodes(cst.Name)
+            if names is None:
+                found = names_in(self.module)
+            else:
+                parents = self._parents
+                found = set()
+                for name in names:
+                    parent = parents.get(name)
+                    # ``x.y``: only ``x`` is a variable (names_in skips the attribute).
+                    if not (isinstance(parent, cst.Attribute) and parent.attr is name):
+                        found.add(name.value)
+            self.__dict__["_module_names"] = found
+        return found
+
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
     def module_reference(self, dotted: str) -> str:
         """How a fix spells module ``dotted`` here; list it in ``imports`` of the report."""
-        return module_reference(self.module, dotted)
+        # Read from the module's imports once per lint, not once per fix.
+        references = self.__dict__.setdefault("_module_references", {})
+        if dotted not in references:
+            references[dotted] = module_reference(self.module, dotted)
+        return references[dotted]
 
     # -- reports --------------------------------------------------------------
 

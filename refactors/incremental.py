@@ -31,6 +31,7 @@ right.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import gc
 import io
@@ -354,6 +355,12 @@ class IncrementalLinter:
             positions.append(position)
         if positions:
             groups.append((sorted(included), positions))
+        grouped = sum(len(snapshot.chunks[i].text) for included, _ in groups for i in included)
+        if grouped > len(snapshot.source):
+            # The groups together hold more text than the file (chunks that need most of
+            # the file, as in real model code, each bring it along): one partial module of
+            # every chunk costs one whole-file lint instead, and gives the same findings.
+            groups = [(list(range(len(snapshot.chunks))), list(missing))]
         fresh: dict[int, list[_Found]] = {}
         for included, positions in groups:
             partial = _partial(snapshot.layout, snapshot.chunks, included)
@@ -361,9 +368,10 @@ class IncrementalLinter:
                 partial, snapshot.layout, self.path, self.codes, self.entrypoints
             )
             ordered = sorted(context.findings, key=lambda f: (f.line, f.column, f.code))
+            starts = [f.line for f in ordered]
+            slots = {chunk: slot for slot, chunk in enumerate(included)}
             for position in positions:
-                slot = included.index(position)
-                first = partial.lines[slot]
+                first = partial.lines[slots[position]]
                 last = first + snapshot.chunks[position].line_count
                 fresh[position] = [
                     _Found(
@@ -372,8 +380,9 @@ class IncrementalLinter:
                         ),
                         f.fix.title if f.fix is not None else None,
                     )
-                    for f in ordered
-                    if first <= f.line < last
+                    for f in ordered[
+                        bisect.bisect_left(starts, first) : bisect.bisect_left(starts, last)
+                    ]
                 ]
         return fresh
 

@@ -169,17 +169,30 @@ def _self_attributes(class_def: cst.ClassDef):
 
 
 def class_layers(
-    class_def: cst.ClassDef, qualified_names, code, subclasses: list[cst.ClassDef] = ()
+    class_def: cst.ClassDef,
+    qualified_names,
+    code,
+    subclasses: list[cst.ClassDef] = (),
+    *,
+    attributes: dict | None = None,
 ) -> dict[str, Layer]:
     """The layers of ``class_def`` (``self.proj = nn.Linear(4, 4)``) that a branch may call.
 
     An attribute a subclass (in ``subclasses``) assigns or changes may hold another
-    layer when the method runs on the subclass: it is left out.
+    layer when the method runs on the subclass: it is left out.  ``attributes``
+    keeps each class's walk for the next call (a base class of many subclasses).
     """
-    assignments, modified = _self_attributes(class_def)
+    cache = attributes if attributes is not None else {}
+
+    def self_attributes(node: cst.ClassDef):
+        if node not in cache:
+            cache[node] = _self_attributes(node)
+        return cache[node]
+
+    assignments, modified = self_attributes(class_def)
     overridden: set[str] = set()
     for subclass in subclasses:
-        sub_assignments, sub_modified = _self_attributes(subclass)
+        sub_assignments, sub_modified = self_attributes(subclass)
         overridden |= sub_assignments.keys() | sub_modified
 
     layers: dict[str, Layer] = {}

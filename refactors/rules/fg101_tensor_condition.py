@@ -551,6 +551,7 @@ class TensorConditionRule(Rule):
                 self.context.qualified_names,
                 self.context.code,
                 self._subclasses(class_def),
+                attributes=self.__dict__.setdefault("_class_attributes", {}),
             )
         return cache[class_def]
 
@@ -558,29 +559,36 @@ class TensorConditionRule(Rule):
         """Every class of the file, found once per lint (one walk, not one per class)."""
         classes = self.__dict__.get("_classes")
         if classes is None:
-            classes = self.__dict__["_classes"] = []
+            classes = self.context.module_nodes(cst.ClassDef)
+            if classes is None:
+                classes = []
 
-            class _Classes(cst.CSTVisitor):
-                def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                    classes.append(node)
+                class _Classes(cst.CSTVisitor):
+                    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                        classes.append(node)
 
-            self.context.module.visit(_Classes())
+                self.context.module.visit(_Classes())
+            self.__dict__["_classes"] = classes
         return classes
 
     def _subclasses(self, class_def: cst.ClassDef) -> list[cst.ClassDef]:
         """Classes of this file derived from ``class_def``, directly or not (by base name)."""
-        classes = self._all_classes()
-        names, found = {class_def.name.value}, []
-        changed = True
-        while changed:
-            changed = False
-            for candidate in classes:
-                bases = {get_full_name_for_node(arg.value) for arg in candidate.bases}
-                if candidate not in found and candidate is not class_def and bases & names:
+        # base name -> the classes naming it as a base, built once per lint: asking every
+        # class about every other made a file of many classes quadratic.
+        derived = self.__dict__.get("_derived")
+        if derived is None:
+            derived = self.__dict__["_derived"] = {}
+            for candidate in self._all_classes():
+                for arg in candidate.bases:
+                    derived.setdefault(get_full_name_for_node(arg.value), []).append(candidate)
+        names, found, seen = [class_def.name.value], [], {class_def}
+        while names:
+            for candidate in derived.get(names.pop(), ()):
+                if candidate not in seen:
+                    seen.add(candidate)
                     found.append(candidate)
-                    names.add(candidate.name.value)
-                    changed = True
-        return found
+                    names.append(candidate.name.value)
+        return found  # in no particular order: class_layers takes their union
 
     def _statements(self, layout) -> list[cst.SimpleStatementLine]:
         torch = self.context.module_reference("torch")
@@ -639,9 +647,7 @@ class TensorConditionRule(Rule):
 
     def _all_names(self, function: cst.FunctionDef) -> set[str]:
         # The module's names are the same for every `if`: collect them once per lint.
-        if getattr(self, "_module_names", None) is None:
-            self._module_names = names_in(self.context.module)
-        return names_in(function) | self._module_names
+        return names_in(function) | self.context.module_names()
 
     # -- conditional expressions -----------------------------------------------
 
