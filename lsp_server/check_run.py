@@ -4,7 +4,8 @@ The text, JSON and SARIF printers all read a :class:`CheckRun`, so they agree
 on what was found.  Static findings (``FG1xx``) and runtime breaks (``FG2xx``)
 become one list of :class:`Diagnostic` values; a runtime break reached from
 several entrypoints is one diagnostic (breaks are counted by distinct source
-location).  Positions keep the project convention: 1-based lines, 0-based
+location, :mod:`.break_sites`, as in the editor), with the hint that fits its
+statement (:mod:`.break_hints`).  Positions keep the project convention: 1-based lines, 0-based
 code-point columns; printers convert.
 """
 
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fullgraph.lsp_server.break_hints import hint_for
+from fullgraph.lsp_server.break_sites import break_key, by_site, frame_names
 from fullgraph.lsp_server.service import AnalysisResult
 
 SCHEMA_VERSION = 1
@@ -83,24 +86,25 @@ class CheckRun:
             for finding in findings
             if finding.severity in shown and finding.code not in self.ignore
         ]
-        breaks: dict[tuple[str, str, int, int], Diagnostic] = {}
+        found = []
         for result in self.results:
             report = result.report or {}
             # Data checks and deferred effects don't split the graph: information.
-            found = [(brk, "warning") for brk in report.get("breaks", [])]
-            found += [(check, "information") for check in report.get("data_checks", [])]
-            found += [(effect, "information") for effect in report.get("deferred_effects", [])]
-            for brk, severity in found:
-                if severity == "information" and severity not in shown:
-                    continue
-                if brk["code"] in self.ignore:
-                    continue
-                key = (brk["code"], brk["file"], brk["line"], brk["column"])
-                if key not in breaks:
-                    breaks[key] = self._from_break(brk, severity)
-                if result.entry not in breaks[key].entries:
-                    breaks[key].entries.append(result.entry)
-        diagnostics.extend(breaks.values())
+            sites = [(brk, "warning") for brk in report.get("breaks", [])]
+            sites += [(check, "information") for check in report.get("data_checks", [])]
+            sites += [(effect, "information") for effect in report.get("deferred_effects", [])]
+            found += [
+                (result.entry, (brk, severity))
+                for brk, severity in sites
+                if (severity != "information" or severity in shown)
+                and brk["code"] not in self.ignore
+            ]
+        breaks = []
+        for (brk, severity), entries in by_site(found, key=lambda item: break_key(item[0])):
+            diagnostic = self._from_break(brk, severity)
+            diagnostic.entries = entries
+            breaks.append(diagnostic)
+        diagnostics.extend(breaks)
         diagnostics.sort(key=lambda d: (str(d.path), d.line, d.column, d.code))
         return diagnostics
 
@@ -123,6 +127,9 @@ class CheckRun:
 
     @staticmethod
     def _from_break(brk: dict[str, Any], severity: str = "warning") -> Diagnostic:
+        stack = [dict(frame) for frame in brk.get("stack", [])]
+        for frame, name in zip(stack, frame_names(stack)):
+            frame["qualname"] = name  # Block.forward, where the report says forward
         return Diagnostic(
             path=Path(brk["file"]),
             line=brk["line"],
@@ -134,9 +141,9 @@ class CheckRun:
             severity=severity,
             origin="runtime",
             category=brk.get("category"),
-            hint=brk.get("hint", ""),
+            hint=hint_for(brk),
             doc_path=f"docs/codes/{brk['code']}.md",
-            stack=list(brk.get("stack", [])),
+            stack=stack,
         )
 
     def failed(self) -> list[AnalysisResult]:

@@ -103,8 +103,9 @@ def _entries_for(args: argparse.Namespace, root: Path, config: Config) -> list[t
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from fullgraph.lsp_server import text_report
     from tqdm import tqdm
+
+    from fullgraph.lsp_server import text_report
 
     root, config = _project(args)
     paths = [Path(p) for p in args.paths] or [Path.cwd()]
@@ -151,7 +152,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(run.to_json(), indent=2))
     else:
         for diagnostic in run.diagnostics():
-            print(text_report.diagnostic_line(diagnostic))
+            print("\n".join(text_report.diagnostic_lines(diagnostic)))
         for path, exc in sorted(run.syntax_errors.items()):
             print(text_report.syntax_error_line(path, exc))
         for result in run.results:

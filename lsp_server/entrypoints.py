@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import keyword
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -122,3 +123,36 @@ def build_target(entry: Entrypoint, *, key: str = "entry") -> Target:
     """Import, call and validate an entrypoint.  Runs user code: worker only."""
     factory = load_entrypoint(entry, key=key)
     return unpack_target(factory(), entry, key=key)
+
+
+def reached_functions(target: Target) -> list[dict[str, str]]:
+    """Where an analysis of ``target`` runs: ``{"file", "qualname"}`` of its function
+    and of the ``forward`` of every module (and submodule) it was handed.
+
+    So "Analyze" on ``Block.forward`` finds the entrypoint whose ``Model`` holds
+    a ``Block``.  Worker only (it inspects the user's objects).
+    """
+    import inspect
+
+    torch = sys.modules.get("torch")
+    module_type = getattr(getattr(torch, "nn", None), "Module", None)
+    found: list[dict[str, str]] = []
+
+    def add(function: Any) -> None:
+        function = inspect.unwrap(getattr(function, "__func__", function))
+        try:
+            file = inspect.getsourcefile(function)
+        except TypeError:
+            return
+        qualname = getattr(function, "__qualname__", None)
+        entry = {"file": str(file), "qualname": str(qualname)}
+        if file and qualname and entry not in found:
+            found.append(entry)
+
+    for value in (target.fn, *target.args, *target.kwargs.values()):
+        if module_type is not None and isinstance(value, module_type):
+            for module in value.modules():
+                add(type(module).forward)
+        elif value is target.fn and callable(value):
+            add(value)
+    return found

@@ -34,11 +34,12 @@ import traceback
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from fullgraph.lsp_server import settings as settings_module
-from fullgraph.lsp_server.positions import PositionMapper
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
+
+from fullgraph.lsp_server import settings as settings_module
+from fullgraph.lsp_server.positions import PositionMapper
 
 log = logging.getLogger("fullgraph.lsp_server")
 

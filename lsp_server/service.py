@@ -52,6 +52,9 @@ class AnalysisResult:
     stderr: str = ""
     duration_s: float = 0.0
     wrapper: str | None = None  # generated module source (compile_wrapper only)
+    # {"file", "qualname"} of the functions the analysis ran (its own and every
+    # submodule's forward), for "Analyze" on a function that is not an entrypoint.
+    reached: list[dict[str, str]] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -60,6 +63,7 @@ class AnalysisResult:
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data.pop("wrapper")
+        data.pop("reached")  # for the editor's "Analyze"; not part of check --json
         return data
 
 
@@ -281,6 +285,7 @@ class AnalysisService:
             stderr=stderr,
             duration_s=time.monotonic() - started,
             wrapper=answer.get("wrapper") if answer else None,
+            reached=list(answer.get("reached") or []) if answer else [],
         )
 
     def _ready_worker(

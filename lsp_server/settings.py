@@ -82,7 +82,7 @@ def _setting(
 class Settings:
     """Everything fullgraph can be configured with, each with a working default."""
 
-    entrypoints: list[str] = _setting(
+    entrypoints: list[str] = _setting(  # noqa: RUF009 - returns dataclasses.field
         factory=list,
         read_by="both",
         doc='`"package.module:function"` builders (see entrypoints.md) analysed by '
@@ -104,7 +104,7 @@ class Settings:
         expected="a non-negative integer (MiB; 0 disables the cap)",
         minimum=0,
     )
-    backend: Backend = _setting(
+    backend: Backend = _setting(  # noqa: RUF009 - returns dataclasses.field
         "inductor",
         read_by="both",
         doc="Graph compiler for compiled wrappers and timing runs (`inductor` or `eager`).",
@@ -136,13 +136,13 @@ class Settings:
         doc="Run entrypoints at all (the VS Code extension sends `false` in an untrusted "
         "workspace: analysis runs the project's code).",
     )
-    ignore: list[str] = _setting(
+    ignore: list[str] = _setting(  # noqa: RUF009 - returns dataclasses.field
         factory=list,
         read_by="both",
         doc='Codes whose findings `fullgraph check` and the editor hide, e.g. `["FG104"]`.',
         expected="a list of strings",
     )
-    break_severity: Severity = _setting(
+    break_severity: Severity = _setting(  # noqa: RUF009 - returns dataclasses.field
         "warning",
         read_by="server",
         doc="Severity of runtime graph breaks in the editor; failed analyses are errors.",
@@ -157,7 +157,7 @@ class Settings:
         read_by="server",
         doc='Folder, under the workspace root, where "Compile this function" puts the wrapper.',
     )
-    interpreter: list[str] = _setting(
+    interpreter: list[str] = _setting(  # noqa: RUF009 - returns dataclasses.field
         factory=list,
         read_by="extension",
         doc="Command (interpreter and fixed arguments) that starts the language server; "
@@ -226,7 +226,11 @@ def client_key(name: str) -> str:
 
 def table_key(name: str) -> str:
     """The key ``[tool.fullgraph]`` writes: ``run_on_save``, ``diagnostics.static``."""
-    return "diagnostics." + name.removeprefix("diagnostics_") if name.startswith("diagnostics_") else name
+    return (
+        "diagnostics." + name.removeprefix("diagnostics_")
+        if name.startswith("diagnostics_")
+        else name
+    )
 
 
 def _target_type(name: str) -> tuple[Any, bool]:
@@ -358,7 +362,9 @@ def pyproject_table(root: Path) -> tuple[dict[str, Any], list[Problem]]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        return {}, [Problem("layer", str(path), expected=f"cannot read it: {error}; using defaults")]
+        return {}, [
+            Problem("layer", str(path), expected=f"cannot read it: {error}; using defaults")
+        ]
     table = data.get("tool", {}).get("fullgraph", {})
     if isinstance(table, dict):
         return table, []
@@ -410,8 +416,10 @@ def _default_text(field: dataclasses.Field) -> str:
 def settings_table() -> str:
     """The Markdown table of every setting, as docs/configuration.md shows it."""
     rows = [
-        "| `[tool.fullgraph]` key | Client key (`fullgraph.` in VS Code) | Type | Default "
-        "| Read by | Meaning |",
+        (
+            "| `[tool.fullgraph]` key | Client key (`fullgraph.` in VS Code) | Type | Default "
+            "| Read by | Meaning |"
+        ),
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for name, field in FIELDS.items():

@@ -3,7 +3,8 @@
 Check lines follow ruff: ``path:line:col: CODE message`` with a 1-based column
 (the report's columns are 0-based), paths relative to the working directory
 when they lie under it, and ``[*]`` after a finding that ``fullgraph fix`` can
-rewrite.  ``format_report`` prints one report (docs/report-schema.md) section
+rewrite; indented lines under it give a runtime break's caller chain and hint,
+or the reason a static finding has no automatic fix.  ``format_report`` prints one report (docs/report-schema.md) section
 by section: breaks with their call stacks, graphs, guards, mocks, side effects.
 """
 
@@ -13,6 +14,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from fullgraph.lsp_server.break_hints import hint_for
+from fullgraph.lsp_server.break_sites import caller_chain, frame_names
 from fullgraph.lsp_server.check_run import SYNTAX_ERROR_CODE, CheckRun, Diagnostic
 from fullgraph.lsp_server.service import AnalysisResult
 
@@ -34,11 +37,30 @@ def diagnostic_line(diagnostic: Diagnostic, cwd: Path | None = None) -> str:
     return f"{where}: {diagnostic.code}{fixable} {diagnostic.message}"
 
 
+def diagnostic_lines(diagnostic: Diagnostic, cwd: Path | None = None) -> list[str]:
+    """The ruff-style line, then indented: the caller chain and entrypoints of a
+    runtime break, its hint, or why a static finding has no automatic fix."""
+    lines = [diagnostic_line(diagnostic, cwd)]
+    if diagnostic.origin == "runtime":
+        if diagnostic.stack:
+            chain = caller_chain(
+                frame.get("qualname") or frame["function"] for frame in diagnostic.stack
+            )
+            lines.append(f"{INDENT}reached as {chain} from {', '.join(diagnostic.entries)}")
+        if diagnostic.hint:
+            lines.append(f"{INDENT}hint: {diagnostic.hint}")
+    elif diagnostic.hint and not diagnostic.fixable:
+        lines.append(f"{INDENT}no automatic fix: {diagnostic.hint}")
+    return lines
+
+
 def syntax_error_line(path: str | Path, error: Exception, cwd: Path | None = None) -> str:
     """``path:line:col: FG001 SyntaxError: message`` for a file the rules could not parse."""
     line, column = getattr(error, "line", 1) or 1, getattr(error, "column", 0) or 0
     message = getattr(error, "message", str(error))
-    return f"{display_path(path, cwd)}:{line}:{column + 1}: {SYNTAX_ERROR_CODE} SyntaxError: {message}"
+    return (
+        f"{display_path(path, cwd)}:{line}:{column + 1}: {SYNTAX_ERROR_CODE} SyntaxError: {message}"
+    )
 
 
 def result_line(result: AnalysisResult) -> str:
@@ -123,13 +145,12 @@ def format_report(report: dict[str, Any], cwd: Path | None = None) -> str:
         location = f"{display_path(brk['file'], cwd)}:{brk['line']}:{brk['column'] + 1}"
         lines.append(f"{number}. {location}: {brk['code']} [{brk['category']}] {brk['message']}")
         lines += _block(textwrap.fill(brk.get("explanation", ""), 88), INDENT)
-        lines.append(f"{INDENT}hint: {brk.get('hint', '')}")
+        lines.append(f"{INDENT}hint: {hint_for(brk)}")
         if brk.get("stack"):
             lines.append(f"{INDENT}call stack (outermost first):")
-            for frame in brk["stack"]:
+            for frame, name in zip(brk["stack"], frame_names(brk["stack"])):
                 lines.append(
-                    f"{INDENT * 2}{display_path(frame['file'], cwd)}:{frame['line']} "
-                    f"in {frame['function']}"
+                    f"{INDENT * 2}{display_path(frame['file'], cwd)}:{frame['line']} in {name}"
                 )
     if not report.get("breaks"):
         lines.append("none: the whole call is one graph per record")

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fullgraph.lsp_server.tracebacks import without_frames
+
 PROTOCOL_VERSION = 1
 
 
@@ -121,17 +123,15 @@ def _captured_output(stdout_path: str, stderr_path: str) -> Iterator[None]:
         os.close(saved_fds[1])
 
 
-def _error(exc: BaseException, *, skip_frames: int = 0) -> dict[str, Any]:
-    """Type, message and a traceback that starts at the user's code."""
-    tb = exc.__traceback__
-    for _ in range(skip_frames):
-        if tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
+def _error(exc: BaseException, *, user: bool = False, root: Path | None = None) -> dict[str, Any]:
+    """Type, message and traceback; a user error's traceback starts at the user's code."""
     if isinstance(exc, SystemExit):
         message = f"sys.exit({exc.code!r}) was called"
     else:
         message = str(exc)
-    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if user:
+        text = user_traceback(text, root)
     return {"type": type(exc).__qualname__, "message": message, "traceback": text}
 
 
@@ -151,16 +151,31 @@ def _is_tool_frame(filename: str) -> bool:
     return filename.startswith((*_tool_dirs(), importlib_dir, "<frozen importlib"))
 
 
-def _user_frames_first(exc: BaseException) -> int:
-    """How many leading traceback frames belong to fullgraph rather than the user."""
-    count = 0
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        if not _is_tool_frame(tb.tb_frame.f_code.co_filename):
-            break
-        count += 1
-        tb = tb.tb_next
-    return count
+def reached(target: Any) -> list[dict[str, str]]:
+    """The functions an analysis of ``target`` runs (never fails the analysis)."""
+    from fullgraph.lsp_server.entrypoints import reached_functions
+
+    try:
+        return reached_functions(target)
+    except Exception:  # noqa: BLE001 - a user object's odd attributes cost only this list
+        return []
+
+
+def user_traceback(text: str, root: Path | None) -> str:
+    """``text`` without fullgraph's frames, starting at the first frame under ``root``."""
+
+    def is_user_file(filename: str) -> bool:
+        return root is not None and _is_user_frame(filename, root)
+
+    return without_frames(text, _is_tool_frame, is_user_file)
+
+
+def _is_user_frame(filename: str, root: Path) -> bool:
+    return (
+        filename.startswith(str(root))
+        and not _is_tool_frame(filename)
+        and "site-packages" not in filename
+    )
 
 
 def _passes_through(exc: BaseException, root: Path) -> bool:
@@ -168,7 +183,7 @@ def _passes_through(exc: BaseException, root: Path) -> bool:
     tb = exc.__traceback__
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if filename.startswith(str(root)) and not _is_tool_frame(filename):
+        if _is_user_frame(filename, root):
             return True
         tb = tb.tb_next
     return False
@@ -200,7 +215,7 @@ class Worker:
                 return {
                     **answer,
                     "status": "user_exception",
-                    "error": _error(exc, skip_frames=_user_frames_first(exc)),
+                    "error": _error(exc, user=True, root=self.root),
                 }
             if op == "analyze":
                 return {**answer, **self._analyze(target)}
@@ -236,9 +251,9 @@ class Worker:
 
     def _tool_failure(self, exc: BaseException, what: str) -> dict[str, Any]:
         """An exception escaping the runtime: the user's if raised in user code."""
-        error = _error(exc)
         if _passes_through(exc, self.root):
-            return {"status": "user_exception", "error": error}
+            return {"status": "user_exception", "error": _error(exc, user=True, root=self.root)}
+        error = _error(exc)
         error["message"] = f"{what} failed inside fullgraph: {error['message']}"
         return {"status": "crashed", "error": error}
 
@@ -262,7 +277,11 @@ class Worker:
         except BaseException as exc:  # noqa: BLE001
             return self._tool_failure(exc, "explain")
         status = data.get("status", "ok")
-        return {"status": status, "report": data, "error": data.get("error")}
+        error = data.get("error")
+        if status == "user_exception" and isinstance(error, dict) and error.get("traceback"):
+            # The runtime formats the user's exception as it came through its monitor.
+            error["traceback"] = user_traceback(str(error["traceback"]), self.root)
+        return {"status": status, "report": data, "error": error, "reached": reached(target)}
 
     def _compile_wrapper(self, target: Any, entry: str) -> dict[str, Any]:
         generate_wrapper = self._api("generate_wrapper")

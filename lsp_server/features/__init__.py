@@ -2,7 +2,7 @@
 
 Handler modules: configuration, diagnostics, save, hover, code_actions,
 code_lens, commands.  Helper modules with no LSP registration: findings,
-runtime, locations, analysis.
+runtime, analysis (source locations: :mod:`fullgraph.lsp_server.locations`).
 """
 
 from fullgraph.lsp_server.features import (  # noqa: F401 - imported for registration

@@ -17,7 +17,7 @@ from fullgraph.lsp_server.features.commands import (
     entry_reaching,
 )
 from fullgraph.lsp_server.features.diagnostics import path_of
-from fullgraph.lsp_server.features.locations import Definition, definitions, entry_for
+from fullgraph.lsp_server.locations import Definition, definitions, entry_for
 from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
 

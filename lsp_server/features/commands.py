@@ -20,7 +20,7 @@ from typing import Any
 import tomlkit
 from fullgraph.lsp_server.features.analysis import analyze_entries, compile_entry
 from fullgraph.lsp_server.features.diagnostics import path_of
-from fullgraph.lsp_server.features.locations import entry_for, split_entry
+from fullgraph.lsp_server.locations import entry_for, split_entry
 from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -41,21 +41,27 @@ NO_ENTRYPOINT = (
 # -- pure helpers -------------------------------------------------------------
 
 
-def entry_reaching(server: FullgraphServer, path: Path, qualname: str) -> str | None:
-    """The configured entrypoint that is, or last analysed, function ``qualname`` of ``path``."""
+def entries_reaching(server: FullgraphServer, path: Path, qualname: str) -> list[str]:
+    """The configured entrypoints that are, or whose last analysis ran, ``qualname`` of ``path``.
+
+    An analysis runs its own function and the ``forward`` of every submodule
+    of the model it is handed, so ``Block.forward`` is reached by the
+    entrypoint that builds a ``Model`` holding a ``Block``.
+    """
+    found = []
     own = entry_for(path, qualname, server.root)
     if own is not None and own in server.settings.entrypoints:
-        return own
+        found.append(own)
     for entry, result in server.entry_results.items():
-        function = (result.report or {}).get("function") or {}
-        if not function.get("file"):
-            continue
-        analysed = Path(function["file"])
-        analysed = analysed if analysed.is_absolute() else server.root / analysed
-        name = str(function.get("qualname", ""))
-        if analysed.resolve() == path and (name == qualname or name.startswith(qualname + ".")):
-            return entry
-    return None
+        if entry not in found and result.reaches(path, qualname):
+            found.append(entry)
+    return found
+
+
+def entry_reaching(server: FullgraphServer, path: Path, qualname: str) -> str | None:
+    """The first of :func:`entries_reaching` (a code lens runs one), or None."""
+    found = entries_reaching(server, path, qualname)
+    return found[0] if found else None
 
 
 def requested_entries(
@@ -71,11 +77,10 @@ def requested_entries(
             entries.append(argument)
         elif isinstance(argument, dict) and "uri" in argument and "qualname" in argument:
             path = path_of(str(argument["uri"]))
-            entry = entry_reaching(server, path, str(argument["qualname"])) if path else None
-            if entry is None:
+            found = entries_reaching(server, path, str(argument["qualname"])) if path else []
+            if not found:
                 unreached.append(str(argument["qualname"]))
-            else:
-                entries.append(entry)
+            entries += [entry for entry in found if entry not in entries]
     return entries, unreached
 
 
@@ -168,6 +173,16 @@ def _summary(result: Any) -> dict[str, Any]:
 async def analyze(ls: FullgraphServer, *arguments: Any) -> dict[str, Any]:
     """Analyse the given entrypoints (all configured ones without arguments)."""
     entries, unreached = requested_entries(ls, arguments)
+    results = []
+    if unreached:
+        # Which entrypoints reach a function is learnt by running them: run the
+        # configured ones not analysed yet, then look again.
+        pending = [e for e in ls.settings.entrypoints if e not in ls.entry_results]
+        results = await analyze_entries(ls, pending)
+        entries, unreached = requested_entries(ls, arguments)
+        ran = {result.entry for result in results}
+        results = [result for result in results if result.entry in entries]
+        entries = [entry for entry in entries if entry not in ran]
     for name in unreached:
         ls.show("fullgraph: " + NO_ENTRYPOINT.format(name=name), types.MessageType.Info)
     if not arguments:
@@ -177,7 +192,7 @@ async def analyze(ls: FullgraphServer, *arguments: Any) -> dict[str, Any]:
                 "fullgraph: no entrypoints configured in [tool.fullgraph] or the client settings",
                 types.MessageType.Info,
             )
-    results = await analyze_entries(ls, entries)
+    results += await analyze_entries(ls, entries)
     return {"results": [_summary(result) for result in results], "unreached": unreached}
 
 

@@ -28,6 +28,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from fullgraph.lsp_server.features.findings import (
     StaticFinding,
     carry_over,
+    one_per_site,
     static_finding,
     syntax_diagnostic,
     to_diagnostic,
@@ -91,13 +92,13 @@ def advance(
 
 
 def runtime_findings_for(server: FullgraphServer, path: Path, text: str) -> list:
-    """Runtime findings in ``path``, moved onto its current ``text``."""
+    """Runtime findings in ``path``, moved onto its current ``text``, one per source location."""
     found = []
     for result in list(server.entry_results.values()):
         mine = [finding for finding in result.findings if finding.path == path]
         if mine:
             found += carry_over(mine, result.texts.get(path, text), text)
-    return found
+    return one_per_site(found)
 
 
 def path_of(uri: str) -> Path | None:

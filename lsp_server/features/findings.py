@@ -24,9 +24,11 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from fullgraph.lsp_server.positions import PositionMapper, split_lines
 from lsprotocol import types
 from pygls.uris import from_fs_path
+
+from fullgraph.lsp_server.break_sites import by_site, caller_chain
+from fullgraph.lsp_server.positions import PositionMapper, split_lines
 
 SOURCE = "fullgraph"
 
@@ -62,6 +64,11 @@ class StackFrame:
     line: int
     column: int
     function: str
+    qualname: str = ""  # with its class: "Block.forward" (break_sites.qualified_name)
+
+    @property
+    def name(self) -> str:
+        return self.qualname or self.function
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +84,13 @@ class RuntimeFinding:
     severity: str
     stack: tuple[StackFrame, ...] = ()
     hover: str = ""  # Markdown shown on hover, prepared when the report arrives
+    # Every entrypoint that reached this site (one diagnostic per source location).
+    entries: tuple[str, ...] = ()
+
+    @property
+    def site(self) -> tuple:
+        """What makes two findings one diagnostic: the same code at the same place."""
+        return (self.code, self.path, self.line, self.column)
 
 
 def static_finding(finding: Any, rules: dict[str, Any] | None = None) -> StaticFinding:
@@ -124,13 +138,15 @@ def to_diagnostic(
     href = doc_href(finding.code, root, docs_base_url)
     related = None
     if isinstance(finding, RuntimeFinding) and finding.stack:
+        # Each frame names the chain that reached it: "Model.forward → Block.forward".
+        names = [frame.name for frame in finding.stack]
         related = [
             types.DiagnosticRelatedInformation(
                 location=types.Location(
                     uri=from_fs_path(str(frame.path)),
                     range=_frame_range(frame, finding.path, mapper),
                 ),
-                message=f"{index}. called from {frame.function}",
+                message=f"{index}. {caller_chain(names[:index])}",
             )
             for index, frame in enumerate(finding.stack, start=1)
         ]
@@ -138,6 +154,7 @@ def to_diagnostic(
     data: dict[str, Any] = {"kind": kind}
     if isinstance(finding, RuntimeFinding):
         data["entry"] = finding.entry
+        data["entries"] = list(finding.entries or (finding.entry,))
     return types.Diagnostic(
         range=mapper.range_of(finding),
         message=finding.message,
@@ -175,6 +192,26 @@ def syntax_diagnostic(error: Any, mapper: PositionMapper) -> types.Diagnostic:
         source=SOURCE,
         data={"kind": "syntax"},
     )
+
+
+def one_per_site(findings: list) -> list:
+    """Runtime findings with one per source location, naming every entrypoint that reached it.
+
+    The same grouping ``fullgraph check`` prints with (:func:`.break_sites.by_site`);
+    failures of an analysis (no code) stay one per entrypoint.
+    """
+    failures = [f for f in findings if not isinstance(f, RuntimeFinding) or f.code is None]
+    sites = by_site(
+        ((f.entry, f) for f in findings if isinstance(f, RuntimeFinding) and f.code is not None),
+        key=lambda finding: finding.site,
+    )
+    merged = []
+    for finding, entries in sites:
+        hover = finding.hover
+        if len(entries) > 1:
+            hover += "\n\n**Reached from entrypoints** " + ", ".join(f"`{e}`" for e in entries)
+        merged.append(dataclasses.replace(finding, entries=tuple(entries), hover=hover))
+    return merged + failures
 
 
 def line_mapping(old_text: str, new_text: str) -> dict[int, int]:

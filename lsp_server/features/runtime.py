@@ -18,8 +18,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fullgraph.lsp_server.break_hints import hint_for
+from fullgraph.lsp_server.break_sites import caller_chain, frame_names
 from fullgraph.lsp_server.features.findings import RuntimeFinding, StackFrame
-from fullgraph.lsp_server.features.locations import entry_definition
+from fullgraph.lsp_server.locations import entry_definition
 
 # Guards can be long; a hover shows their head and says how much is left out.
 GUARD_PREVIEW_LINES = 25
@@ -49,6 +51,16 @@ class EntryResult:
     # The text each file had when it was analysed, to carry findings over edits.
     texts: dict[Path, str]
     duration_s: float = 0.0
+    # (file, qualname) of every function the analysis ran: its own, each
+    # submodule's forward, and the frames of its breaks.
+    reached: frozenset[tuple[Path, str]] = frozenset()
+
+    def reaches(self, path: Path, qualname: str) -> bool:
+        """Whether the analysis ran function ``qualname`` of ``path`` (or, for a class, a method)."""
+        return any(
+            file == path and (name == qualname or name.startswith(qualname + "."))
+            for file, name in self.reached
+        )
 
     @property
     def summary(self) -> str:
@@ -82,20 +94,20 @@ def break_hover(entry: str, report: dict[str, Any], brk: dict[str, Any], root: P
     parts = [f"**{brk.get('code', '')} {brk.get('category', '')}** — {brk.get('message', '')}"]
     if brk.get("explanation"):
         parts.append(str(brk["explanation"]))
-    if brk.get("hint"):
-        parts.append(f"**Hint:** {brk['hint']}")
+    hint = hint_for(brk)
+    if hint:
+        parts.append(f"**Hint:** {hint}")
     stack = brk.get("stack") or []
     if stack:
-        frames = []
-        for index, frame in enumerate(stack, start=1):
+        names = frame_names(stack)
+        frames = [f"Reached as {caller_chain(names)}:\n"]
+        for index, (frame, name) in enumerate(zip(stack, names), start=1):
             location = _path(str(frame.get("file", "")), root)
             try:
                 shown = location.relative_to(root.resolve())
             except ValueError:
                 shown = location
-            frames.append(
-                f"{index}. `{frame.get('function', '?')}` — {shown}:{frame.get('line', '?')}"
-            )
+            frames.append(f"{index}. `{name}` — {shown}:{frame.get('line', '?')}")
         parts.append("**Call stack**\n\n" + "\n".join(frames))
     parts.append(
         f"**Entrypoint** `{entry}`: {report.get('graph_count', 0)} graph(s), "
@@ -111,7 +123,12 @@ def break_findings(
     entry: str, report: dict[str, Any], root: Path, severity: str
 ) -> list[RuntimeFinding]:
     findings = []
-    for brk in report.get("breaks") or []:
+    # Breaks split the graph; data checks and deferred effects do not (information,
+    # as in `fullgraph check`), but their advice is the same.
+    sites = [(brk, severity, "graph break") for brk in report.get("breaks") or []]
+    sites += [(site, "information", "no split") for site in report.get("data_checks") or []]
+    sites += [(site, "information", "no split") for site in report.get("deferred_effects") or []]
+    for brk, site_severity, title in sites:
         if not brk.get("file"):
             continue
         line = int(brk.get("line") or 1)
@@ -120,21 +137,26 @@ def break_findings(
             RuntimeFinding(
                 entry=entry,
                 code=brk.get("code"),
-                message=f"graph break: {brk.get('message', brk.get('category', ''))}",
+                message=f"{title}: {brk.get('message', brk.get('category', ''))}"
+                if title == "graph break"
+                else str(brk.get("message", brk.get("category", ""))),
                 path=_path(str(brk["file"]), root),
                 line=line,
                 column=column,
                 end_line=int(brk.get("end_line") or line),
                 end_column=int(brk.get("end_column") or column + 1),
-                severity=severity,
+                severity=site_severity,
                 stack=tuple(
                     StackFrame(
                         path=_path(str(frame.get("file", "")), root),
                         line=int(frame.get("line") or 1),
                         column=int(frame.get("column") or 0),
                         function=str(frame.get("function", "?")),
+                        qualname=name,
                     )
-                    for frame in brk.get("stack") or []
+                    for frame, name in zip(
+                        brk.get("stack") or [], frame_names(brk.get("stack") or [])
+                    )
                 ),
                 hover=break_hover(entry, report, brk, root),
             )
@@ -212,6 +234,15 @@ def entry_result(result: Any, root: Path, severity: str) -> EntryResult:
                 texts[finding.path] = finding.path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 texts[finding.path] = ""
+    reached = {
+        (_path(str(item["file"]), root), str(item["qualname"]))
+        for item in getattr(result, "reached", None) or []
+        if item.get("file") and item.get("qualname")
+    }
+    reached |= {(frame.path, frame.name) for finding in findings for frame in finding.stack}
+    function = (report or {}).get("function") or {}
+    if function.get("file") and function.get("qualname"):
+        reached.add((_path(str(function["file"]), root), str(function["qualname"])))
     return EntryResult(
         entry=result.entry,
         status=result.status,
@@ -220,4 +251,5 @@ def entry_result(result: Any, root: Path, severity: str) -> EntryResult:
         findings=findings,
         texts=texts,
         duration_s=getattr(result, "duration_s", 0.0),
+        reached=frozenset(reached),
     )

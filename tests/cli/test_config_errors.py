@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import ISOLATION, json_output, run_cli
+
 from fullgraph.lsp_server.config import Config, ConfigError, load_config
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+from lsprotocol import types
+
 from fullgraph.lsp_server.features.commands import with_entrypoint, wrapper_path
 from fullgraph.lsp_server.features.findings import (
     StaticFinding,
@@ -12,10 +14,9 @@ from fullgraph.lsp_server.features.findings import (
     doc_href,
     to_diagnostic,
 )
-from fullgraph.lsp_server.features.locations import definitions, entry_definition, module_name
 from fullgraph.lsp_server.features.runtime import entry_result
+from fullgraph.lsp_server.locations import definitions, entry_definition, module_name
 from fullgraph.lsp_server.positions import PositionMapper
-from lsprotocol import types
 
 OLD = "a = 1\nb = 2\nc = 3\nd = 4\n"
 
@@ -118,7 +119,7 @@ def test_report_breaks_become_findings_with_stack_and_hover(tmp_path):
     diagnostic = to_diagnostic(
         brk, PositionMapper(path.read_text()), root=tmp_path, docs_base_url="https://x"
     )
-    assert diagnostic.related_information[0].message == "1. called from step"
+    assert diagnostic.related_information[0].message == "1. step"
 
 
 def test_failed_analysis_is_one_finding_at_the_raising_user_frame(tmp_path):

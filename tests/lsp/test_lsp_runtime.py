@@ -61,7 +61,7 @@ async def test_analyze_command_reports_progress_and_break_diagnostics(
     )
     assert brk.code_description.href.endswith("docs/codes/FG201.md")
     assert brk.related_information and brk.related_information[0].location.uri == uri
-    assert "forward" in brk.related_information[0].message
+    assert brk.related_information[0].message == "1. Net.forward"
 
     hover = await push_client.text_document_hover_async(
         types.HoverParams(
@@ -71,7 +71,7 @@ async def test_analyze_command_reports_progress_and_break_diagnostics(
     )
     text = hover.contents.value
     assert "FG201" in text and f"{summary['graph_count']} graph(s)" in text
-    assert "def guard(" in text and "`forward`" in text
+    assert "def guard(" in text and "`Net.forward`" in text  # the frame with its class
 
     # The analysed function and its class now have lenses that run this entrypoint.
     lenses = await push_client.text_document_code_lens_async(

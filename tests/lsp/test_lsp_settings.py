@@ -49,7 +49,9 @@ def test_bad_values_are_named_and_the_previous_layer_kept(tmp_path):
     assert settings.entrypoints == [] and settings.backend == "inductor"
     assert settings.memory_mb == 4096 and settings.debounce_ms == 150
     text = "\n".join(problem.message for problem in problems)
-    assert "`timeout` = 'soon' is invalid (expected a positive number of seconds); using 30.0" in text
+    assert (
+        "`timeout` = 'soon' is invalid (expected a positive number of seconds); using 30.0" in text
+    )
     assert "`runOnSave` = 'no' is invalid (expected true or false)" in text
     assert (
         "`entrypoints` = 'pkg.mod:build' is invalid "
@@ -87,12 +89,13 @@ def test_nested_client_sections_as_the_vscode_extension_sends_them():
     settings, problems = resolve(None, {"diagnostics.static": False, "diagnostics": "off"})
     assert settings.diagnostics_static is False
     # "diagnostics" alone is not a setting: ignored with a warning, like other unknown keys.
-    assert [problem.message for problem in problems] == [
+    expected = (
         "fullgraph: client settings: unknown setting `diagnostics` ignored (known settings: "
         "entrypoints, timeout, memory_mb, backend, python, run_on_save, debounce_ms, "
         "diagnostics.static, diagnostics.runtime, ignore, break_severity, docs_base_url, "
         "compiled_dir, interpreter)"
-    ]
+    )
+    assert [problem.message for problem in problems] == [expected]
 
 
 def test_an_unknown_key_is_a_warning_and_the_rest_applies(tmp_path):
@@ -100,4 +103,6 @@ def test_an_unknown_key_is_a_warning_and_the_rest_applies(tmp_path):
     settings, problems = resolve(root, {"runOnSafe": False})
     assert settings.timeout == 7.0 and settings.run_on_save is True
     assert [(p.kind, p.key) for p in problems] == [("unknown", "timout"), ("unknown", "runOnSafe")]
-    assert "pyproject.toml [tool.fullgraph]: unknown setting `timout` ignored" in problems[0].message
+    assert (
+        "pyproject.toml [tool.fullgraph]: unknown setting `timout` ignored" in problems[0].message
+    )
