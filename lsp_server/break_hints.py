@@ -84,11 +84,18 @@ def _is_scalar_read(node: ast.AST | None) -> bool:
 
 def kind_at(source: str, line: int, column: int) -> str | None:
     """Why the code at (1-based ``line``, code-point ``column``) reads a value; None if unknown."""
+    parsed = _parse(source)
+    return _kind_in(*parsed, line, column) if parsed is not None else None
+
+
+def _parse(source: str) -> tuple[ast.AST, list[str]] | None:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source), split_lines(source)
     except (SyntaxError, ValueError):
         return None
-    lines = split_lines(source)
+
+
+def _kind_in(tree: ast.AST, lines: list[str], line: int, column: int) -> str | None:
     chain = _enclosing(tree, lines, (line, column))
     for index, node in enumerate(chain):
         if isinstance(node, ast.JoinedStr):
@@ -105,18 +112,20 @@ def kind_at(source: str, line: int, column: int) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=256)
-def _source(path: str, mtime_ns: int) -> str | None:
+@functools.lru_cache(maxsize=64)
+def _parsed_file(path: str, mtime_ns: int) -> tuple[ast.AST, list[str]] | None:
+    """The parsed file, once per version of it (a report has many breaks in few files)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+    return _parse(source)
 
 
 @functools.lru_cache(maxsize=1024)
 def _kind(path: str, mtime_ns: int, line: int, column: int) -> str | None:
-    source = _source(path, mtime_ns)
-    return kind_at(source, line, column) if source is not None else None
+    parsed = _parsed_file(path, mtime_ns)
+    return _kind_in(*parsed, line, column) if parsed is not None else None
 
 
 def hint_for(brk: dict[str, Any]) -> str:
