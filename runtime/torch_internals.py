@@ -29,8 +29,8 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
 
     # Random ops draw from torch's own generator, op by op as eager does: a replay gives
     # eager's numbers under the same seed and leaves the same RNG state.
-    with inductor_config.patch(fallback_random=True):
-        compiled = inductor_compile_fx(gm, example_inputs)
+    with inductor_config.patch(fallback_random=True), _static_tracing(example_inputs) as fakes:
+        compiled = inductor_compile_fx(gm, fakes)
     parameters = inspect.signature(compiled, follow_wrapped=False).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
         run = compiled
@@ -55,6 +55,28 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
         )
 
     return fresh_outputs
+
+
+@contextlib.contextmanager
+def _static_tracing(example_inputs: list):
+    """Fake copies of the example inputs, with static sizes, in a tracing context.
+
+    Inductor's on-disk FX graph cache keys a graph by its inputs' fake tensors
+    and their shape environment; handed real tensors, it has neither and skips
+    the cache ("No shape env"), so a second process compiled every graph again.
+    This is the context Dynamo hands ``compile_fx``.
+    """
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    fakes = [
+        mode.from_tensor(value, static_shapes=True) if isinstance(value, torch.Tensor) else value
+        for value in example_inputs
+    ]
+    with tracing(TracingContext(mode)):
+        yield fakes
 
 
 def _computed_outputs(gm: torch.fx.GraphModule) -> frozenset[int]:
