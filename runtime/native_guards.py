@@ -239,10 +239,13 @@ class _TreeBuilder:
             )
 
     def _lambda_leaf(self, source: Source, check: Check) -> None:
-        condition = check.render(["v"])
-        ns = dict(self.code.namespace)
+        # ``v_``: generated-local names (v_...) are never a constant's (codegen.RESERVED).
+        condition = check.render(["v_"])
         leaf = compile_source(
-            f"def leaf(v):\n    return {condition}\n", ns, "leaf", "<fullgraph guard leaf>"
+            f"def leaf(v_):\n    return {condition}\n",
+            self.code.namespace,
+            "leaf",
+            "<fullgraph guard leaf>",
         )
         self.manager(source).add_lambda_guard(leaf, [check.why], None)
 
