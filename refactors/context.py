@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 import libcst.metadata as meta
 
-from .fast_tree import LazyPositions, LazyQualifiedNames, parent_map
+from .fast_tree import LazyPositions, LazyQualifiedNames, fast_visit, parent_map
 from .findings import Finding, Fix, Severity
 from .imports import ensure_import, module_reference
 from .regions import FunctionInfo, find_functions
@@ -97,7 +97,7 @@ def _returns_only_tensors(function: cst.FunctionDef, context: RuleContext) -> bo
             nonlocal generator
             generator = True
 
-    function.visit(_Returns())
+    fast_visit(function, _Returns())
     if generator or not returns or function not in context.functions:
         return False
     types = context.tensor_types(function)

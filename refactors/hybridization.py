@@ -16,6 +16,7 @@ import re
 
 import libcst as cst
 
+from .fast_tree import fast_visit
 from .regions import FunctionInfo
 from .tensor_types import Kind, TensorTypes
 from .torch_facts import PRIMITIVE_ANNOTATIONS
@@ -135,7 +136,7 @@ def analyze(
     def body(node: cst.FunctionDef) -> _Body:
         if node not in bodies:
             bodies[node] = _Body(node, qualified_names, code)
-            node.visit(bodies[node])
+            fast_visit(node, bodies[node])
         return bodies[node]
 
     by_name: dict[str, list[FunctionInfo]] = {}

@@ -26,6 +26,7 @@ import dataclasses
 
 import libcst as cst
 
+from .fast_tree import fast_visit
 from .purity import Impurity, check_speculatable, torch_names
 from .tensor_types import Kind, TensorTypes
 from .untaken import guard_untaken
@@ -106,10 +107,10 @@ def names_in(node: cst.CSTNode | None) -> set[str]:
             found.add(name.value)
 
         def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            attribute.value.visit(self)
+            fast_visit(attribute.value, self)
             return False
 
-    node.visit(_Names())
+    fast_visit(node, _Names())
     return found
 
 
@@ -270,7 +271,7 @@ def check_no_inplace_layer(node: cst.BaseExpression, layers: dict, code) -> None
             ):
                 raise Impurity(f"`{code(call)}` updates its input in place")
 
-    node.visit(_Calls())
+    fast_visit(node, _Calls())
 
 
 def not_a_tensor(condition: cst.BaseExpression, types: TensorTypes, code) -> str:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Collection
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from .fast_tree import fast_visit
+
 COMPILE_DECORATORS = frozenset(
     {
         "torch.compile",
@@ -229,7 +231,7 @@ def find_functions(
 ) -> dict[cst.FunctionDef, FunctionInfo]:
     """Every function of ``module``, with the reason it is compiled (if it is)."""
     collector = _Collector(qualified_names)
-    module.visit(collector)
+    fast_visit(module, collector)
     functions = collector.functions
     for info in functions.values():
         if info.class_name is not None:

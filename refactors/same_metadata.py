@@ -25,6 +25,7 @@ import dataclasses
 import libcst as cst
 
 from . import cond_facts as facts
+from .fast_tree import fast_visit
 from .predication import names_in, torch_names
 from .tensor_types import Kind, TensorTypes
 from .torch_facts import METADATA_ATTRIBUTES, METADATA_METHODS, TENSOR_ATTRIBUTES
@@ -63,14 +64,14 @@ def reads(node: cst.BaseExpression) -> list[str]:
             found.append(name.value)
 
         def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            attribute.value.visit(self)
+            fast_visit(attribute.value, self)
             return False
 
         def visit_Arg(self, arg: cst.Arg) -> bool:
-            arg.value.visit(self)
+            fast_visit(arg.value, self)
             return False
 
-    node.visit(_Reads())
+    fast_visit(node, _Reads())
     return found
 
 
@@ -118,7 +119,7 @@ def _stored_names(function: cst.FunctionDef) -> set[str]:
         def visit_For(self, node: cst.For) -> None:
             names.update(names_in(node.target))
 
-    function.body.visit(_Stores())
+    fast_visit(function.body, _Stores())
     return names
 
 
@@ -164,7 +165,7 @@ def _self_attributes(class_def: cst.ClassDef):
     modified: set[str] = set()
     for method in class_def.body.body:
         if isinstance(method, cst.FunctionDef):
-            method.body.visit(_SelfAttributes(method, assignments, modified))
+            fast_visit(method.body, _SelfAttributes(method, assignments, modified))
     return assignments, modified
 
 

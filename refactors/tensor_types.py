@@ -39,6 +39,7 @@ class Kind(enum.Enum):
     PENDING = "pending"
 
 
+from .fast_tree import fast_visit
 from .torch_facts import (
     DATA_DEPENDENT_BOOL_METHODS,
     DATA_DEPENDENT_BOOL_TORCH,
@@ -196,7 +197,7 @@ class TensorTypes:
         assigned = self._walks.get(("assigned", function))
         if assigned is None:
             collector = _Assignments()
-            function.visit(collector)
+            fast_visit(function, collector)
             assigned = self._walks[("assigned", function)] = collector.values
         self.assigned = assigned
         self._init_parameters(is_forward)
@@ -295,7 +296,7 @@ class TensorTypes:
                 ):
                     hinted.add(first.value.value)
 
-        self.function.body.visit(_Hints())
+        fast_visit(self.function.body, _Hints())
         return hinted
 
     def kind(self, node: cst.BaseExpression | None) -> Kind:
@@ -506,7 +507,7 @@ class TensorTypes:
                 ):
                     reads.append(call)
 
-        node.visit(_Reads())
+        fast_visit(node, _Reads())
         return reads
 
     def decides_on_tensor_data(self, node: cst.BaseExpression) -> bool:

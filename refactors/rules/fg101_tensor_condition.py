@@ -11,6 +11,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from ..cond_form import plan_cond
+from ..fast_tree import fast_visit
 from ..predication import (
     RETURN,
     Branch,
@@ -55,7 +56,7 @@ def _comments(node: cst.CSTNode) -> list[cst.EmptyLine]:
         def visit_Comment(self, comment: cst.Comment) -> None:
             found.append(cst.EmptyLine(comment=comment))
 
-    node.visit(_Comments())
+    fast_visit(node, _Comments())
     return found
 
 
@@ -87,7 +88,7 @@ def _mutated_in_place(function: cst.FunctionDef) -> set[str]:
             ):
                 names.update(names_in(func.value))
 
-    function.body.visit(_InPlace())
+    fast_visit(function.body, _InPlace())
     return names
 
 
@@ -567,7 +568,7 @@ class TensorConditionRule(Rule):
                     def visit_ClassDef(self, node: cst.ClassDef) -> None:
                         classes.append(node)
 
-                self.context.module.visit(_Classes())
+                fast_visit(self.context.module, _Classes())
             self.__dict__["_classes"] = classes
         return classes
 
@@ -616,7 +617,7 @@ class TensorConditionRule(Rule):
             def visit_Name(self, name: cst.Name) -> None:
                 names.add(name.value)
 
-        function.body.visit(_Outside())
+        fast_visit(function.body, _Outside())
         return names
 
     def _assigned_outside(self, function: cst.FunctionDef, node: cst.If) -> set[str]:
@@ -642,7 +643,7 @@ class TensorConditionRule(Rule):
             def visit_For(self, loop: cst.For) -> None:
                 names.update(names_in(loop.target))
 
-        function.visit(_Targets())
+        fast_visit(function, _Targets())
         return names
 
     def _all_names(self, function: cst.FunctionDef) -> set[str]:

@@ -11,6 +11,7 @@ import dataclasses
 
 import libcst as cst
 
+from ..fast_tree import fast_visit
 from ..rule import Invalid, Rule, Valid
 
 SUPPORT = "fullgraph.refactors.support"
@@ -175,7 +176,7 @@ class PythonSideEffectRule(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         collector = _ModuleLoggers(self.context.qualified_names)
-        node.visit(collector)
+        fast_visit(node, collector)
         self.loggers = collector.names
 
     def _is_side_effect(self, call: cst.Call) -> bool:
@@ -289,5 +290,5 @@ def _is_generator(function: cst.FunctionDef) -> bool:
             nonlocal found
             found = True
 
-    function.visit(_Yields())
+    fast_visit(function, _Yields())
     return found

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..fast_tree import fast_visit
 from ..rule import Invalid, Rule, Valid
 
 
@@ -49,7 +50,7 @@ def _names_in(node: cst.CSTNode) -> set[str]:
         def visit_Name(self, name: cst.Name) -> None:
             names.add(name.value)
 
-    node.visit(_Names())
+    fast_visit(node, _Names())
     return names
 
 
@@ -129,7 +130,7 @@ class TensorValueReadRule(Rule):
             return
         types = self.context.tensor_types(node, likely=True)
         collector = _ControlFlowTests()
-        node.visit(collector)
+        fast_visit(node, collector)
         steering_names: set[str] = set()
         for test in collector.tests:
             steering_names |= _names_in(test)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..fast_tree import fast_visit
 from ..hybridization import NO_TENSOR_PARAMETERS, analyze
 from ..rule import Invalid, Rule, Valid
 from .fg102_python_side_effect import _with_decorators
@@ -238,5 +239,5 @@ class HybridizationRule(Rule):
                 nonlocal found
                 found = found or any(n.startswith("torch") for n in qualified_names(attribute))
 
-        node.visit(_Torch())
+        fast_visit(node, _Torch())
         return found

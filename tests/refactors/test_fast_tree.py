@@ -13,7 +13,13 @@ import libcst as cst
 import libcst.metadata as meta
 import pytest
 
-from fullgraph.refactors.fast_tree import LazyPositions, LazyQualifiedNames, parent_map
+from fullgraph.refactors.fast_tree import (
+    LazyPositions,
+    LazyQualifiedNames,
+    children,
+    fast_visit,
+    parent_map,
+)
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
@@ -70,3 +76,58 @@ def _top(node, parents, module):
     while node is not None and parents.get(node) is not module:
         node = parents.get(node)
     return node
+
+
+class _Log(cst.CSTVisitor):
+    """Records every call libcst makes, and prunes one subtree."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[tuple[str, int]] = []
+
+    def visit_Name(self, node):
+        self.log.append(("visit Name", id(node)))
+
+    def leave_Name(self, node):
+        self.log.append(("leave Name", id(node)))
+
+    def visit_FunctionDef(self, node):
+        self.log.append(("visit FunctionDef", id(node)))
+        return node.name.value != "forward"  # a False skips the children, not the leave
+
+    def leave_FunctionDef(self, node):
+        self.log.append(("leave FunctionDef", id(node)))
+
+    def visit_Decorator(self, node):
+        self.log.append(("visit Decorator", id(node)))
+
+    def visit_Call(self, node):
+        self.log.append(("visit Call", id(node)))
+
+
+class _LogTrivia(_Log):
+    def visit_Comment(self, node):
+        self.log.append(("visit Comment", id(node)))
+
+    def visit_Comma(self, node):
+        self.log.append(("visit Comma", id(node)))
+
+
+@pytest.mark.parametrize("source", _cases())
+@pytest.mark.parametrize("visitor", [_Log, _LogTrivia])
+def test_fast_visit_makes_libcst_calls_in_libcst_order(source, visitor):
+    module = cst.parse_module(source)
+    expected, fast = visitor(), visitor()
+    module.visit(expected)
+    fast_visit(module, fast)
+    assert fast.log == expected.log
+    assert children(module.body[-1]) == list(module.body[-1].children)
+
+
+def test_fast_visit_refuses_a_visitor_with_its_own_on_visit():
+    class _Own(cst.CSTVisitor):
+        def on_visit(self, node):
+            return True
+
+    with pytest.raises(TypeError):
+        fast_visit(cst.parse_module("x = 1\n"), _Own())
