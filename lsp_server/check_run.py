@@ -51,6 +51,8 @@ class Diagnostic:
     doc_path: str = ""
     stack: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     entries: list[str] = dataclasses.field(default_factory=list)  # entrypoints reaching it
+    # A notebook's cell (1-based, counting every cell); ``line`` is then the cell's line.
+    cell: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -84,7 +86,8 @@ class CheckRun:
             self._from_finding(path, finding)
             for path, findings in self.findings.items()
             for finding in findings
-            if finding.severity in shown and finding.code not in self.ignore
+            if getattr(finding, "finding", finding).severity in shown
+            and getattr(finding, "finding", finding).code not in self.ignore
         ]
         found = []
         for result in self.results:
@@ -105,12 +108,16 @@ class CheckRun:
             diagnostic.entries = entries
             breaks.append(diagnostic)
         diagnostics.extend(breaks)
-        diagnostics.sort(key=lambda d: (str(d.path), d.line, d.column, d.code))
+        diagnostics.sort(key=lambda d: (str(d.path), d.cell or 0, d.line, d.column, d.code))
         return diagnostics
 
     @staticmethod
     def _from_finding(path: Path, finding: Any) -> Diagnostic:
+        cell = None
+        if hasattr(finding, "cell") and hasattr(finding, "finding"):  # notebooks.CellFinding
+            cell, finding = finding.cell + 1, finding.finding
         return Diagnostic(
+            cell=cell,
             path=path.resolve(),  # runtime breaks carry absolute paths; sort them together
             line=finding.line,
             column=finding.column,
@@ -195,6 +202,7 @@ class CheckRun:
                     "line": getattr(exc, "line", 1),
                     "column": getattr(exc, "column", 0),
                     "message": getattr(exc, "message", str(exc)),
+                    "cell": getattr(exc, "cell", None),
                 }
                 for path, exc in sorted(self.syntax_errors.items())
             ],

@@ -27,8 +27,9 @@ from fullgraph.lsp_server.check_run import (
 )
 from fullgraph.lsp_server.config import Config, ConfigError, load_config
 from fullgraph.lsp_server.entrypoints import Entrypoint, parse_entrypoint
+from fullgraph.lsp_server.notebooks import NotebookError, combine, fix_notebook, read_cells
 from fullgraph.lsp_server.service import AnalysisFailed, AnalysisService
-from fullgraph.lsp_server.sources import iter_python_files
+from fullgraph.lsp_server.sources import SOURCE_SUFFIXES, iter_python_files
 
 
 def find_root(start: Path) -> Path:
@@ -137,7 +138,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 import fullgraph.refactors  # noqa: F401
             except ImportError:
                 run.static_available = False
-            for file in progress(list(iter_python_files(paths)), "static rules", "file"):
+            files = list(iter_python_files(paths, SOURCE_SUFFIXES))
+            for file in progress(files, "static rules", "file"):
                 run.findings.update(service.check_static([file], run.syntax_errors))
         bar = progress(entries, "analyzing", "entrypoint")
         for entry, key in bar:
@@ -254,6 +256,23 @@ def patch_text(path: Path, source: str, fixed: str) -> list[str]:
     return marked
 
 
+def _fix_notebook(source: str, path: Path, fix_source: Callable, codes: set[str] | None) -> str:
+    """A notebook's JSON with its code cells fixed; every other byte is kept.
+
+    Refuses (:class:`NotebookError`) a notebook with a cell that does not
+    parse: fixing the others would silently leave that cell's breaks.
+    """
+    combined = combine(read_cells(source))
+    if combined.syntax_errors:
+        error = combined.syntax_errors[0]
+        raise NotebookError(
+            f"cell {error.cell + 1} does not parse (line {error.line}: {error.message}); "
+            "fix it first, the notebook was left unchanged"
+        )
+    fixed, _ = fix_notebook(source, lambda text: fix_source(text, str(path), codes=codes))
+    return fixed
+
+
 def cmd_fix(args: argparse.Namespace) -> int:
     try:
         from fullgraph.refactors import SourceSyntaxError, fix_source
@@ -263,11 +282,14 @@ def cmd_fix(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.paths] or [Path.cwd()]
     codes = set(args.select) if args.select else None
     changed, failed = 0, 0
-    for path in iter_python_files(paths):
+    for path in iter_python_files(paths, SOURCE_SUFFIXES):
         try:
             source = path.read_text(encoding="utf-8")
-            fixed = fix_source(source, str(path), codes=codes)
-        except (SourceSyntaxError, UnicodeDecodeError, OSError) as exc:
+            if path.suffix == ".ipynb":
+                fixed = _fix_notebook(source, path, fix_source, codes)
+            else:
+                fixed = fix_source(source, str(path), codes=codes)
+        except (SourceSyntaxError, NotebookError, UnicodeDecodeError, OSError) as exc:
             print(f"{path}: cannot fix: {exc}", file=sys.stderr)
             failed += 1
             continue

@@ -109,10 +109,15 @@ def _artifact(path: Path, root: Path) -> dict[str, Any]:
         return {"uri": path.as_uri()}
 
 
-def _location(path: Path, root: Path, region: dict[str, int], message: str = "") -> dict[str, Any]:
+def _location(
+    path: Path, root: Path, region: dict[str, int], message: str = "", cell: int | None = None
+) -> dict[str, Any]:
     location: dict[str, Any] = {
         "physicalLocation": {"artifactLocation": _artifact(path, root), "region": region}
     }
+    if cell is not None:
+        # SARIF has no notion of cells: the region is within the cell named here.
+        location["properties"] = {"cell": cell}
     if message:
         location["message"] = {"text": message}
     return location
@@ -132,7 +137,7 @@ def _result(diagnostic: Diagnostic, rule_index: dict[str, int], root: Path) -> d
         "ruleId": diagnostic.code,
         "level": LEVELS.get(diagnostic.severity, "warning"),
         "message": {"text": diagnostic.message},
-        "locations": [_location(diagnostic.path, root, _region(diagnostic))],
+        "locations": [_location(diagnostic.path, root, _region(diagnostic), cell=diagnostic.cell)],
     }
     if diagnostic.code in rule_index:
         result["ruleIndex"] = rule_index[diagnostic.code]
@@ -168,7 +173,14 @@ def _syntax_result(
         "ruleIndex": rule_index[SYNTAX_ERROR_CODE],
         "level": "error",
         "message": {"text": f"SyntaxError: {message} (the file was not checked)"},
-        "locations": [_location(path, root, {"startLine": line, "startColumn": column + 1})],
+        "locations": [
+            _location(
+                path,
+                root,
+                {"startLine": line, "startColumn": column + 1},
+                cell=getattr(error, "cell", None),
+            )
+        ],
         "properties": {"origin": "static"},
     }
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from fullgraph.lsp_server.config import Config, ConfigError
 from fullgraph.lsp_server.entrypoints import parse_entrypoint
-from fullgraph.lsp_server.sources import iter_python_files, snapshot_mtimes
+from fullgraph.lsp_server.notebooks import lint_notebook_file
+from fullgraph.lsp_server.sources import SOURCE_SUFFIXES, iter_python_files, snapshot_mtimes
 from fullgraph.lsp_server.worker_process import (
     WaitCancelled,
     WaitTimeout,
@@ -168,19 +169,24 @@ class AnalysisService:
     def check_static(
         self, paths: list[Path], errors: dict[Path, Exception] | None = None
     ) -> dict[Path, list[Any]]:
-        """Static rules on the ``.py`` files under ``paths`` (in-process: no user code runs).
+        """Static rules on the ``.py`` and ``.ipynb`` files under ``paths`` (in-process).
 
         Every checked file is a key (an empty list means clean).  Files that do
-        not parse are left out and, when ``errors`` is given, recorded there.
+        not parse are left out and, when ``errors`` is given, recorded there; a
+        notebook's findings are :class:`.notebooks.CellFinding` values, and a
+        notebook with cells that do not parse keeps the findings of the others.
         """
         try:
             from fullgraph.refactors import SourceSyntaxError, lint_source
         except ImportError:
             return {}
         findings: dict[Path, list[Any]] = {}
-        for path in iter_python_files(paths):
+        for path in iter_python_files(paths, SOURCE_SUFFIXES):
             try:
                 source = path.read_text(encoding="utf-8")
+                if path.suffix == ".ipynb":
+                    findings[path] = lint_notebook_file(source, str(path), errors, path)
+                    continue
                 findings[path] = list(lint_source(source, str(path)))
             except (SourceSyntaxError, UnicodeDecodeError, OSError) as exc:
                 if errors is not None:

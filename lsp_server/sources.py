@@ -12,6 +12,8 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+# What ``fullgraph check`` and ``fullgraph fix`` read: Python files and Jupyter notebooks.
+SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist", "site-packages", "out"})
 
 
@@ -22,7 +24,7 @@ def _skip_dir(entry: os.DirEntry[str]) -> bool:
     return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
 
 
-def _walk(directory: str) -> Iterator[os.DirEntry[str]]:
+def _walk(directory: str, suffixes: tuple[str, ...] = (".py",)) -> Iterator[os.DirEntry[str]]:
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
@@ -31,19 +33,21 @@ def _walk(directory: str) -> Iterator[os.DirEntry[str]]:
         try:
             if entry.is_dir(follow_symlinks=False):
                 if not _skip_dir(entry):
-                    yield from _walk(entry.path)
-            elif entry.name.endswith(".py") and entry.is_file():
+                    yield from _walk(entry.path, suffixes)
+            elif entry.name.endswith(suffixes) and entry.is_file():
                 yield entry
         except OSError:
             continue
 
 
-def iter_python_files(paths: Iterable[Path]) -> Iterator[Path]:
-    """``.py`` files named directly or found under the given folders, each once."""
+def iter_python_files(
+    paths: Iterable[Path], suffixes: tuple[str, ...] = (".py",)
+) -> Iterator[Path]:
+    """``.py`` files (or other ``suffixes``) named directly or found under the folders, each once."""
     seen: set[Path] = set()
     for path in paths:
         path = Path(path)
-        found = [path] if path.is_file() else [Path(e.path) for e in _walk(str(path))]
+        found = [path] if path.is_file() else [Path(e.path) for e in _walk(str(path), suffixes)]
         for file in found:
             if file not in seen:
                 seen.add(file)

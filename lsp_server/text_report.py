@@ -31,8 +31,14 @@ def display_path(path: str | Path, cwd: Path | None = None) -> str:
         return str(path)
 
 
+def location(path: str | Path, line: int, column: int, cell: int | None, cwd: Path | None) -> str:
+    """``path:line:col``; in a notebook ``path:cell N:line:col`` (the line within cell N)."""
+    in_cell = f"cell {cell}:" if cell is not None else ""
+    return f"{display_path(path, cwd)}:{in_cell}{line}:{column + 1}"
+
+
 def diagnostic_line(diagnostic: Diagnostic, cwd: Path | None = None) -> str:
-    where = f"{display_path(diagnostic.path, cwd)}:{diagnostic.line}:{diagnostic.column + 1}"
+    where = location(diagnostic.path, diagnostic.line, diagnostic.column, diagnostic.cell, cwd)
     fixable = " [*]" if diagnostic.fixable else ""
     return f"{where}: {diagnostic.code}{fixable} {diagnostic.message}"
 
@@ -58,9 +64,8 @@ def syntax_error_line(path: str | Path, error: Exception, cwd: Path | None = Non
     """``path:line:col: FG001 SyntaxError: message`` for a file the rules could not parse."""
     line, column = getattr(error, "line", 1) or 1, getattr(error, "column", 0) or 0
     message = getattr(error, "message", str(error))
-    return (
-        f"{display_path(path, cwd)}:{line}:{column + 1}: {SYNTAX_ERROR_CODE} SyntaxError: {message}"
-    )
+    where = location(path, line, column, getattr(error, "cell", None), cwd)
+    return f"{where}: {SYNTAX_ERROR_CODE} SyntaxError: {message}"
 
 
 def result_line(result: AnalysisResult) -> str:
