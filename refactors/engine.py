@@ -103,12 +103,27 @@ def fix_source(
     """
     if codes is None:
         codes = {code for code, rule in RULES.items() if rule.APPLY_BY_DEFAULT}
+    from .incremental import IncrementalLinter  # it builds on this module
+
+    # After a round, whether the rewritten file has more to fix is asked of a linter
+    # that knows the findings before the round: it re-lints only the rewritten chunks
+    # and what depends on them, not the whole file again.
+    linter = IncrementalLinter(path, codes=codes, entrypoints=entrypoints)
     seen = {source}
-    for _ in range(_MAX_FIX_ROUNDS):
+    for round_number in range(_MAX_FIX_ROUNDS):
+        if round_number > 0:
+            try:
+                more = [f for f in linter.lint(source) if f.fix is not None and _applies(f)]
+            except Exception:
+                logger.exception("the incremental check of a fix round failed on %s", path)
+                more = True
+            if not more:
+                break
         findings, context = _lint(source, path, codes, entrypoints)
         fixable = [f for f in findings if f.fix is not None and _applies(f)]
         if not fixable or context is None:
             break
+        linter.seed(source, findings)
         rewritten = _apply_round(source, context, fixable)
         if rewritten is None or rewritten in seen:
             break

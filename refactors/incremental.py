@@ -268,17 +268,7 @@ class IncrementalLinter:
         layout = _layout(source)
         snapshot = _Snapshot(source, chunks, layout, self.path, self.codes, self.entrypoints)
         index = DependencyIndex(chunks, self.entrypoints)
-        keys, missing = [], []
-        for position in range(len(chunks)):
-            needed = index.needed(position)
-            key = (
-                layout,
-                self.codes,
-                self.entrypoints,
-                _inputs(chunks, needed, position),
-                needed.index(position),
-            )
-            keys.append(key)
+        keys, missing = self._keys(layout, chunks, index), []
         results = {}
         for position, key in enumerate(keys):
             found = self._results.get(key)
@@ -307,6 +297,56 @@ class IncrementalLinter:
             for found in results[keys[position]]:
                 findings.append(self._place(found, chunk, position, snapshot))
         return findings
+
+    def _keys(self, layout: _Layout, chunks: Sequence[Chunk], index: DependencyIndex) -> list:
+        keys = []
+        for position in range(len(chunks)):
+            needed = index.needed(position)
+            keys.append(
+                (
+                    layout,
+                    self.codes,
+                    self.entrypoints,
+                    _inputs(chunks, needed, position),
+                    needed.index(position),
+                )
+            )
+        return keys
+
+    def seed(self, source: str, findings: Sequence[Finding]) -> None:
+        """Take ``findings``, ``lint_source``'s for ``source`` with this linter's settings, as
+        the results of its chunks, so that the next :meth:`lint` re-lints only what changed.
+
+        ``fix_source`` lints the whole file to build a round of fixes, then asks whether
+        the rewritten file has more: that second question re-lints only the rewritten
+        chunks and what depends on them.
+        """
+        chunks = self._chunks(source)
+        if chunks is None or "torch" not in source:
+            return
+        layout = _layout(source)
+        keys = self._keys(layout, chunks, DependencyIndex(chunks, self.entrypoints))
+        starts = [chunk.start_line for chunk in chunks]
+        found: list[list[_Found]] = [[] for _ in chunks]
+        for finding in findings:
+            position = bisect.bisect_right(starts, finding.line) - 1
+            if position < 0 or finding.end_line >= starts[position] + chunks[position].line_count:
+                return  # not inside one chunk: leave the cache as it is
+            shift = starts[position]
+            found[position].append(
+                _Found(
+                    dataclasses.replace(
+                        finding,
+                        line=finding.line - shift,
+                        end_line=finding.end_line - shift,
+                        fix=None,
+                    ),
+                    finding.fix.title if finding.fix is not None else None,
+                )
+            )
+        self._results = dict(zip(keys, found))
+        for key, chunk_found in self._results.items():
+            _SHARED.put(key, chunk_found)
 
     def _chunks(self, source: str) -> tuple[Chunk, ...] | None:
         """The chunks of ``source``, or None when it does not parse."""
