@@ -33,6 +33,7 @@ import threading
 import traceback
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -72,6 +73,16 @@ class FullgraphServer(LanguageServer):
             name=SERVER_NAME,
             version=_version(),
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            # Jupyter notebooks in VS Code: the Python cells (features.notebook_cells).
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    types.NotebookDocumentFilterWithNotebook(
+                        notebook="jupyter-notebook",
+                        cells=[types.NotebookCellLanguage(language="python")],
+                    )
+                ],
+                save=True,
+            ),
         )
         self.settings = settings_module.Settings()
         self.client_settings: Any = None
@@ -81,6 +92,8 @@ class FullgraphServer(LanguageServer):
         self.root: Path = Path.cwd()
         # uri -> diagnostics state of an open document (features.diagnostics.DocumentState)
         self.documents: dict[str, Any] = {}
+        # notebook uri -> features.notebook_cells.NotebookState (its cells are in `documents`)
+        self.notebooks: dict[str, Any] = {}
         # entry -> features.runtime.EntryResult of its last analysis
         self.entry_results: dict[str, Any] = {}
         self.debounce_handles: dict[str, asyncio.TimerHandle] = {}
@@ -144,9 +157,17 @@ class FullgraphServer(LanguageServer):
         return bool(self.capability("workspace", "apply_edit"))
 
     # -- documents ----------------------------------------------------------
+    def open_document(self, uri: str) -> Any:
+        """The open text document of ``uri`` (a file or a notebook cell), or None.
+
+        pygls keys its documents by the unquoted URI; clients send them quoted
+        (VS Code's cell URIs end in ``%3D%3D``, paths with spaces have ``%20``).
+        """
+        return self.workspace.text_documents.get(unquote(uri))
+
     def document_text(self, uri: str) -> str | None:
         """The editor's text of ``uri`` when open, else the file on disk, else None."""
-        document = self.workspace.text_documents.get(uri)
+        document = self.open_document(uri)
         if document is not None:
             return document.source
         path = to_fs_path(uri)
@@ -156,7 +177,7 @@ class FullgraphServer(LanguageServer):
             return None
 
     def document_version(self, uri: str) -> int | None:
-        document = self.workspace.text_documents.get(uri)
+        document = self.open_document(uri)
         return document.version if document is not None else None
 
     # -- messages -----------------------------------------------------------

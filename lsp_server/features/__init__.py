@@ -1,7 +1,7 @@
 """The server's LSP features, one module each; importing this package registers them all.
 
-Handler modules: configuration, diagnostics, save, hover, code_actions,
-code_lens, commands.  Helper modules with no LSP registration: findings,
+Handler modules: configuration, diagnostics, notebook_cells, save, hover,
+code_actions, code_lens, commands.  Helper modules with no LSP registration: findings,
 runtime, analysis (source locations: :mod:`fullgraph.lsp_server.locations`).
 """
 
@@ -12,5 +12,6 @@ from fullgraph.lsp_server.features import (  # noqa: F401 - imported for registr
     configuration,
     diagnostics,
     hover,
+    notebook_cells,
     save,
 )

@@ -13,9 +13,12 @@ from typing import Any
 
 from fullgraph.lsp_server.features.diagnostics import path_of, refresh_static
 from fullgraph.lsp_server.features.findings import StaticFinding, to_diagnostic
+from fullgraph.lsp_server.features.notebook_cells import cell_edit, fix_all_edit, notebook_of_cell
+from fullgraph.lsp_server.notebooks import CellFix
 from fullgraph.lsp_server.positions import PositionMapper, overlaps
 from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
+from pygls.uris import to_fs_path
 
 FIX_ALL = "source.fixAll.fullgraph"
 
@@ -41,6 +44,25 @@ def workspace_edit(
     return types.WorkspaceEdit(changes={uri: edits})
 
 
+def multi_document_edit(
+    server: FullgraphServer, edits: dict[str, list[types.TextEdit]]
+) -> types.WorkspaceEdit:
+    """Edits to several documents (a notebook's cells) in one workspace edit."""
+    if server.supports_document_changes:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=server.document_version(uri)
+                    ),
+                    edits=document_edits,
+                )
+                for uri, document_edits in edits.items()
+            ]
+        )
+    return types.WorkspaceEdit(changes=dict(edits))
+
+
 def fix_edits(fix: Any, mapper: PositionMapper) -> list[types.TextEdit]:
     """A refactors Fix as LSP text edits (same coordinates as its finding)."""
     return [
@@ -60,6 +82,13 @@ def quick_fixes(
     for finding in findings:
         if finding.fix is None or not overlaps(mapper.range_of(finding), requested):
             continue
+        if isinstance(finding.fix, CellFix):
+            notebook = server.notebooks.get(notebook_of_cell(server, uri) or "")
+            edit = cell_edit(server, notebook, finding.fix) if notebook else None
+            if edit is None:
+                continue  # the hover says why
+        else:
+            edit = workspace_edit(server, uri, fix_edits(finding.fix, mapper))
         diagnostic = to_diagnostic(
             finding, mapper, root=server.root, docs_base_url=server.settings.docs_base_url
         )
@@ -69,7 +98,7 @@ def quick_fixes(
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diagnostic],
                 is_preferred=True,
-                edit=workspace_edit(server, uri, fix_edits(finding.fix, mapper)),
+                edit=edit,
             )
         )
     return actions
@@ -86,6 +115,22 @@ def fix_all_action(
         kind=FIX_ALL,
         edit=workspace_edit(server, uri, [edit]),
     )
+
+
+async def notebook_fix_all(server: FullgraphServer, notebook_uri: str, refactors: Any) -> list:
+    """"Apply all safe fixes" for the whole notebook, as whole-cell replacements."""
+    state = server.notebooks.get(notebook_uri)
+    if state is None or state.combined is None:
+        return []
+    path = to_fs_path(notebook_uri) or notebook_uri
+    loop = asyncio.get_running_loop()
+    fixed = await loop.run_in_executor(
+        server.thread_pool, refactors.fix_source, state.combined.text, path
+    )
+    edit = fix_all_edit(server, state, fixed)
+    if edit is None:
+        return []
+    return [types.CodeAction(title="fullgraph: apply all safe fixes", kind=FIX_ALL, edit=edit)]
 
 
 @SERVER.feature(
@@ -110,9 +155,13 @@ async def code_action(
         else []
     )
     refactors = server.refactors()
+    notebook_uri = notebook_of_cell(server, uri)
     if wanted(only, FIX_ALL) and refactors is not None and any(f.fix for f in state.findings):
         path = path_of(uri)
         loop = asyncio.get_running_loop()
+        if notebook_uri is not None:
+            actions += await notebook_fix_all(server, notebook_uri, refactors)
+            return actions or None
         fixed = await loop.run_in_executor(
             server.thread_pool, refactors.fix_source, text, str(path or uri)
         )

@@ -141,6 +141,12 @@ async def refresh_static(server: FullgraphServer, uri: str) -> DocumentState | N
     returned state may belong to an older text when the user kept typing;
     callers compare ``state.text`` with the current text.
     """
+    notebook = server.workspace.get_notebook_document(cell_uri=uri)
+    if notebook is not None:  # a notebook cell: linted with the notebook's other cells
+        from fullgraph.lsp_server.features.notebook_cells import refresh_notebook
+
+        await refresh_notebook(server, notebook.uri)
+        return server.documents.get(uri)
     loop = asyncio.get_running_loop()
     while True:
         text = server.document_text(uri)
@@ -164,7 +170,7 @@ async def refresh_static(server: FullgraphServer, uri: str) -> DocumentState | N
         new_state = await asyncio.shield(running)
     finally:
         server.lints_in_flight.pop(uri, None)
-    if uri in server.workspace.text_documents:
+    if server.open_document(uri) is not None:
         server.documents[uri] = new_state
     return new_state
 

@@ -19,8 +19,14 @@ def static_hover(finding: StaticFinding, href: str | None) -> str:
     """Markdown for hovering a static finding."""
     title = f"**{finding.code}**" + (f" {finding.rule_name}" if finding.rule_name else "")
     parts = [f"{title} — {finding.message}"]
-    if finding.fix is not None:
+    if finding.fix is not None and getattr(finding.fix, "offered", True):
         parts.append(f"**Quick fix available:** {finding.fix.title}")
+    elif finding.fix is not None:  # a notebook cell's fix that cannot be placed
+        parts.append(
+            f"**No quick fix in this notebook:** {finding.fix.title} would edit across cells, "
+            "an IPython magic line, or a cell after this one (an import it needs would land "
+            "there: move the notebook's imports to its first cell)"
+        )
     elif finding.refusal_reason:
         parts.append(f"**No automatic fix:** {finding.refusal_reason}")
     if href:
