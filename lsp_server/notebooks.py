@@ -107,8 +107,12 @@ def python_text(cell: Cell) -> tuple[str | None, dict[int, str], CellSyntaxError
     text, placeholders = _without_magics(cell.source)
     if placeholders and _parses(text) is None:
         return text, placeholders, None
-    return None, {}, CellSyntaxError(
-        cell.index, error.lineno or 1, max((error.offset or 1) - 1, 0), error.msg or str(error)
+    return (
+        None,
+        {},
+        CellSyntaxError(
+            cell.index, error.lineno or 1, max((error.offset or 1) - 1, 0), error.msg or str(error)
+        ),
     )
 
 
@@ -147,7 +151,9 @@ class CombinedSource:
             originals = [span.placeholders[line] for line in sorted(span.placeholders)]
             at = [i for i, line in enumerate(cell_lines) if line.strip() == PLACEHOLDER]
             if len(at) != len(originals):
-                raise NotebookError(f"the rewrite changed an IPython magic line in cell {span.cell + 1}")
+                raise NotebookError(
+                    f"the rewrite changed an IPython magic line in cell {span.cell + 1}"
+                )
             for index, original in zip(at, originals):
                 cell_lines[index] = original
             texts[span.cell] = "\n".join(cell_lines)
@@ -160,9 +166,7 @@ def _top_level_imports(text: str) -> set[str]:
         tree = ast.parse(_without_magics(text)[0])
     except SyntaxError:
         return set()
-    return {
-        ast.dump(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
-    }
+    return {ast.dump(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))}
 
 
 def _check_import_order(before: dict[int, str], after: dict[int, str]) -> None:
@@ -224,7 +228,9 @@ def cell_edits(edits: Sequence[Any], combined: CombinedSource) -> list[tuple[int
             return None
         cell, cell_edit = moved
         span = combined.span(cell)
-        if any(_overlaps_line(cell_edit, line, len(text)) for line, text in span.placeholders.items()):
+        if any(
+            _overlaps_line(cell_edit, line, len(text)) for line, text in span.placeholders.items()
+        ):
             return None
         placed.append((cell, cell_edit))
     return placed
@@ -244,7 +250,7 @@ def fix_by_cell(fix: Any, finding_cell: int, combined: CombinedSource) -> dict[i
     """
     try:
         placed = cell_edits(fix.edits, combined)
-    except Exception:  # a fix whose edits cannot be built offers nothing
+    except Exception:  # noqa: BLE001 - a fix whose edits cannot be built offers nothing
         return None
     if not placed or any(cell > finding_cell for cell, _ in placed):
         return None
@@ -431,7 +437,9 @@ def lint_notebook(
             if where is None:
                 raise
             message = getattr(error, "message", str(error))
-            left_out.append(CellSyntaxError(where[0], where[1], getattr(error, "column", 0), message))
+            left_out.append(
+                CellSyntaxError(where[0], where[1], getattr(error, "column", 0), message)
+            )
             continue
         combined.syntax_errors.extend(left_out)
         combined.syntax_errors.sort(key=lambda error: error.cell)
@@ -472,7 +480,9 @@ def lint_notebook_file(
         if errors is not None:
             errors[key] = NotebookSyntaxError(f"cannot read the notebook: {error}")
         return []
-    combined, found = lint_notebook(cells, lambda source: lint_source(source, path), SourceSyntaxError)
+    combined, found = lint_notebook(
+        cells, lambda source: lint_source(source, path), SourceSyntaxError
+    )
     if combined.syntax_errors and errors is not None:
         first, more = combined.syntax_errors[0], len(combined.syntax_errors) - 1
         message = first.message + (f" (and {more} more cell{'s' * (more != 1)})" if more else "")

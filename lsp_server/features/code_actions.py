@@ -118,7 +118,7 @@ def fix_all_action(
 
 
 async def notebook_fix_all(server: FullgraphServer, notebook_uri: str, refactors: Any) -> list:
-    """"Apply all safe fixes" for the whole notebook, as whole-cell replacements."""
+    """ "Apply all safe fixes" for the whole notebook, as whole-cell replacements."""
     state = server.notebooks.get(notebook_uri)
     if state is None or state.combined is None:
         return []

@@ -151,7 +151,9 @@ def cell_edit(
     return multi_document_edit(server, edits)
 
 
-def fix_all_edit(server: FullgraphServer, state: NotebookState, fixed: str) -> types.WorkspaceEdit | None:
+def fix_all_edit(
+    server: FullgraphServer, state: NotebookState, fixed: str
+) -> types.WorkspaceEdit | None:
     """Every safe fix of the notebook as whole-cell replacements, or None (nothing, or unsafe)."""
     from fullgraph.lsp_server.features.code_actions import multi_document_edit
 
@@ -215,13 +217,17 @@ def schedule(server: FullgraphServer, notebook_uri: str) -> None:
 
 
 @SERVER.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
-async def did_open_notebook(server: FullgraphServer, params: types.DidOpenNotebookDocumentParams) -> None:
+async def did_open_notebook(
+    server: FullgraphServer, params: types.DidOpenNotebookDocumentParams
+) -> None:
     """Lint a newly opened notebook at once."""
     await lint_and_publish(server, params.notebook_document.uri)
 
 
 @SERVER.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
-def did_change_notebook(server: FullgraphServer, params: types.DidChangeNotebookDocumentParams) -> None:
+def did_change_notebook(
+    server: FullgraphServer, params: types.DidChangeNotebookDocumentParams
+) -> None:
     """Re-lint an edited notebook after the debounce delay."""
     structure = params.change.cells.structure if params.change.cells else None
     for cell in (structure.did_close or []) if structure else []:
@@ -230,13 +236,17 @@ def did_change_notebook(server: FullgraphServer, params: types.DidChangeNotebook
 
 
 @SERVER.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
-async def did_save_notebook(server: FullgraphServer, params: types.DidSaveNotebookDocumentParams) -> None:
+async def did_save_notebook(
+    server: FullgraphServer, params: types.DidSaveNotebookDocumentParams
+) -> None:
     """Lint a saved notebook now (a save ends the debounce)."""
     await lint_and_publish(server, params.notebook_document.uri)
 
 
 @SERVER.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
-def did_close_notebook(server: FullgraphServer, params: types.DidCloseNotebookDocumentParams) -> None:
+def did_close_notebook(
+    server: FullgraphServer, params: types.DidCloseNotebookDocumentParams
+) -> None:
     """Forget a closed notebook and clear its cells' diagnostics."""
     uri = params.notebook_document.uri
     handle = server.debounce_handles.pop(uri, None)

@@ -62,7 +62,9 @@ def test_a_cell_that_does_not_parse_is_reported_and_the_others_still_checked(tmp
     assert completed.returncode == 1
     assert "broken.ipynb:cell 4:1:" in completed.stdout and "FG001 SyntaxError" in completed.stdout
     assert "broken.ipynb:cell 3:3:12: FG101" in completed.stdout
-    sarif = json.loads(run_cli("check", "--no-progress", "--sarif", "broken.ipynb", cwd=tmp_path).stdout)
+    sarif = json.loads(
+        run_cli("check", "--no-progress", "--sarif", "broken.ipynb", cwd=tmp_path).stdout
+    )
     cells = {
         (result["ruleId"], result["locations"][0]["properties"]["cell"])
         for result in sarif["runs"][0]["results"]

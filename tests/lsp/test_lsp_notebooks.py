@@ -104,7 +104,9 @@ def change_cells(client, notebook_uri: str, version: int, texts: dict[str, str])
                 cells=types.NotebookDocumentCellChanges(
                     text_content=[
                         types.NotebookDocumentCellContentChanges(
-                            document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                            document=types.VersionedTextDocumentIdentifier(
+                                uri=uri, version=version
+                            ),
                             changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
                         )
                         for uri, text in texts.items()
@@ -189,7 +191,9 @@ async def test_fix_all_replaces_the_changed_cells(notebook_client: LanguageClien
             range=types.Range(
                 start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
             ),
-            context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.SourceFixAll]),
+            context=types.CodeActionContext(
+                diagnostics=[], only=[types.CodeActionKind.SourceFixAll]
+            ),
         )
     )
     (fix_all,) = actions
@@ -233,7 +237,9 @@ async def test_a_cell_that_does_not_parse_is_reported_there_alone(
     assert with_code(await diagnostics(notebook_client, uris[4]), "FG102"), "other cells go on"
 
 
-async def test_closing_the_notebook_clears_its_cells(notebook_client: LanguageClient, workspace: Path):
+async def test_closing_the_notebook_clears_its_cells(
+    notebook_client: LanguageClient, workspace: Path
+):
     if pulls(notebook_client):
         pytest.skip("a pulling client drops a closed document's diagnostics itself")
     path = workspace / "notebooks/gate.ipynb"
