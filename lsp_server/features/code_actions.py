@@ -1,6 +1,8 @@
 """Code actions: the refactors' safe fixes as workspace edits.
 
-One quick fix per fixable static finding in the requested range, and
+One quick fix per fixable static finding in the requested range, a
+"disable FGxxx for this line" action per static finding there (a
+``# fullgraph: ignore[FGxxx]`` comment, :mod:`..suppressions`), and
 ``source.fixAll.fullgraph`` applying every safe fix of the file at once (the
 refactors' ``fix_source``).  The server only proposes edits; the client
 applies them, so nothing here writes a file.
@@ -11,14 +13,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
 from fullgraph.lsp_server.features.diagnostics import path_of, refresh_static
 from fullgraph.lsp_server.features.findings import StaticFinding, to_diagnostic
 from fullgraph.lsp_server.features.notebook_cells import cell_edit, fix_all_edit, notebook_of_cell
 from fullgraph.lsp_server.notebooks import CellFix
 from fullgraph.lsp_server.positions import PositionMapper, overlaps
 from fullgraph.lsp_server.server import SERVER, FullgraphServer
-from lsprotocol import types
-from pygls.uris import to_fs_path
+from fullgraph.lsp_server.suppressions import suppression_edit
 
 FIX_ALL = "source.fixAll.fullgraph"
 
@@ -80,7 +84,10 @@ def quick_fixes(
     mapper = server.mapper(text)
     actions = []
     for finding in findings:
-        if finding.fix is None or not overlaps(mapper.range_of(finding), requested):
+        if not overlaps(mapper.range_of(finding), requested):
+            continue
+        actions += disable_actions(server, uri, text, finding, mapper)
+        if finding.fix is None:
             continue
         if isinstance(finding.fix, CellFix):
             notebook = server.notebooks.get(notebook_of_cell(server, uri) or "")
@@ -102,6 +109,28 @@ def quick_fixes(
             )
         )
     return actions
+
+
+def disable_actions(
+    server: FullgraphServer, uri: str, text: str, finding: StaticFinding, mapper: PositionMapper
+) -> list[types.CodeAction]:
+    """ "Disable FGxxx for this line": a suppression comment on the finding's first line."""
+    edit = suppression_edit(text, finding.line, finding.code)
+    if edit is None:
+        return []
+    diagnostic = to_diagnostic(
+        finding, mapper, root=server.root, docs_base_url=server.settings.docs_base_url
+    )
+    text_edit = types.TextEdit(range=mapper.range_of(edit), new_text=edit.new_text)
+    return [
+        types.CodeAction(
+            title=f"fullgraph: disable {finding.code} for this line",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diagnostic],
+            is_preferred=False,
+            edit=workspace_edit(server, uri, [text_edit]),
+        )
+    ]
 
 
 def fix_all_action(
