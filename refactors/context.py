@@ -141,7 +141,7 @@ class RuleContext:
         )
         self.suppressions = find_suppressions(source)
         self.findings: list[Finding] = []
-        self._types: dict[tuple[cst.FunctionDef, bool], TensorTypes] = {}
+        self._types: dict[tuple[cst.FunctionDef, bool, bool], TensorTypes] = {}
         self._walks: dict = {}
         # Only the findings' nodes need a range: placed one top-level statement at a time.
         self._metadata[meta.PositionProvider] = _Metadata(
@@ -190,9 +190,15 @@ class RuleContext:
         function = node if isinstance(node, cst.FunctionDef) else self.enclosing_function(node)
         return self.functions.get(function) if function is not None else None
 
-    def tensor_types(self, function: cst.FunctionDef, *, likely: bool = False) -> TensorTypes:
-        """Tensor kinds in ``function``; ``likely`` ones are for reporting, strict ones for fixes."""
-        key = (function, likely)
+    def tensor_types(
+        self, function: cst.FunctionDef, *, likely: bool = False, optional: bool = False
+    ) -> TensorTypes:
+        """Tensor kinds in ``function``; ``likely`` ones are for reporting, strict ones for fixes.
+
+        ``optional``: strict kinds that also count ``Optional[torch.Tensor]`` names as
+        tensors, for a fix that evaluates the code exactly where it stands.
+        """
+        key = (function, likely, optional)
         if key not in self._types:
             info = self.functions[function]
             is_forward = info.in_module_class and function.name.value == "forward"
@@ -205,6 +211,7 @@ class RuleContext:
                 buffers=info.buffers,
                 returns_tensor=lambda func, caller=function: self.call_returns_tensor(caller, func),
                 walks=self._walks,
+                optional_tensors=optional,
             )
         return self._types[key]
 

@@ -49,6 +49,17 @@ SIDE_EFFECT_CALLS = frozenset(
     }
 )
 SIDE_EFFECT_MODULE_PREFIXES = ("random.", "numpy.random.", "logging.", "sys.stdout", "sys.stderr")
+HAS_DATA_DEPENDENT_BRANCHES = "HAS_DATA_DEPENDENT_BRANCHES"
+# Methods of a logger (``log = logging.getLogger(__name__)``, transformers'
+# ``logging.get_logger``, ``self.logger``): a call on a receiver that is or may be a
+# logger is taken to log (the rule cannot prove that it does not).
+LOGGER_METHODS = frozenset(
+    {
+        "debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+        "warning_once", "info_once", "warning_advice",
+    }
+)  # fmt: skip
+LOGGER_FACTORIES = ("getLogger", "get_logger")
 
 
 @dataclasses.dataclass
@@ -66,13 +77,44 @@ class Verdict:
 class _Body(cst.CSTVisitor):
     """Side effects and calls in one function body (not in nested functions)."""
 
-    def __init__(self, function: cst.FunctionDef, qualified_names, code) -> None:
+    def __init__(
+        self,
+        function: cst.FunctionDef,
+        qualified_names,
+        code,
+        loggers: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__()
         self.function = function
         self.qualified_names = qualified_names
         self.code = code
+        # Names (``log``, ``self.logger``) the module or the function binds to a logger.
+        self.loggers = loggers
         self.effects: list[str] = []
         self.calls: set[str] = set()
+        # Conditions of if/while/conditional expressions/asserts, in this body.
+        self.tests: list[cst.BaseExpression] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        self.tests.append(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.tests.append(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.tests.append(node.test)
+
+    def _logs(self, func: cst.BaseExpression) -> bool:
+        if not (isinstance(func, cst.Attribute) and func.attr.value in LOGGER_METHODS):
+            return False
+        receiver = func.value
+        spelled = self.code(receiver)
+        if spelled in self.loggers or "log" in spelled.rpartition(".")[2].lower():
+            return True
+        # ``logging.getLogger(__name__).info(…)``
+        return isinstance(receiver, cst.Call) and any(
+            n.endswith(LOGGER_FACTORIES) for n in self.qualified_names(receiver.func)
+        )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return node is self.function
@@ -86,6 +128,8 @@ class _Body(cst.CSTVisitor):
             n.startswith(SIDE_EFFECT_MODULE_PREFIXES) for n in names
         ):
             self.effects.append(f"calls `{self.code(node.func)}`")
+        elif self._logs(node.func):
+            self.effects.append(f"logs with `{self.code(node.func)}`")
         func = node.func
         if isinstance(func, cst.Name):
             self.calls.add(func.value)
@@ -127,6 +171,7 @@ def analyze(
     types: TensorTypes,
     qualified_names,
     code,
+    loggers: frozenset[str] = frozenset(),
 ) -> Verdict:
     function = info.node
     reasons: list[str] = []
@@ -135,7 +180,7 @@ def analyze(
 
     def body(node: cst.FunctionDef) -> _Body:
         if node not in bodies:
-            bodies[node] = _Body(node, qualified_names, code)
+            bodies[node] = _Body(node, qualified_names, code, loggers)
             fast_visit(node, bodies[node])
         return bodies[node]
 
@@ -169,6 +214,24 @@ def analyze(
             pending.append(callee)
     if effects:
         reasons.append(f"{HAS_PYTHON_SIDE_EFFECTS}: it " + "; ".join(dict.fromkeys(effects)))
+    branches = []
+    for current_node in seen:
+        for test in body(current_node).tests:
+            if _reads_value(test) or (
+                current_node is function and types.decides_on_tensor_data(test)
+            ):
+                where = (
+                    ""
+                    if current_node is function
+                    else f" (in `{functions[current_node].qualname}`)"
+                )
+                branches.append(f"`{code(test)}`{where}")
+    if branches:
+        reasons.append(
+            f"{HAS_DATA_DEPENDENT_BRANCHES}: it branches on tensor data ("
+            + ", ".join(dict.fromkeys(branches))
+            + "), which breaks the graph"
+        )
     if recursive:
         reasons.append(
             f"{IS_RECURSIVE}: `{function.name.value}` calls itself (directly or through "
@@ -210,6 +273,34 @@ def analyze(
                 f"{NO_TENSOR_PARAMETERS}: no parameter is a tensor, so there is no graph to compile"
             )
     return Verdict(reasons, assumptions)
+
+
+def _reads_value(test: cst.BaseExpression) -> bool:
+    """Whether ``test`` reads a tensor's value into Python (``x.sum().item() > 0``)."""
+    found = False
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist", "numpy"):
+                found = True
+
+    fast_visit(test, _Reads())
+    return found
+
+
+def loggers_in(assignments, qualified_names, code) -> frozenset[str]:
+    """Names bound to a logger by ``assignments`` (``log = logging.getLogger(…)``,
+    ``self.logger = logging.get_logger(…)``), as spelled; the rule finds them once per file."""
+    found: set[str] = set()
+    for node in assignments:
+        value = node.value
+        if isinstance(value, cst.Call) and any(
+            n.endswith(LOGGER_FACTORIES) for n in qualified_names(value.func) | {code(value.func)}
+        ):
+            found.update(code(target.target) for target in node.targets)
+    return frozenset(found)
 
 
 def _is_primitive(param: cst.Param, qualified_names) -> bool:

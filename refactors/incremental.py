@@ -396,11 +396,15 @@ class IncrementalLinter:
         if positions:
             groups.append((sorted(included), positions))
         grouped = sum(len(snapshot.chunks[i].text) for included, _ in groups for i in included)
-        if grouped > len(snapshot.source):
-            # The groups together hold more text than the file (chunks that need most of
-            # the file, as in real model code, each bring it along): one partial module of
-            # every chunk costs one whole-file lint instead, and gives the same findings.
-            groups = [(list(range(len(snapshot.chunks))), list(missing))]
+        if len(groups) > 1 and grouped > len(snapshot.source) // 2:
+            # Chunks that need much of the file (real model code) each bring it along, so
+            # the groups together would hold more text than the file: one partial module
+            # of everything the missing chunks need (at most the file) gives the same
+            # findings for less.
+            union: set[int] = set()
+            for position in missing:
+                union.update(index.needed(position))
+            groups = [(sorted(union), list(missing))]
         fresh: dict[int, list[_Found]] = {}
         for included, positions in groups:
             partial = _partial(snapshot.layout, snapshot.chunks, included)

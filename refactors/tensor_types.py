@@ -162,6 +162,54 @@ class _Assignments(cst.CSTVisitor):
         self._add(node.target, node.value)
 
 
+# "A tensor or None": an annotation's verdict, never a kind in ``env``.
+_OPTIONAL = "tensor or None"
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _union_members(annotation: cst.BaseExpression, names: set[str]) -> list | None:
+    """The members of ``Optional[X]`` (X and None), ``Union[…]`` or ``X | Y``; None otherwise."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        left = _union_members(annotation.left, set()) or [annotation.left]
+        right = _union_members(annotation.right, set()) or [annotation.right]
+        return [*left, *right]
+    if not isinstance(annotation, cst.Subscript):
+        return None
+    spelled = get_full_name_for_node(annotation.value) or ""
+    kinds = names | {spelled, spelled.rpartition(".")[2]}
+    elements = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+    if kinds & {"typing.Optional", "Optional"} and len(elements) == 1:
+        return [elements[0], cst.Name("None")]
+    if kinds & {"typing.Union", "Union"}:
+        return elements
+    return None
+
+
+def _annotations(function: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    """Name -> its annotations in ``function``'s own body (``h: torch.Tensor = …``)."""
+    found: dict[str, list[cst.BaseExpression]] = {}
+
+    class _Annotated(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if isinstance(node.target, cst.Name):
+                found.setdefault(node.target.value, []).append(node.annotation.annotation)
+
+    fast_visit(function, _Annotated())
+    return found
+
+
 class TensorTypes:
     """Kinds of the expressions of one function."""
 
@@ -176,7 +224,14 @@ class TensorTypes:
         buffers: frozenset[str] = frozenset(),
         returns_tensor=None,
         walks: dict | None = None,
+        optional_tensors: bool = False,
     ) -> None:
+        # Parameters and variables annotated ``Optional[torch.Tensor]`` / ``torch.Tensor |
+        # None`` are tensors in ``likely`` kinds and, with ``optional_tensors``, in strict
+        # ones too: right where the code is evaluated as it stands (a check of an assert's
+        # own condition), wrong in a branch a rewrite would run when it was not taken.
+        self.optional_tensors = optional_tensors or likely
+        self.optional: set[str] = set()
         # ``walks``: what the walks of a function found, shared by the strict and the
         # likely kinds of one function (the rule context keeps one per lint run).
         self._walks = walks if walks is not None else {}
@@ -223,6 +278,24 @@ class TensorTypes:
         for name, kind in self.env.items():
             if kind is Kind.PENDING:
                 self.env[name] = Kind.UNKNOWN
+        # ``h: torch.Tensor = …`` declares what ``h`` holds: proof of a tensor whatever the
+        # value's kind, unless another annotation of ``h`` says otherwise.
+        annotated = self._walks.get(("annotated", function))
+        if annotated is None:
+            annotated = self._walks[("annotated", function)] = _annotations(function)
+        for name, declared in annotated.items():
+            if name in self.parameters:
+                continue
+            kinds = {self.annotation_kind(a) for a in declared}
+            if len(kinds) != 1:
+                continue
+            kind = kinds.pop()
+            if kind == _OPTIONAL:
+                self.optional.add(name)
+                if self.optional_tensors:
+                    self.env[name] = Kind.TENSOR
+            elif kind is not Kind.UNKNOWN:
+                self.env[name] = kind
 
     def _init_parameters(self, is_forward: bool) -> None:
         params = self.function.params
@@ -242,14 +315,11 @@ class TensorTypes:
         if index == 0 and name in ("self", "cls"):
             return Kind.NOT_TENSOR
         if param.annotation is not None:
-            annotation = param.annotation.annotation
-            names = qualified_names(self._get_metadata, annotation)
-            names.add(get_full_name_for_node(annotation) or "")
-            if names & TENSOR_ANNOTATIONS or "Tensor" in names:
-                return Kind.TENSOR
-            if names & PRIMITIVE_ANNOTATIONS:
-                return Kind.NOT_TENSOR
-            return Kind.UNKNOWN
+            kind = self.annotation_kind(param.annotation.annotation)
+            if kind == _OPTIONAL:
+                self.optional.add(name)
+                return Kind.TENSOR if self.optional_tensors else Kind.UNKNOWN
+            return kind
         default = param.default
         if isinstance(default, cst.Name) and default.value in ("True", "False"):
             return Kind.NOT_TENSOR
@@ -260,6 +330,40 @@ class TensorTypes:
         if is_forward or hinted:
             self.assumed.add(name)
             return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def annotation_kind(self, annotation: cst.BaseExpression) -> Kind | str:
+        """What an annotation says: a tensor, not one, or unknown; ``_OPTIONAL`` for a
+        tensor or None (``Optional[torch.Tensor]``, ``torch.Tensor | None``, a Union)."""
+        if isinstance(annotation, cst.SimpleString):
+            try:
+                annotation = cst.parse_expression(annotation.evaluated_value)
+            except (cst.ParserSyntaxError, ValueError, TypeError):
+                return Kind.UNKNOWN
+            # A string annotation's names are resolved by their spelling alone.
+            return self._spelled_kind(annotation)
+        names = qualified_names(self._get_metadata, annotation)
+        names.add(get_full_name_for_node(annotation) or "")
+        if names & TENSOR_ANNOTATIONS or "Tensor" in names:
+            return Kind.TENSOR
+        if names & PRIMITIVE_ANNOTATIONS:
+            return Kind.NOT_TENSOR
+        members = _union_members(annotation, names)
+        if members is not None:
+            kinds = {self.annotation_kind(m) for m in members if not _is_none(m)}
+            if len(members) == 2 and any(_is_none(m) for m in members) and kinds == {Kind.TENSOR}:
+                return _OPTIONAL
+        return Kind.UNKNOWN
+
+    def _spelled_kind(self, annotation: cst.BaseExpression) -> Kind | str:
+        spelled = get_full_name_for_node(annotation) or ""
+        if spelled in TENSOR_ANNOTATIONS or spelled in ("Tensor", "torch.Tensor"):
+            return Kind.TENSOR
+        members = _union_members(annotation, {spelled})
+        if members is not None and len(members) == 2 and any(_is_none(m) for m in members):
+            (other,) = [m for m in members if not _is_none(m)] or [None]
+            if other is not None and self._spelled_kind(other) is Kind.TENSOR:
+                return _OPTIONAL
         return Kind.UNKNOWN
 
     def _names_used_as_tensors(self) -> set[str]:

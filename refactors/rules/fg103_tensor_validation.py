@@ -226,7 +226,9 @@ class TensorValidationRule(Rule):
         function = self.context.tensor_function(node)
         if function is None:
             return None
-        return self.context.tensor_types(function, likely=likely)
+        # The check evaluates the condition where the statement stood, as it stood: an
+        # ``Optional[torch.Tensor]`` argument is a tensor there, or the original raised too.
+        return self.context.tensor_types(function, likely=likely, optional=not likely)
 
     def _tensor_condition(self, node: cst.BaseExpression, types) -> str:
         """Source of a boolean tensor whose truth equals Python's truth test of ``node``."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..fast_tree import fast_visit
-from ..hybridization import NO_TENSOR_PARAMETERS, analyze
+from ..hybridization import NO_TENSOR_PARAMETERS, analyze, loggers_in
 from ..rule import Invalid, Rule, Valid
 from .fg102_python_side_effect import _with_decorators
 
@@ -20,8 +20,9 @@ class HybridizationRule(Rule):
     CODE = "FG106"
     NAME = "hybridization"
     MESSAGE = (
-        "`{name}` can run as one compiled graph: it takes tensors, has no Python side "
-        "effects, is not recursive and has no primitive parameters."
+        "`{name}` can run as one compiled graph: it takes tensors, and the rule found no "
+        "Python side effect (print, logging, I/O, stores), no branch on tensor data, no "
+        "recursion and no primitive parameter in it or the functions of this file it calls."
     )
     REFUSED = "`{name}` is not a candidate for compilation: {reasons}."
     # Reverse refactoring: compiled, but nothing to gain.
@@ -34,13 +35,16 @@ class HybridizationRule(Rule):
     WHAT_IT_DOES = (
         "Finds functions (and `nn.Module.forward` methods) that use torch and decides whether "
         "they can be compiled as a whole: they take tensor parameters, have no Python side "
-        "effects (printing, logging, I/O, global or field writes — also in functions of the "
-        "same file that they call), are not recursive and have no primitive parameters "
+        "effects (printing, logging — also through a logger such as `log = "
+        "logging.getLogger(__name__)` —, I/O, global or field writes — also in functions of "
+        "the same file that they call), do not branch on tensor data (`if x.sum().item() > 0`), "
+        "are not recursive and have no primitive parameters "
         "(`int`, `float`, `bool`, `str`, literal defaults). Eligible module-level functions "
         "get a fix that adds `@fullgraph.runtime.compile`; eligible methods (`forward`) are "
         "reported with the advice to compile the instance, `fullgraph.runtime.compile(model)`; "
         "the others get the named reasons "
-        "HAS_PYTHON_SIDE_EFFECTS, IS_RECURSIVE, HAS_PRIMITIVE_PARAMETERS, "
+        "HAS_PYTHON_SIDE_EFFECTS, HAS_DATA_DEPENDENT_BRANCHES, IS_RECURSIVE, "
+        "HAS_PRIMITIVE_PARAMETERS, "
         "NO_TENSOR_PARAMETERS or UNDETERMINABLE_TENSOR_PARAMETERS. A function already "
         "decorated for compilation that has no tensor parameters is reported too "
         "(compiling it gains nothing)."
@@ -126,6 +130,23 @@ class HybridizationRule(Rule):
             refusal="HAS_PYTHON_SIDE_EFFECTS",
         ),
         Invalid(
+            "import logging\n\nimport torch\n\nlog = logging.getLogger(__name__)\n\n\n"
+            "def scale(x: torch.Tensor) -> torch.Tensor:\n"
+            "    log.info('scaling')\n"
+            "    return x * 2\n",
+            refusal="HAS_PYTHON_SIDE_EFFECTS",
+            line=8,
+            column=4,
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def clip(x: torch.Tensor) -> torch.Tensor:\n"
+            "    if x.abs().max().item() > 1:\n"
+            "        return x / 2\n"
+            "    return x\n",
+            refusal="HAS_DATA_DEPENDENT_BRANCHES",
+        ),
+        Invalid(
             "import torch\n\n\n"
             "def power(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:\n"
             "    return x if n.numel() == 0 else x * power(x, n[1:])\n",
@@ -177,7 +198,12 @@ class HybridizationRule(Rule):
             return
         types = self.context.tensor_types(node)
         verdict = analyze(
-            info, self.context.functions, types, self.context.qualified_names, self.context.code
+            info,
+            self.context.functions,
+            types,
+            self.context.qualified_names,
+            self.context.code,
+            self._loggers(),
         )
         if info.compile_decorated:
             no_tensors = [r for r in verdict.reasons if r.startswith(NO_TENSOR_PARAMETERS)]
@@ -225,6 +251,23 @@ class HybridizationRule(Rule):
             fix_title=f"Compile `{name}` with fullgraph.runtime.compile",
             severity=self.SEVERITY,
         )
+
+    def _loggers(self) -> frozenset[str]:
+        """Names this file binds to a logger, found once per lint."""
+        loggers = self.__dict__.get("_logger_names")
+        if loggers is None:
+            assignments = self.context.module_nodes(cst.Assign)
+            if assignments is None:
+                assignments = []
+
+                class _Assignments(cst.CSTVisitor):
+                    def visit_Assign(self, node: cst.Assign) -> None:
+                        assignments.append(node)
+
+                fast_visit(self.context.module, _Assignments())
+            loggers = loggers_in(assignments, self.context.qualified_names, self.context.code)
+            self.__dict__["_logger_names"] = loggers
+        return loggers
 
     def _uses_torch(self, node: cst.FunctionDef) -> bool:
         qualified_names = self.context.qualified_names
