@@ -111,7 +111,7 @@ def test_an_explicit_tensor_annotation_is_proof_of_a_tensor():
     assert "torch.where(" in fixed
     for x in (torch.ones(2), -torch.ones(2)):
         model_before, model_after = _run(annotated, "M"), _run(fixed, "M")
-        assert torch.equal(model_before[1]()(x), model_after[1]()(x))
+        assert torch.equal(model_before[1](x), model_after[1](x))
 
 
 @pytest.mark.parametrize(
