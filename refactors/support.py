@@ -17,21 +17,25 @@ captures without a break; the decorator's own frame is skipped by Dynamo
 (``torch._dynamo.eval_frame.skip_code``), so the function it wraps is compiled
 as a whole and the effects run after the graph.
 
-Under TorchDynamo the recorded call instead becomes an opaque node of the graph
-(``torch._dynamo.decorators.leaf_function``, torch 2.13 and later) that runs the
-call with the snapshotted arguments when the graph runs, at its place in the
-program.  That holds wherever the call is traced: in the function Dynamo starts
-with, or in a function it inlines (a decorated ``forward`` of a submodule called
-from a compiled model), where an eager emission would be a call to a disabled
-function, that is, a graph break.  Dynamo's own alternative,
+Under TorchDynamo the recorded call instead becomes a node of the graph: a
+custom operator, ``fullgraph::emit``, registered as an *ordered effect* (so no
+compiler drops it or moves it past another effect), that runs the call with the
+snapshotted tensors when the graph runs, at its place in the program.  That
+holds wherever the call is traced: in the function Dynamo starts with, or in a
+function it inlines (a decorated ``forward`` of a submodule called from a
+compiled model), where an eager emission would be a call to a disabled
+function, that is, a graph break; and with every backend, Inductor included
+(torch 2.13's ``leaf_function``, used before, made Inductor fail on the node).
+The operator takes the call's tensors and a number naming the rest of the call
+(the function, and the arguments with their constants in place): that number
+comes from :func:`_layout_id`, which Dynamo runs once while tracing and folds
+into a constant.  Dynamo's own alternative,
 ``torch._dynamo.config.reorderable_logging_functions``, cannot serve: it takes
 only tensors and constants as arguments (not the function to call), drops
 keyword arguments, and in torch 2.13 silently drops calls made in inlined
-frames.  The function to call travels into the graph as a number (its ``id``,
-which Dynamo folds into a constant) and is looked up again when the graph runs;
-arguments the graph cannot carry (objects other than tensors, numbers, strings,
-sizes and lists/tuples/dicts of them) make the call run where it stands, as in
-the original program.
+frames.  Arguments the graph cannot carry (objects other than tensors, numbers,
+strings, sizes and lists/tuples/dicts of them, or sizes and numbers Dynamo
+made symbolic) make the call run where it stands, as in the original program.
 
 Predicated validation (rule FG103) rewrites ``if not c: raise E("msg")`` into
 ``check(c, E, "msg")``: an in-graph ``torch._assert_async`` that raises the
@@ -98,23 +102,20 @@ def deferred_method(method: Callable[..., Any], name: str, /, *args: Any, **kwar
 
 # -- emission inside a Dynamo graph -----------------------------------------------
 
-# The functions the FG102 rewrite defers, by id: what a graph's emission node calls.
-_KNOWN_FUNCTIONS: dict[int, Callable[..., Any]] = {
-    id(function): function
-    for function in (
-        print,
-        warnings.warn,
-        logging.log,
-        logging.debug,
-        logging.info,
-        logging.warning,
-        logging.warn,  # type: ignore[attr-defined]
-        logging.error,
-        logging.critical,
-        logging.exception,
-    )
-}
-_KNOWN_CALLABLES = tuple(_KNOWN_FUNCTIONS.values())
+# The functions the FG102 rewrite defers; a graph's emission node names one by its
+# position here (Dynamo before 2.13 cannot trace ``id`` of a builtin such as print).
+_KNOWN_CALLABLES: tuple[Callable[..., Any], ...] = (
+    print,
+    warnings.warn,
+    logging.log,
+    logging.debug,
+    logging.info,
+    logging.warning,
+    logging.warn,  # type: ignore[attr-defined]
+    logging.error,
+    logging.critical,
+    logging.exception,
+)
 
 
 class _Size(NamedTuple):
@@ -124,11 +125,10 @@ class _Size(NamedTuple):
 
 
 def _function_key(function: Callable[..., Any]) -> int | None:
-    # ``id`` of a known function is folded by Dynamo into a constant; ``is`` keeps
-    # Dynamo away from ``id`` of objects it cannot fold (bound methods).
-    for known in _KNOWN_CALLABLES:
+    # ``is`` keeps Dynamo away from comparing objects it cannot fold (bound methods).
+    for position, known in enumerate(_KNOWN_CALLABLES):
         if function is known:
-            return id(known)
+            return position
     return None
 
 
@@ -143,31 +143,74 @@ def _graph_can_carry(value: Any) -> bool:
     return False
 
 
-def _graph_snapshot(value: Any) -> Any:
-    """:func:`_snapshot` for the graph: sizes become :class:`_Size`, tuples stay tuples."""
+class _Slot(NamedTuple):
+    """Where the call's tensor number ``index`` goes back into its arguments."""
+
+    index: int
+
+
+def _split(value: Any, tensors: list[torch.Tensor]) -> Any:
+    """``value`` with each tensor, snapshotted, moved to ``tensors`` and a :class:`_Slot`
+    in its place; sizes become :class:`_Size` (pytree would make them tuples)."""
+    if isinstance(value, torch.Tensor):
+        tensors.append(value.detach().clone())
+        return _Slot(len(tensors) - 1)
     if isinstance(value, torch.Size):
         return _Size(tuple(value))
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
     if type(value) is list:
-        return [_graph_snapshot(item) for item in value]
+        return [_split(item, tensors) for item in value]
     if type(value) is tuple:
-        return tuple([_graph_snapshot(item) for item in value])
+        return tuple([_split(item, tensors) for item in value])
     if type(value) is dict:
-        return {key: _graph_snapshot(item) for key, item in value.items()}
+        return {key: _split(item, tensors) for key, item in value.items()}
     return value
 
 
-def _restored(value: Any) -> Any:
+def _joined(value: Any, tensors: list[torch.Tensor]) -> Any:
+    if isinstance(value, _Slot):
+        return tensors[value.index]
     if isinstance(value, _Size):
         return torch.Size(value.dims)
     if type(value) is list:
-        return [_restored(item) for item in value]
+        return [_joined(item, tensors) for item in value]
     if type(value) is tuple:
-        return tuple([_restored(item) for item in value])
+        return tuple([_joined(item, tensors) for item in value])
     if type(value) is dict:
-        return {key: _restored(item) for key, item in value.items()}
+        return {key: _joined(item, tensors) for key, item in value.items()}
     return value
+
+
+def _constant(value: Any) -> bool:
+    """Whether a traced value is a plain constant (Dynamo may make sizes and numbers
+    symbolic: their type is then not ``int``)."""
+    if isinstance(value, torch.Tensor):
+        return True
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    if isinstance(value, torch.Size):
+        return all(type(dim) is int for dim in value)
+    if type(value) in (list, tuple):
+        return all(_constant(item) for item in value)
+    if type(value) is dict:
+        return all(_constant(item) for item in value.values())
+    return False
+
+
+# The calls graphs make, by the number their emission node carries.
+_LAYOUTS: dict[int, tuple[int, str | None, Any]] = {}
+
+
+@torch._dynamo.assume_constant_result
+def _layout_id(key: int, method: str | None, skeleton: Any) -> int:
+    """A number for (function, method, arguments without their tensors); Dynamo calls it
+    once while tracing and keeps the number as a constant of the graph."""
+    layout = (key, method, skeleton)
+    for number, known in _LAYOUTS.items():
+        if known == layout:
+            return number
+    number = len(_LAYOUTS) + 1
+    _LAYOUTS[number] = layout
+    return number
 
 
 def _in_graph(key: int | None, method: str | None, args: tuple, kwargs: dict) -> bool:
@@ -177,9 +220,13 @@ def _in_graph(key: int | None, method: str | None, args: tuple, kwargs: dict) ->
     compilation started inside the region) or calls it at once (a graph break, as in
     the original program).
     """
-    if _emit_in_graph is None or key is None or not _graph_can_carry((args, kwargs)):
+    if _emit_op is None or key is None or not _graph_can_carry((args, kwargs)):
         return False
-    _emit_in_graph(key, method, _graph_snapshot(args), _graph_snapshot(kwargs))
+    if not _constant((args, kwargs)):
+        return False
+    tensors: list[torch.Tensor] = []
+    skeleton = _split((args, kwargs), tensors)
+    _emit_op(_layout_id(key, method, skeleton), tensors)
     return True
 
 
@@ -188,7 +235,7 @@ _objects_by_id: dict[int, Any] = {}
 
 def _target(key: int, method: str | None) -> Callable[..., Any]:
     if method is None:
-        return _KNOWN_FUNCTIONS[key]
+        return _KNOWN_CALLABLES[key]
     receiver = _objects_by_id.get(key)
     if receiver is None:
         # Loggers live in logging's manager for the life of the process, so an id seen
@@ -203,21 +250,30 @@ def _target(key: int, method: str | None) -> Callable[..., Any]:
     return getattr(receiver, method)
 
 
-def _emit_now(key: int, method: str | None, args: tuple, kwargs: dict) -> None:
+def _emit_layout(layout: int, tensors: list[torch.Tensor]) -> None:
+    key, method, skeleton = _LAYOUTS[layout]
+    args, kwargs = _joined(skeleton, tensors)
     with _unobserved():
-        _target(key, method)(*_restored(args), **_restored(kwargs))
+        _target(key, method)(*args, **kwargs)
 
 
-try:
-    from torch._dynamo.decorators import leaf_function as _leaf_function
-except ImportError:  # pragma: no cover - torch < 2.13: the deferred call breaks the graph
-    _emit_in_graph = None
-else:
-    _emit_in_graph = _leaf_function(_emit_now)
-
-    @_emit_in_graph.register_fake
-    def _emit_in_graph_fake(key: int, method: str | None, args: tuple, kwargs: dict) -> None:
+def _register_emit_op() -> Callable[..., Any] | None:
+    """``fullgraph::emit(layout, tensors)``: an operator no compiler may drop or reorder."""
+    try:
+        from torch._higher_order_ops.effects import _EffectType, _register_effectful_op
+    except ImportError:  # pragma: no cover - a torch without ordered effects: a break
         return None
+    operator = torch.library.custom_op("fullgraph::emit", mutates_args=())(_emit_layout)
+
+    @operator.register_fake
+    def _emit_fake(layout: int, tensors: list[torch.Tensor]) -> None:
+        return None
+
+    _register_effectful_op(torch.ops.fullgraph.emit.default, _EffectType.ORDERED)
+    return torch.ops.fullgraph.emit
+
+
+_emit_op = _register_emit_op()
 
 
 # The emitting frame must stay eager as a whole: under Dynamo a nested frame of a

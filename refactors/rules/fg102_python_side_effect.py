@@ -79,15 +79,17 @@ class PythonSideEffectRule(Rule):
         "other than lists, tuples and dicts are not copied. No fix is offered when the "
         "call's result is used, or when the function where compilation starts is a "
         "generator or `async` (the decorator cannot wrap it).\n\n"
-        "Under TorchDynamo each deferred call is an opaque node of the graph "
-        "(`torch._dynamo.decorators.leaf_function`) that makes the call when the graph "
-        "runs, at its place: no break, also where the function is inlined into another "
-        "compiled function (a submodule's `forward`). A logger method is written "
+        "Under TorchDynamo each deferred call is a node of the graph (the operator "
+        "`fullgraph::emit`, an ordered effect no compiler drops or moves) that makes the "
+        "call when the graph runs, at its place, with every backend: no break, also where "
+        "the function is inlined into another compiled function (a submodule's `forward`). "
+        "A logger method is written "
         '`deferred_method(logger.info, "info", ...)` because a graph can carry the logger '
         "and the method's name but not the bound method. Arguments a graph cannot carry (objects "
         "other than tensors, numbers, strings, sizes and lists, tuples and dicts of them) "
         "make the call run where it stands there, which breaks the graph as the original "
-        "did; torch before 2.13 has no such node and defers only where compilation starts."
+        "did, and so do sizes or numbers Dynamo made symbolic, and a logger method's call "
+        "under torch before 2.13 (whose Dynamo cannot name the logger)."
     )
     VALID = (
         Valid(

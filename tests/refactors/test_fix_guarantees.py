@@ -154,7 +154,7 @@ def _dynamo_breaks(module: types.ModuleType) -> int:
 def test_fix_removes_dynamo_breaks(name: str) -> None:
     if name == "deferred_effects" and torch.__version__ < "2.13":
         pytest.skip(
-            "before torch 2.13 a leaf_function node does not keep a deferred call in the graph: it still breaks there"
+            "Dynamo before 2.13 cannot take id() of a logger: a logger method's deferred call still breaks there"
         )
     original = _load(_source(name), f"fixture_{name}_original", name)
     fixed = _load(_fixed(name), f"fixture_{name}_fixed", name)

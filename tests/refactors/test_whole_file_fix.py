@@ -146,7 +146,7 @@ def _breaks(module, class_name: str) -> int:
 
 @pytest.mark.skipif(
     torch.__version__ < "2.13",
-    reason="before torch 2.13 a leaf_function node does not keep a deferred call in the graph: it still breaks there",
+    reason="Dynamo before 2.13 cannot take id() of a logger: a logger method's deferred call still breaks there",
 )
 @pytest.mark.parametrize("name", NAMES)
 def test_whole_file_fix_breaks_no_more(name: str) -> None:
