@@ -27,6 +27,23 @@ export const COMPILE_FUNCTION = 'fullgraph.compileFunction';
 export const ADD_ENTRYPOINT = 'fullgraph.addEntrypoint';
 export const FIX_ALL = 'fullgraph.fixAll';
 export const RESTART = 'fullgraph.restart';
+export const SHOW_LOGS = 'fullgraph.showLogs';
+export const SELECT_INTERPRETER = 'fullgraph.selectInterpreter';
+
+/**
+ * What "fullgraph: Select Interpreter" runs: the Python extension's picker when
+ * it is installed and `fullgraph.interpreter` does not override it (the server
+ * restarts when the active environment changes), else the setting itself.
+ */
+export function interpreterChoice(
+    pythonExtension: boolean,
+    interpreterSetting: readonly string[],
+): { command: string; args: unknown[] } {
+    if (pythonExtension && interpreterSetting.length === 0) {
+        return { command: 'python.setInterpreter', args: [] };
+    }
+    return { command: 'workbench.action.openSettings', args: ['fullgraph.interpreter'] };
+}
 
 export const SERVER_COMMANDS = [ANALYZE, COMPILE_FUNCTION, ADD_ENTRYPOINT] as const;
 

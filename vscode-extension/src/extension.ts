@@ -1,11 +1,19 @@
 /**
- * Entry point: activates on Python files and on fullgraph's commands, starts
- * the server with the right interpreter, restarts it when the settings, the
- * interpreter or workspace trust change, and registers the client-side commands.
+ * Entry point: activates on Python files, Jupyter notebooks and fullgraph's
+ * commands, starts one server per workspace folder with that folder's
+ * interpreter and settings, restarts them when the settings, the interpreter,
+ * the folders or workspace trust change, and registers the client-side commands.
  */
 import type * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
-import { FIX_ALL, FIX_ALL_ACTION_ARGS, RESTART } from './commands';
+import {
+    FIX_ALL,
+    FIX_ALL_ACTION_ARGS,
+    interpreterChoice,
+    RESTART,
+    SELECT_INTERPRETER,
+    SHOW_LOGS,
+} from './commands';
 import {
     checkServerImportable,
     findInterpreter,
@@ -14,20 +22,25 @@ import {
     onDidChangeActiveEnvironment,
 } from './python';
 import { startServer, stopServer } from './server';
-import { affectsServer, getServerSettings, primaryWorkspaceFolder } from './settings';
+import { affectsServer, getServerSettings } from './settings';
 import { AnalysisStatus } from './status';
 import {
     createOutputChannel,
     createTerminal,
     executeCommand,
+    getActiveTextEditor,
+    getWorkspaceFolders,
+    hasPythonExtension,
     onDidChangeConfiguration,
+    onDidChangeWorkspaceFolders,
     onDidGrantWorkspaceTrust,
     registerCommand,
     showErrorMessage,
     showWarningMessage,
 } from './vscodeapi';
 
-let client: LanguageClient | undefined;
+/** One client per workspace folder (key: the folder's URI; '' with no folder open). */
+const clients = new Map<string, LanguageClient>();
 /** Restarts run one after another: a second request waits for the first to finish. */
 let restartQueue: Promise<void> = Promise.resolve();
 
@@ -51,28 +64,60 @@ async function offerInstall(interpreter: Interpreter, detail: string): Promise<v
     }
 }
 
-async function restart(output: vscode.LogOutputChannel, status: AnalysisStatus): Promise<void> {
-    await stopServer(client);
-    client = undefined;
-    const folder = primaryWorkspaceFolder();
+/** The folder (of `folders`, by URI) that holds `uri`: the innermost one, else undefined. */
+export function folderKeyFor(uri: string | undefined, folders: readonly string[]): string | undefined {
+    if (!uri) {
+        return undefined;
+    }
+    // A notebook cell's URI has the notebook's path under another scheme.
+    const asFile = uri.replace(/^vscode-notebook-cell:(\/\/)?/, 'file://').replace(/#.*$/, '');
+    const inside = folders.filter((folder) => asFile === folder || asFile.startsWith(folder.replace(/\/?$/, '/')));
+    return inside.sort((a, b) => b.length - a.length)[0];
+}
+
+/** The client of the folder holding `uri` (else the active editor's document), else the first. */
+function commandTarget(uri: string | undefined): LanguageClient | undefined {
+    const target = uri ?? getActiveTextEditor()?.document.uri.toString();
+    const key = folderKeyFor(target, [...clients.keys()]);
+    return (key !== undefined ? clients.get(key) : undefined) ?? clients.values().next().value;
+}
+
+async function stopAll(): Promise<void> {
+    const running = [...clients.values()];
+    clients.clear();
+    await Promise.all(running.map((client) => stopServer(client)));
+}
+
+async function startFolder(
+    folder: vscode.WorkspaceFolder | undefined,
+    first: boolean,
+    output: vscode.LogOutputChannel,
+    status: AnalysisStatus,
+): Promise<void> {
+    const where = folder ? ` for ${folder.name}` : '';
     const settings = getServerSettings(folder);
     const interpreter = await findInterpreter(settings.interpreter, folder?.uri);
     const importable = await checkServerImportable(interpreter);
     if (!importable.ok) {
-        output.warn(`Server not started: ${importable.detail}`);
+        output.warn(`Server${where} not started: ${importable.detail}`);
         status.showMessage('$(warning) fullgraph: not installed', `${importable.detail}. Click to retry.`, RESTART);
         void offerInstall(interpreter, importable.detail);
         return;
     }
     status.showMessage('$(sync~spin) fullgraph: starting', 'Starting the fullgraph language server');
     try {
-        client = await startServer({
+        const client = await startServer({
             interpreter,
             settings,
             cwd: folder?.uri.fsPath,
             outputChannel: output,
             onAnalysisFinished: (result) => status.update(result),
+            folder,
+            registersCommands: first,
+            servesUntitled: first,
+            commandTarget,
         });
+        clients.set(folder?.uri.toString() ?? '', client);
         status.showMessage(
             settings.diagnostics.runtime ? '$(graph) fullgraph' : '$(shield) fullgraph: static only',
             settings.diagnostics.runtime
@@ -80,9 +125,20 @@ async function restart(output: vscode.LogOutputChannel, status: AnalysisStatus):
                 : 'Runtime analysis is off (untrusted workspace or fullgraph.diagnostics.runtime).',
         );
     } catch (error) {
-        output.error(`Server failed to start: ${(error as Error).message}`);
+        output.error(`Server${where} failed to start: ${(error as Error).message}`);
         status.showMessage('$(error) fullgraph: server failed', `${(error as Error).message}. Click to restart.`, RESTART);
         void showErrorMessage('fullgraph: the language server failed to start. See the "fullgraph" output.');
+    }
+}
+
+/** Stops every server, then starts one per workspace folder (one in all with no folder open). */
+async function restart(output: vscode.LogOutputChannel, status: AnalysisStatus): Promise<void> {
+    await stopAll();
+    const folders = getWorkspaceFolders();
+    const targets: (vscode.WorkspaceFolder | undefined)[] = folders.length > 0 ? [...folders] : [undefined];
+    // One after another: the first registers the server's commands before the others start.
+    for (const [index, folder] of targets.entries()) {
+        await startFolder(folder, index === 0, output, status);
     }
 }
 
@@ -100,6 +156,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     context.subscriptions.push(
         registerCommand(RESTART, () => scheduleRestart('restart command')),
         registerCommand(FIX_ALL, () => executeCommand('editor.action.codeAction', FIX_ALL_ACTION_ARGS)),
+        registerCommand(SHOW_LOGS, () => output.show(true)),
+        registerCommand(SELECT_INTERPRETER, () => {
+            const choice = interpreterChoice(hasPythonExtension(), getServerSettings().interpreter);
+            return executeCommand(choice.command, ...choice.args);
+        }),
+        onDidChangeWorkspaceFolders(() => scheduleRestart('workspace folders changed')),
         onDidChangeConfiguration((event) => {
             if (affectsServer(event)) {
                 void scheduleRestart('settings changed');
@@ -122,6 +184,5 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 }
 
 export async function deactivate(): Promise<void> {
-    await stopServer(client);
-    client = undefined;
+    await stopAll();
 }

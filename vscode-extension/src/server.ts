@@ -2,6 +2,13 @@
  * Starts and stops the language server: `<interpreter> -m fullgraph.lsp_server`
  * over stdio with vscode-languageclient.
  *
+ * One server runs per workspace folder (multi-root: each folder is its own
+ * project, with its own interpreter, pyproject.toml and entrypoints); its
+ * document selector covers the files and Jupyter notebook cells under that
+ * folder. A command id can be registered with VS Code only once, so only the
+ * first folder's client registers the server's commands; `commandTarget`
+ * sends each run to the server of the folder it is about (the active editor's).
+ *
  * The middleware here is the only place the client adds behaviour to the
  * protocol: it answers `workspace/configuration` with the same settings the
  * server got at initialization, holds back saves while runtime analysis is
@@ -12,6 +19,7 @@
 import type * as vscode from 'vscode';
 import {
     CodeLensRequest,
+    DocumentSelector,
     ExecuteCommandRequest,
     LanguageClient,
     LanguageClientOptions,
@@ -33,14 +41,43 @@ export interface ServerStart {
     cwd: string | undefined;
     outputChannel: vscode.LogOutputChannel;
     onAnalysisFinished: (result: AnalysisFinished) => void;
+    /** The workspace folder this server serves; undefined: no folder open. */
+    folder?: vscode.WorkspaceFolder;
+    /** Whether this client registers the server's commands (the first folder's does). */
+    registersCommands?: boolean;
+    /** Also serve untitled Python documents (one server does: the first folder's). */
+    servesUntitled?: boolean;
+    /** The client a server command is sent to, for the document `uri` (default: this one). */
+    commandTarget?: (uri: string | undefined) => LanguageClient | undefined;
+}
+
+/** The Jupyter notebook type VS Code gives `.ipynb` files. */
+export const NOTEBOOK_TYPE = 'jupyter-notebook';
+
+/**
+ * Python files, and the Python cells of Jupyter notebooks (the server lints a
+ * notebook's cells together: LSP notebook documents), under `folderPath` when given.
+ */
+export function documentSelector(folderPath: string | undefined, servesUntitled = true): DocumentSelector {
+    if (folderPath === undefined) {
+        return [
+            { scheme: 'file', language: 'python' },
+            { scheme: 'untitled', language: 'python' },
+            { notebook: NOTEBOOK_TYPE, language: 'python' },
+        ];
+    }
+    const pattern = `${folderPath.replace(/[\\/]+$/, '')}/**/*`;
+    return [
+        { scheme: 'file', language: 'python', pattern },
+        ...(servesUntitled ? [{ scheme: 'untitled', language: 'python' }] : []),
+        { notebook: { notebookType: NOTEBOOK_TYPE, pattern }, language: 'python' },
+    ];
 }
 
 export function clientOptions(start: ServerStart, getClient: () => LanguageClient): LanguageClientOptions {
     return {
-        documentSelector: [
-            { scheme: 'file', language: 'python' },
-            { scheme: 'untitled', language: 'python' },
-        ],
+        documentSelector: documentSelector(start.folder?.uri.fsPath, start.servesUntitled ?? true),
+        workspaceFolder: start.folder,
         outputChannel: start.outputChannel,
         revealOutputChannelOn: RevealOutputChannelOn.Never,
         initializationOptions: start.settings,
@@ -52,8 +89,15 @@ export function clientOptions(start: ServerStart, getClient: () => LanguageClien
             executeCommand: (command, args) =>
                 runServerCommand(command, args, {
                     execute: (sentArgs, token) =>
-                        getClient().sendRequest(ExecuteCommandRequest.type, { command, arguments: sentArgs }, token),
-                    codeLenses: (uri) => getClient().sendRequest(CodeLensRequest.type, { textDocument: { uri } }),
+                        (start.commandTarget?.(undefined) ?? getClient()).sendRequest(
+                            ExecuteCommandRequest.type,
+                            { command, arguments: sentArgs },
+                            token,
+                        ),
+                    codeLenses: (uri) =>
+                        (start.commandTarget?.(uri) ?? getClient()).sendRequest(CodeLensRequest.type, {
+                            textDocument: { uri },
+                        }),
                 }),
             workspace: {
                 configuration: async (params, token, next) => {
@@ -80,6 +124,11 @@ export async function startServer(start: ServerStart): Promise<LanguageClient> {
         serverOptions,
         clientOptions(start, () => client),
     );
+    if (start.registersCommands === false) {
+        // The first folder's client has registered fullgraph.analyze & co. with VS Code;
+        // registering them again would fail this client's start.
+        client.getFeature(ExecuteCommandRequest.method).initialize = () => undefined;
+    }
     client.onNotification(ANALYSIS_FINISHED, (params: AnalysisFinished) => start.onAnalysisFinished(params));
     try {
         await client.start();

@@ -26,6 +26,15 @@ export function getWorkspaceFolders(): readonly vscode.WorkspaceFolder[] {
     return vscode.workspace.workspaceFolders ?? [];
 }
 
+export function onDidChangeWorkspaceFolders(listener: () => unknown): vscode.Disposable {
+    return vscode.workspace.onDidChangeWorkspaceFolders(listener);
+}
+
+/** Whether the Python extension (and its interpreter picker) is installed. */
+export function hasPythonExtension(): boolean {
+    return vscode.extensions.getExtension('ms-python.python') !== undefined;
+}
+
 export function isWorkspaceTrusted(): boolean {
     return vscode.workspace.isTrusted;
 }

@@ -12,8 +12,10 @@ import {
     lensArgumentsAt,
     progressTitle,
     RESTART,
+    SELECT_INTERPRETER,
     runServerCommand,
     SERVER_COMMANDS,
+    SHOW_LOGS,
     ServerLens,
     UserFacingError,
 } from '../src/commands';
@@ -85,9 +87,9 @@ describe('command arguments', () => {
 });
 
 describe('contributed commands', () => {
-    it('contributes the five commands, each with a title', () => {
+    it('contributes the seven commands, each with a title', () => {
         const contributed = manifest.contributes.commands.map((c) => c.command).sort();
-        assert.deepEqual(contributed, [...SERVER_COMMANDS, FIX_ALL, RESTART].sort());
+        assert.deepEqual(contributed, [...SERVER_COMMANDS, FIX_ALL, RESTART, SHOW_LOGS, SELECT_INTERPRETER].sort());
         assert.ok(manifest.contributes.commands.every((c) => c.title.length > 0));
     });
 

@@ -94,6 +94,54 @@ describe('activation', () => {
         await until(() => state.messages.length === 2, 'a restart after a fullgraph setting changed');
     });
 
+    it('"Show Logs" shows the fullgraph output', async () => {
+        await extension.activate(fakeContext());
+        assert.equal(state.outputShown, 0);
+        await state.commands.get('fullgraph.showLogs')!();
+        assert.equal(state.outputShown, 1);
+    });
+
+    it('"Select Interpreter" opens the Python picker, or the setting that overrides it', async () => {
+        await extension.activate(fakeContext());
+        const select = state.commands.get('fullgraph.selectInterpreter')!;
+        // fullgraph.interpreter is set (beforeEach): the Python picker would not change the server's.
+        state.pythonExtension = true;
+        state.executed = [];
+        await select();
+        assert.deepEqual(state.executed, [{ command: 'workbench.action.openSettings', args: ['fullgraph.interpreter'] }]);
+        setSetting('fullgraph.interpreter', []);
+        state.executed = [];
+        await select();
+        assert.deepEqual(state.executed, [{ command: 'python.setInterpreter', args: [] }]);
+        state.pythonExtension = false;
+        state.executed = [];
+        await select();
+        assert.deepEqual(state.executed, [{ command: 'workbench.action.openSettings', args: ['fullgraph.interpreter'] }]);
+    });
+
+    it('starts one server per workspace folder, and again when the folders change', async () => {
+        state.workspaceFolders = ['/home/ada/a', '/home/ada/b'].map(
+            (fsPath, index) =>
+                ({ index, name: fsPath.split('/').pop(), uri: { fsPath, toString: () => `file://${fsPath}` } }) as never,
+        );
+        await extension.activate(fakeContext());
+        await until(() => state.messages.length === 2, 'one start (and one install offer) per folder');
+        state.folderListeners.forEach((listener) => listener());
+        await until(() => state.messages.length === 4, 'a restart of both after the folders changed');
+    });
+
+    it('sends a command to the server of the folder that holds the document', () => {
+        const folders = ['file:///home/ada/a', 'file:///home/ada/a/sub', 'file:///home/ada/b'];
+        assert.equal(extension.folderKeyFor('file:///home/ada/a/m.py', folders), 'file:///home/ada/a');
+        assert.equal(extension.folderKeyFor('file:///home/ada/a/sub/m.py', folders), 'file:///home/ada/a/sub');
+        assert.equal(
+            extension.folderKeyFor('vscode-notebook-cell:/home/ada/b/nb.ipynb#W1sZmlsZQ%3D%3D', folders),
+            'file:///home/ada/b',
+        );
+        assert.equal(extension.folderKeyFor('file:///home/ada/ab/m.py', folders), undefined, 'not a prefix match');
+        assert.equal(extension.folderKeyFor(undefined, folders), undefined);
+    });
+
     it('restarts when the workspace becomes trusted', async () => {
         await extension.activate(fakeContext());
         await settle();

@@ -39,6 +39,10 @@ export const state = {
     terminals: [] as { name: string; shown: boolean; sent: string[] }[],
     configurationListeners: [] as ((e: vscode.ConfigurationChangeEvent) => unknown)[],
     trustListeners: [] as (() => unknown)[],
+    folderListeners: [] as (() => unknown)[],
+    pythonExtension: false,
+    /** How often the output channel was shown (fullgraph: Show Logs). */
+    outputShown: 0,
 };
 
 export function reset(): void {
@@ -58,6 +62,9 @@ export function reset(): void {
     state.terminals = [];
     state.configurationListeners = [];
     state.trustListeners = [];
+    state.folderListeners = [];
+    state.pythonExtension = false;
+    state.outputShown = 0;
 }
 
 /** Sets a user (global) or workspace value, as a person would in settings.json. */
@@ -95,6 +102,11 @@ export const fake: typeof real = {
         return disposable();
     },
     getWorkspaceFolders: () => state.workspaceFolders,
+    onDidChangeWorkspaceFolders: (listener) => {
+        state.folderListeners.push(listener);
+        return disposable();
+    },
+    hasPythonExtension: () => state.pythonExtension,
     isWorkspaceTrusted: () => state.trusted,
     onDidGrantWorkspaceTrust: (listener) => {
         state.trustListeners.push(listener);
@@ -111,7 +123,8 @@ export const fake: typeof real = {
     getActiveTextEditor: () => state.activeEditor,
     createOutputChannel: () => {
         const log = () => undefined;
-        return { info: log, warn: log, error: log, dispose: log } as unknown as vscode.LogOutputChannel;
+        const show = () => void (state.outputShown += 1);
+        return { info: log, warn: log, error: log, dispose: log, show } as unknown as vscode.LogOutputChannel;
     },
     createStatusBarItem: () => {
         const item: FakeStatusBarItem = { text: '', tooltip: undefined, command: undefined, visible: false, disposed: false };

@@ -42,13 +42,23 @@ describe('language client options', () => {
     beforeEach(reset);
     after(uninstallStub);
 
-    it('sends the settings as initialization options and serves Python files', () => {
+    it('sends the settings as initialization options and serves Python files and notebook cells', () => {
         const options = optionsFor(trusted);
         assert.deepEqual(options.initializationOptions, trusted);
         assert.deepEqual(options.documentSelector, [
             { scheme: 'file', language: 'python' },
             { scheme: 'untitled', language: 'python' },
+            { notebook: 'jupyter-notebook', language: 'python' },
         ]);
+    });
+
+    it("serves one workspace folder's files and notebooks (multi-root: a server per folder)", () => {
+        assert.deepEqual(server.documentSelector('/home/ada/project/', false), [
+            { scheme: 'file', language: 'python', pattern: '/home/ada/project/**/*' },
+            { notebook: { notebookType: 'jupyter-notebook', pattern: '/home/ada/project/**/*' }, language: 'python' },
+        ]);
+        const first = server.documentSelector('/home/ada/project', true) as unknown[];
+        assert.deepEqual(first[1], { scheme: 'untitled', language: 'python' }, 'the first folder serves untitled files');
     });
 
     it('answers workspace/configuration for fullgraph with the same settings, other sections from VS Code', async () => {
