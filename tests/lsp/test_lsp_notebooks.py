@@ -256,3 +256,50 @@ async def test_closing_the_notebook_clears_its_cells(
     await wait_until(
         lambda: not notebook_client.diagnostics.get(uris[4], ["missing"]), what="cleared"
     )
+
+
+async def test_a_fix_whose_import_would_land_in_a_later_cell_is_not_offered(
+    notebook_client: LanguageClient, workspace: Path
+):
+    # The notebook's last import is in cell 3, after the print in cell 2: the FG102
+    # quick fix's import would run after the code that needs it.
+    path = workspace / "notebooks/late_import.ipynb"
+    sources = [
+        "import torch",
+        '@torch.compile\ndef noisy(x):\n    print("x", x)\n    return x + 1',
+        "import os\nprint(os.getcwd())",
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {"cell_type": "code", "metadata": {}, "outputs": [], "source": [s]}
+                    for s in sources
+                ],
+                "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        ),
+        encoding="utf-8",
+    )
+    _, uris, _ = open_notebook(notebook_client, path)
+    items = await diagnostics(notebook_client, uris[1], lambda items: with_code(items, "FG102"))
+    (printed,) = with_code(items, "FG102")
+    actions = await notebook_client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[1]),
+            range=printed.range,
+            context=types.CodeActionContext(
+                diagnostics=[printed], only=[types.CodeActionKind.QuickFix]
+            ),
+        )
+    )
+    assert [action.title for action in actions or []] == ["fullgraph: disable FG102 for this line"]
+    hover = await notebook_client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[1]), position=printed.range.start
+        )
+    )
+    assert "No quick fix in this notebook" in hover.contents.value
+    assert "move the notebook's imports to its first cell" in hover.contents.value
