@@ -12,4 +12,5 @@ ENTRYPOINTS = [
     "examples.tensor_if:entry",
     "examples.assert_on_data:entry",
     "examples.item_read:entry",
+    "examples.transformer_encoder:entry",
 ]

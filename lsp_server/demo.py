@@ -1,12 +1,15 @@
-"""``make demo``: fullgraph on the bundled examples, from a fresh clone, no configuration.
+"""``make demo``: the loop a fullgraph user lives, on the bundled examples, in one run.
 
-1. Analysis, exactly as ``fullgraph check`` does it: static rules on
-   ``examples/`` and a monitoring run of every example in an isolated worker;
-   prints the breaks with their locations and the graph count of each model.
-2. Speed: one process times a step of every example three ways — eager,
-   ``torch.compile`` and ``fullgraph.runtime.compile`` — after a warm-up call
-   (compilation is reported separately), checks that the compiled outputs
-   equal eager, and prints one table.
+1. Breaks, exactly as ``fullgraph check`` finds them: static rules on
+   ``examples/`` and a monitoring run of every example in an isolated worker.
+2. ``fullgraph fix`` on a copy of ``examples/`` (``.cache/demo/examples_fixed``;
+   the originals are never written): the rewrites, as a diff.
+3. Graphs before and after the fix, for torch.compile (``torch._dynamo.explain``)
+   and for fullgraph (one monitoring run each), in this process.
+4. Speed before and after: one process times a step of every example three
+   ways — eager, ``torch.compile`` and ``fullgraph.runtime.compile`` — after a
+   warm-up call (whose time, compilation or monitoring run, is shown apart),
+   checks that the compiled outputs equal eager, and prints one table.
 
 Inductor's cache goes to ``.cache/inductor`` unless TORCHINDUCTOR_CACHE_DIR is
 set, so a second run skips kernel compilation.
@@ -20,6 +23,7 @@ import dataclasses
 import importlib
 import io
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -67,7 +71,91 @@ def analyze(root: Path, entries: list[str], timeout: float) -> dict[str, int]:
     }
 
 
-# -- part 2: step time --------------------------------------------------------
+# -- part 2: fullgraph fix on a copy ------------------------------------------
+
+FIXED_PACKAGE = "examples_fixed"
+
+
+def fix_copy(root: Path) -> Path:
+    """Copy ``examples/`` to ``.cache/demo/examples_fixed``, fix the copy, print the diff."""
+    from fullgraph.lsp_server.cli import patch_text
+    from fullgraph.refactors import fix_source
+
+    print("\n== 2. fullgraph fix, applied to a copy of examples/ ==\n")
+    parent = root / ".cache" / "demo"
+    copy = parent / FIXED_PACKAGE
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(root / "examples", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    changed = 0
+    for path in sorted(copy.glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        fixed = fix_source(source, str(path))
+        if fixed != source:
+            changed += 1
+            path.write_text(fixed, encoding="utf-8")
+            for line in patch_text(path.relative_to(root), source, fixed):
+                print(line, end="")
+    print(f"\n{changed} file{'s' * (changed != 1)} fixed in {copy.relative_to(root)}")
+    return parent
+
+
+def fixed_entry(entry: str) -> str:
+    return FIXED_PACKAGE + entry.removeprefix("examples")
+
+
+def _load(entry: str) -> tuple[Any, tuple, dict]:
+    module_name, _, function = entry.partition(":")
+    model, args, *rest = getattr(importlib.import_module(module_name), function)()
+    return model, args, (rest[0] if rest else {})
+
+
+# -- part 3: graphs before and after -------------------------------------------
+
+
+def graph_counts(entries: list[str]) -> dict[str, tuple[int | None, int | None]]:
+    """(torch.compile's graphs, fullgraph's graphs) per entrypoint, counted in this process."""
+    import logging
+
+    import torch
+
+    import fullgraph.runtime as fr
+
+    torch._logging.set_logs(dynamo=logging.ERROR)
+    counts = {}
+    for entry in entries:
+        model, args, kwargs = _load(entry)
+        dynamo = fullgraph = None
+        with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):
+            torch._dynamo.reset()
+            with contextlib.suppress(Exception):
+                dynamo = torch._dynamo.explain(model)(*args, **kwargs).graph_count
+            with contextlib.suppress(Exception):
+                fullgraph = fr.explain(model, *args, **kwargs).graph_count
+        counts[entry] = (dynamo, fullgraph)
+    return counts
+
+
+def print_graphs(entries: list[str], counts: dict) -> None:
+    print("\n== 3. Graphs per forward pass, before and after the fix ==\n")
+    header = f"{'model':22} {'torch.compile':>15} {'fullgraph':>12}"
+    print(header)
+    print("-" * len(header))
+    for entry in entries:
+        cells = []
+        for position in (0, 1):
+            before, after = counts[entry][position], counts[fixed_entry(entry)][position]
+            cells.append(
+                f"{before if before is not None else '?'} -> {after if after is not None else '?'}"
+            )
+        print(f"{_short(entry):22} {cells[0]:>15} {cells[1]:>12}")
+    print("\n1 = the whole forward pass is one graph, which Inductor compiles as a whole.")
+
+
+def _short(entry: str) -> str:
+    return entry.split(".", 1)[1].removesuffix(":entry")
+
+
+# -- part 4: step time --------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -122,8 +210,9 @@ def benchmark(
 ) -> list[tuple[str, list[Timing]]]:
     import logging
 
-    import fullgraph.runtime as fr
     import torch
+
+    import fullgraph.runtime as fr
 
     # Small models time more steadily on a fixed thread count (and on a shared
     # machine, spinning OpenMP threads make multi-threaded medians meaningless).
@@ -133,9 +222,7 @@ def benchmark(
 
     rows = []
     for entry in entries:
-        module_name, _, function = entry.partition(":")
-        model, args, *rest = getattr(importlib.import_module(module_name), function)()
-        kwargs = rest[0] if rest else {}
+        model, args, kwargs = _load(entry)
         with torch.no_grad():
             with contextlib.redirect_stdout(io.StringIO()):
                 reference = model(*args, **kwargs)
@@ -157,14 +244,12 @@ def benchmark(
     return rows
 
 
-def print_table(
-    rows: list[tuple[str, list[Timing]]], graphs: dict[str, int], backend: str, threads: int
-) -> None:
+def print_table(rows: list[tuple[str, list[Timing]]], backend: str, threads: int) -> None:
     print(
-        f"\n== 2. Step time, ms (median; backend {backend}; {threads} thread"
+        f"\n== 4. Step time, ms (median; backend {backend}; {threads} thread"
         f"{'s' * (threads != 1)}; first call in brackets: compile or monitoring run) ==\n"
     )
-    header = f"{'model':34} {'graphs':>6} {'eager':>10} {'torch.compile':>22} {'fullgraph':>22}"
+    header = f"{'model':22} {'code':7} {'eager':>10} {'torch.compile':>22} {'fullgraph':>22}"
     print(header)
     print("-" * len(header))
     for entry, (eager, dynamo, fullgraph) in rows:
@@ -174,13 +259,8 @@ def print_table(
                 cells.append(timing.cell())
             else:
                 cells.append(f"{timing.cell()} [{timing.warmup_s:6.1f} s]")
-        name = entry.removeprefix("examples.").removesuffix(":entry")
-        count = graphs.get(entry, "?")
-        print(f"{name:34} {count!s:>6} {cells[0]:>10} {cells[1]:>22} {cells[2]:>22}")
-    print(
-        "\ngraphs: operator graphs fullgraph captured in one monitoring run "
-        "(1 = the whole forward pass)."
-    )
+        code = "fixed" if entry.startswith(FIXED_PACKAGE) else "as is"
+        print(f"{_short(entry):22} {code:7} {cells[0]:>10} {cells[1]:>22} {cells[2]:>22}")
     for entry, timings in rows:
         for name, timing in zip(("eager", "torch.compile", "fullgraph"), timings):
             if timing.error:
@@ -217,10 +297,13 @@ def main(argv: list[str] | None = None) -> int:
 
         options.backend = load_config(root).backend
     started = time.monotonic()
-    graphs = analyze(root, entries, options.timeout)
+    analyze(root, entries, options.timeout)
+    sys.path.insert(0, str(fix_copy(root)))
+    both = [name for entry in entries for name in (entry, fixed_entry(entry))]
+    print_graphs(entries, graph_counts(both))
     if not options.no_timing:
-        rows = benchmark(entries, options.iterations, options.backend, options.threads)
-        print_table(rows, graphs, options.backend, options.threads)
+        rows = benchmark(both, options.iterations, options.backend, options.threads)
+        print_table(rows, options.backend, options.threads)
     print(f"\ndemo finished in {time.monotonic() - started:.0f} s")
     return 0
 

@@ -14,7 +14,7 @@ from cli_helpers import REPO, needs_explain
 
 
 @needs_explain
-def test_demo_prints_breaks_graph_counts_and_a_timing_table():
+def test_demo_shows_breaks_the_fix_graphs_and_speed_before_and_after():
     import fullgraph.runtime  # after the skip: the Python 3.10 leg has no torch
 
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(REPO / ".cache" / "inductor"))
@@ -41,11 +41,23 @@ def test_demo_prints_breaks_graph_counts_and_a_timing_table():
     out = completed.stdout
     assert "examples/print_in_forward.py:15:9: FG201 " in out
     assert "examples.print_in_forward:entry: 2 graphs, 1 break" in out
-    (row,) = [line for line in out.splitlines() if line.startswith("print_in_forward ")]
-    cells = row.split()
-    assert cells[1] == "2"  # graphs
-    assert float(cells[2]) > 0  # eager ms
-    assert float(cells[3]) > 0  # torch.compile ms
+    # 2. the fix, applied to a copy (the example itself is never written)
+    assert "+++ b/.cache/demo/examples_fixed/print_in_forward.py" in out
+    assert '+        deferred(print, "forward: mean activation", h.mean())' in out
+    assert "deferred(" not in (REPO / "examples" / "print_in_forward.py").read_text()
+    # 3. graphs before -> after, for both compilers
+    (graphs,) = [line for line in out.splitlines() if line.startswith("print_in_forward ")][:1]
+    assert graphs.split()[1:] == ["2", "->", "1", "2", "->", "1"], graphs
+    # 4. step times before and after: model, code ("as is" / "fixed"), eager, torch.compile
+    rows = {
+        "fixed" if " fixed " in line else "as is": line.split()
+        for line in out.split("== 4.")[1].splitlines()
+        if line.startswith("print_in_forward ")
+    }
+    assert rows["as is"][1:3] == ["as", "is"] and rows["fixed"][1] == "fixed"
+    assert float(rows["as is"][3]) > 0 and float(rows["as is"][4]) > 0
+    assert float(rows["fixed"][2]) > 0 and float(rows["fixed"][3]) > 0
     if hasattr(fullgraph.runtime, "compile"):
         assert "fullgraph failed" not in out, out
-    assert "forward: mean activation" not in out  # the model's prints stay out of the table
+        assert "outputs differ" not in out, out
+    assert "forward: mean activation" not in out.split("== 3.")[1]  # prints stay out of tables
