@@ -74,7 +74,20 @@ export function documentSelector(folderPath: string | undefined, servesUntitled 
     ];
 }
 
+/** Whether `fsPath` is `folderPath` or lies under it (no folder: everything does). */
+export function isUnder(fsPath: string, folderPath: string | undefined): boolean {
+    if (folderPath === undefined) {
+        return true;
+    }
+    const folder = folderPath.replace(/[\\/]+$/, '');
+    return fsPath === folder || fsPath.startsWith(`${folder}/`) || fsPath.startsWith(`${folder}\\`);
+}
+
 export function clientOptions(start: ServerStart, getClient: () => LanguageClient): LanguageClientOptions {
+    // The server's notebookDocumentSync selector names the notebook type only, so
+    // vscode-languageclient would send every notebook to every folder's server:
+    // each server is told only of the notebooks under its own folder.
+    const mine = (notebook: vscode.NotebookDocument) => isUnder(notebook.uri.fsPath, start.folder?.uri.fsPath);
     return {
         documentSelector: documentSelector(start.folder?.uri.fsPath, start.servesUntitled ?? true),
         workspaceFolder: start.folder,
@@ -86,6 +99,12 @@ export function clientOptions(start: ServerStart, getClient: () => LanguageClien
             // analysis off (always so in an untrusted workspace) the server is not
             // told, so no user code runs whatever the server's own defaults are.
             didSave: (document, next) => (start.settings.diagnostics.runtime ? next(document) : Promise.resolve()),
+            notebooks: {
+                didOpen: (notebook, cells, next) => (mine(notebook) ? next(notebook, cells) : Promise.resolve()),
+                didChange: (event, next) => (mine(event.notebook) ? next(event) : Promise.resolve()),
+                didSave: (notebook, next) => (mine(notebook) ? next(notebook) : Promise.resolve()),
+                didClose: (notebook, cells, next) => (mine(notebook) ? next(notebook, cells) : Promise.resolve()),
+            },
             executeCommand: (command, args) =>
                 runServerCommand(command, args, {
                     execute: (sentArgs, token) =>

@@ -52,6 +52,28 @@ describe('language client options', () => {
         ]);
     });
 
+    it("tells a folder's server only of the notebooks under that folder", async () => {
+        const options = server.clientOptions(
+            {
+                interpreter: { command: ['/venv/bin/python'], source: 'setting' },
+                settings: trusted,
+                cwd: '/home/ada/a',
+                outputChannel: {} as vscode.LogOutputChannel,
+                onAnalysisFinished: () => undefined,
+                folder: { uri: { fsPath: '/home/ada/a' }, name: 'a', index: 0 } as never,
+            },
+            () => ({}) as LanguageClient,
+        );
+        const opened: string[] = [];
+        const next = async (notebook: { uri: { fsPath: string } }) => void opened.push(notebook.uri.fsPath);
+        const notebooks = options.middleware!.notebooks!;
+        await notebooks.didOpen!({ uri: { fsPath: '/home/ada/a/nb.ipynb' } } as never, [], next as never);
+        await notebooks.didOpen!({ uri: { fsPath: '/home/ada/ab/nb.ipynb' } } as never, [], next as never);
+        await notebooks.didChange!({ notebook: { uri: { fsPath: '/home/ada/b/nb.ipynb' } } } as never, next as never);
+        assert.deepEqual(opened, ['/home/ada/a/nb.ipynb']);
+        assert.ok(server.isUnder('/home/ada/a', '/home/ada/a/') && !server.isUnder('/home/ada/ab/x.py', '/home/ada/a'));
+    });
+
     it("serves one workspace folder's files and notebooks (multi-root: a server per folder)", () => {
         assert.deepEqual(server.documentSelector('/home/ada/project/', false), [
             { scheme: 'file', language: 'python', pattern: '/home/ada/project/**/*' },
