@@ -125,15 +125,21 @@ class GuardRenderer:
         self.locals[source] = candidate
         return candidate
 
-    def check(self, check: Check) -> None:
+    def check(self, check: Check, explain: bool = False) -> None:
         names = [self.load(source) for source in check.sources]
         self.lines.append(f"if not ({check.render(names)}):  # {check.why}")
-        self.lines.append("    return None")
+        self.lines.append(f"    return {check.why!r}" if explain else "    return None")
 
-    def function(self, name: str, checks: Sequence[Check], inputs: Sequence[Source]) -> str:
-        """``def name(A, K, M, F)``: run ``checks``, return the inputs' values or None."""
+    def function(
+        self, name: str, checks: Sequence[Check], inputs: Sequence[Source], explain: bool = False
+    ) -> str:
+        """``def name(A, K, M, F)``: run ``checks``, return the inputs' values or None.
+
+        ``explain``: a failing check returns its reason instead (a path that no longer
+        exists still returns None), and a passing guard returns the inputs.
+        """
         for check in checks:
-            self.check(check)
+            self.check(check, explain)
         input_names = [self.load(source) for source in inputs]
         body = "\n".join("        " + line for line in self.lines)
         returned = ", ".join(input_names) + ("," if len(input_names) == 1 else "")

@@ -23,7 +23,7 @@ from fullgraph.runtime.capture import ExternalOrigin, Unsupported
 from fullgraph.runtime.codegen import Namespace, compile_source
 from fullgraph.runtime.data_checks import check_module, draws_random
 from fullgraph.runtime.guard_helpers import storages_apart
-from fullgraph.runtime.guards import generate_guard
+from fullgraph.runtime.guards import GuardCode, GuardRenderer, generate_guard
 from fullgraph.runtime.mock import MISS, Symbols, generate_mock
 from fullgraph.runtime.native_guards import build_guard
 from fullgraph.runtime.run import MonitorRun
@@ -63,6 +63,7 @@ class Record:
     draws_random: bool = False  # a graph draws from torch's generator (restored on a rerun)
     hits: int = 0
     native_checks: int = 0  # checks the native guard tree runs (the rest run in Python)
+    guard_code: GuardCode | None = None  # the checks the guard renders (explanations reuse them)
 
     @property
     def graph_code(self) -> str:
@@ -86,24 +87,19 @@ class Record:
         return self.mock(inputs, args, kwargs, module, fn, premade or (), made)
 
     def failed_check(self, args: tuple, kwargs: dict, module, fn) -> str | None:
-        """The first guard check this call fails, as its comment (for reports and debugging)."""
-        lines = self.guard_source.splitlines()
-        explaining = []
-        for i, line in enumerate(lines):
-            if line.strip() == "return None" and i and "#" in lines[i - 1]:
-                why = lines[i - 1].split("#", 1)[1].strip()
-                line = line.replace("return None", f"return ('FAILED', {why!r})")
-            explaining.append(line)
-        source = "\n".join(explaining).replace("def guard(", "def guard_why(", 1)
-        guard_why = compile_source(
-            source, self.guard_namespace, "guard_why", "<fullgraph guard why>"
+        """The first guard check this call fails, as its reason (for reports and debugging)."""
+        if self.guard_code is None:
+            return None
+        ns = Namespace()
+        ns.values.update(self.guard_namespace)
+        source = GuardRenderer(ns, self.guard_code.values).function(
+            "guard_why", self.guard_code.checks, self.guard_code.inputs, explain=True
         )
+        guard_why = compile_source(source, ns.values, "guard_why", "<fullgraph guard why>")
         outcome = guard_why(args, kwargs, module, fn)
         if outcome is None:
             return "a path the guard reads no longer exists"
-        if isinstance(outcome, tuple) and outcome[:1] == ("FAILED",):
-            return outcome[1]
-        return None
+        return outcome if isinstance(outcome, str) else None
 
     def shares_callouts(self, other: Record, count: int) -> bool:
         """Whether the first ``count`` callouts are the same calls (so their results carry over)."""
@@ -236,6 +232,7 @@ def build_record(
         draws_random=any(draws_random(n) for gm in graphs for n in gm.graph.nodes),
         side_effects=[m.describe() for m in run.mutations],
         guard_namespace=guard.namespace,
+        guard_code=guard,
         mock_namespace=dict(ns.values),
         provenance={**ns.provenance, **guard.provenance},
         rerun_safe=mock.rerun_safe,

@@ -318,3 +318,17 @@ def test_guard_source_stays_the_readable_python(compiled):
     assert source.startswith("def guard(A, K, M, F):")
     assert "torch.is_grad_enabled() is False" in source
     assert "M._modules['blocks']" in source
+
+
+def test_failed_check_names_the_check_that_missed(compiled):
+    """Explanations render the same checks, each failure returning its reason."""
+    model, cf, _ = compiled
+    record, fn = cf.records[0], cf._root_function()
+    with torch.no_grad():
+        assert record.failed_check((torch.randn(3, 4),), {"scale": 2.0}, model, fn) is None
+        model.blocks[0].flag = False
+        why = record.failed_check((torch.randn(3, 4),), {"scale": 2.0}, model, fn)
+        model.blocks[0].flag = True
+        assert why is not None and why.startswith("value of ") and why.endswith(".flag"), why
+        why = record.failed_check((torch.randn(3, 4),), {}, model, fn)
+        assert why == "call signature", why
