@@ -279,6 +279,9 @@ def did_close(server: FullgraphServer, params: types.DidCloseTextDocumentParams)
 )
 async def pull_diagnostics(server: FullgraphServer, params: types.DocumentDiagnosticParams):
     """Answer a client's diagnostic pull with the document's current findings."""
+    if server.workspace.get_notebook_document(cell_uri=params.text_document.uri) is not None:
+        # A notebook cell's findings are pushed (features.notebook_cells.push): never both.
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
     await refresh_static(server, params.text_document.uri)
     return types.RelatedFullDocumentDiagnosticReport(
         items=document_diagnostics(server, params.text_document.uri)

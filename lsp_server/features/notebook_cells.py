@@ -3,7 +3,8 @@
 The client sends ``notebookDocument/didOpen`` / ``didChange`` / ``didSave`` /
 ``didClose`` (pygls keeps the notebook and its cells' text documents in the
 workspace); every request (hover, code actions, diagnostic pulls) names one
-cell's document URI.  A notebook is linted as one module, its Python code
+cell's document URI.  Cells' diagnostics are always pushed (:func:`push`
+says why).  A notebook is linted as one module, its Python code
 cells in order (:mod:`fullgraph.lsp_server.notebooks`: names from earlier
 cells are known, IPython magics are skipped), and each finding is stored on
 its cell's document, at the line within that cell, as a
@@ -28,7 +29,11 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from fullgraph.lsp_server import notebooks
-from fullgraph.lsp_server.features.diagnostics import DocumentState, advance, publish
+from fullgraph.lsp_server.features.diagnostics import (
+    DocumentState,
+    advance,
+    document_diagnostics,
+)
 from fullgraph.lsp_server.features.findings import static_finding
 from fullgraph.lsp_server.server import SERVER, FullgraphServer
 
@@ -184,22 +189,34 @@ async def lint_and_publish(server: FullgraphServer, notebook_uri: str) -> None:
     except Exception:
         log.exception("static analysis of %s failed", notebook_uri)
         return
-    if server.supports_pull_diagnostics:
-        # An edit to one cell can change another's findings (cell 1 imports torch):
-        # ask the client to pull every cell again.
-        if server.supports_diagnostic_refresh:
-            server.workspace_diagnostic_refresh(None)
-        return
     for uri in state.cell_uris if state is not None else ():
-        publish(server, uri)
+        push(server, uri)
+
+
+def push(server: FullgraphServer, cell_uri: str) -> None:
+    """Publish a cell's diagnostics, to every client, pulling or not.
+
+    vscode-languageclient 9 never pulls diagnostics for notebook cells
+    (microsoft/vscode-languageserver-node#1464, pulls arrive with 10), so
+    cells are always pushed, every cell after each lint (an edit to one cell
+    can change another's findings); a pull for a cell is answered with an
+    empty report (:func:`.diagnostics.pull_diagnostics`), so no client shows
+    a finding twice.
+    """
+    server.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(
+            uri=cell_uri,
+            diagnostics=document_diagnostics(server, cell_uri),
+            version=server.document_version(cell_uri),
+        )
+    )
 
 
 def clear(server: FullgraphServer, uri: str) -> None:
     server.documents.pop(uri, None)
-    if not server.supports_pull_diagnostics:
-        server.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-        )
+    server.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+    )
 
 
 def schedule(server: FullgraphServer, notebook_uri: str) -> None:

@@ -17,7 +17,6 @@ import pytest
 import pytest_lsp
 from lsp_helpers import (
     SERVER_COMMAND,
-    diagnostics,
     encoding,
     initialize_params,
     needs_refactors,
@@ -48,6 +47,15 @@ async def notebook_client(lsp_client: LanguageClient, workspace: Path, request):
     lsp_client.init_result = result
     yield
     await lsp_client.shutdown_session()
+
+
+async def cell_diagnostics(client: LanguageClient, uri: str, until=lambda items: True) -> list:
+    """A cell's diagnostics once ``until`` holds: pushed, to pulling clients too."""
+    await wait_until(
+        lambda: uri in client.diagnostics and until(client.diagnostics[uri]),
+        what="cell diagnostics",
+    )
+    return list(client.diagnostics[uri])
 
 
 def notebook_cells(path: Path) -> list[tuple[str, str]]:
@@ -129,16 +137,20 @@ async def test_findings_are_on_their_cell_at_the_line_within_it(
 ):
     path = workspace / "notebooks/gate.ipynb"
     _, uris, _ = open_notebook(notebook_client, path)
-    items = await diagnostics(notebook_client, uris[2], lambda items: with_code(items, "FG101"))
+    items = await cell_diagnostics(
+        notebook_client, uris[2], lambda items: with_code(items, "FG101")
+    )
     (branch,) = with_code(items, "FG101")
     assert (branch.range.start.line, branch.range.start.character) == (2, 11)  # `x.sum() > 0`
-    items = await diagnostics(notebook_client, uris[4], lambda items: with_code(items, "FG102"))
+    items = await cell_diagnostics(
+        notebook_client, uris[4], lambda items: with_code(items, "FG102")
+    )
     (printed,) = with_code(items, "FG102")
     assert (printed.range.start.line, printed.range.start.character) == (2, 4)
     assert printed.code_description.href.endswith("docs/rules/FG102.md")
     # The magic cells and the markdown cell have nothing, and nothing says "cannot parse".
     for index in (0, 1, 3, 5):
-        assert list(await diagnostics(notebook_client, uris[index])) == []
+        assert await cell_diagnostics(notebook_client, uris[index]) == []
     hover = await notebook_client.text_document_hover_async(
         types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri=uris[2]), position=branch.range.start
@@ -153,7 +165,9 @@ async def test_quick_fix_edits_the_cells_and_the_finding_goes(
     path = workspace / "notebooks/gate.ipynb"
     on_disk = path.read_bytes()
     notebook_uri, uris, texts = open_notebook(notebook_client, path)
-    items = await diagnostics(notebook_client, uris[4], lambda items: with_code(items, "FG102"))
+    items = await cell_diagnostics(
+        notebook_client, uris[4], lambda items: with_code(items, "FG102")
+    )
     (printed,) = with_code(items, "FG102")
     actions = await notebook_client.text_document_code_action_async(
         types.CodeActionParams(
@@ -177,8 +191,10 @@ async def test_quick_fix_edits_the_cells_and_the_finding_goes(
     assert "%matplotlib inline" in fixed[uris[1]]
     assert "deferred(print" in fixed[uris[4]]
     change_cells(notebook_client, notebook_uri, 2, fixed)
-    await diagnostics(notebook_client, uris[4], lambda items: not with_code(items, "FG102"))
-    items = await diagnostics(notebook_client, uris[2], lambda items: with_code(items, "FG101"))
+    await cell_diagnostics(notebook_client, uris[4], lambda items: not with_code(items, "FG102"))
+    items = await cell_diagnostics(
+        notebook_client, uris[2], lambda items: with_code(items, "FG101")
+    )
     assert with_code(items, "FG101"), "the other cell's finding stays"
     assert path.read_bytes() == on_disk  # the server proposed edits; it wrote nothing
 
@@ -186,7 +202,7 @@ async def test_quick_fix_edits_the_cells_and_the_finding_goes(
 async def test_fix_all_replaces_the_changed_cells(notebook_client: LanguageClient, workspace: Path):
     path = workspace / "notebooks/gate.ipynb"
     _, uris, texts = open_notebook(notebook_client, path)
-    await diagnostics(notebook_client, uris[2], lambda items: with_code(items, "FG101"))
+    await cell_diagnostics(notebook_client, uris[2], lambda items: with_code(items, "FG101"))
     actions = await notebook_client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uris[2]),
@@ -216,13 +232,13 @@ async def test_an_edit_in_an_earlier_cell_changes_a_later_cells_findings(
 ):
     path = workspace / "notebooks/gate.ipynb"
     notebook_uri, uris, texts = open_notebook(notebook_client, path)
-    await diagnostics(notebook_client, uris[4], lambda items: with_code(items, "FG102"))
+    await cell_diagnostics(notebook_client, uris[4], lambda items: with_code(items, "FG102"))
     # Without cell 2's `import torch`, `@torch.compile` in cell 5 is not torch's: no
     # compiled region, no FG102; with it back, the finding returns.
     change_cells(notebook_client, notebook_uri, 2, {uris[1]: "%matplotlib inline\n"})
-    await diagnostics(notebook_client, uris[4], lambda items: not with_code(items, "FG102"))
+    await cell_diagnostics(notebook_client, uris[4], lambda items: not with_code(items, "FG102"))
     change_cells(notebook_client, notebook_uri, 3, {uris[1]: texts[1]})
-    await diagnostics(notebook_client, uris[4], lambda items: with_code(items, "FG102"))
+    await cell_diagnostics(notebook_client, uris[4], lambda items: with_code(items, "FG102"))
 
 
 async def test_a_cell_that_does_not_parse_is_reported_there_alone(
@@ -230,20 +246,33 @@ async def test_a_cell_that_does_not_parse_is_reported_there_alone(
 ):
     path = workspace / "notebooks/gate.ipynb"
     notebook_uri, uris, _ = open_notebook(notebook_client, path)
-    await diagnostics(notebook_client, uris[2], lambda items: with_code(items, "FG101"))
+    await cell_diagnostics(notebook_client, uris[2], lambda items: with_code(items, "FG101"))
     change_cells(notebook_client, notebook_uri, 2, {uris[3]: "def half(:\n"})
-    items = await diagnostics(
+    items = await cell_diagnostics(
         notebook_client, uris[3], lambda items: any("cannot parse" in d.message for d in items)
     )
     assert items[0].range.start.line == 0
-    assert with_code(await diagnostics(notebook_client, uris[4]), "FG102"), "other cells go on"
+    assert with_code(await cell_diagnostics(notebook_client, uris[4]), "FG102"), "other cells go on"
+
+
+async def test_cells_are_pushed_and_a_pull_for_a_cell_is_empty(
+    notebook_client: LanguageClient, workspace: Path
+):
+    # VS Code's client (vscode-languageclient 9) never pulls cells: they are pushed to
+    # every client, and a client that does pull one gets nothing more (never twice).
+    path = workspace / "notebooks/gate.ipynb"
+    _, uris, _ = open_notebook(notebook_client, path)
+    await cell_diagnostics(notebook_client, uris[2], lambda items: with_code(items, "FG101"))
+    if pulls(notebook_client):
+        report = await notebook_client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uris[2]))
+        )
+        assert list(report.items) == []
 
 
 async def test_closing_the_notebook_clears_its_cells(
     notebook_client: LanguageClient, workspace: Path
 ):
-    if pulls(notebook_client):
-        pytest.skip("a pulling client drops a closed document's diagnostics itself")
     path = workspace / "notebooks/gate.ipynb"
     notebook_uri, uris, _ = open_notebook(notebook_client, path)
     await wait_until(lambda: with_code(notebook_client.diagnostics.get(uris[4], []), "FG102"))
@@ -284,7 +313,9 @@ async def test_a_fix_whose_import_would_land_in_a_later_cell_is_not_offered(
         encoding="utf-8",
     )
     _, uris, _ = open_notebook(notebook_client, path)
-    items = await diagnostics(notebook_client, uris[1], lambda items: with_code(items, "FG102"))
+    items = await cell_diagnostics(
+        notebook_client, uris[1], lambda items: with_code(items, "FG102")
+    )
     (printed,) = with_code(items, "FG102")
     actions = await notebook_client.text_document_code_action_async(
         types.CodeActionParams(
