@@ -334,3 +334,32 @@ async def test_a_fix_whose_import_would_land_in_a_later_cell_is_not_offered(
     )
     assert "No quick fix in this notebook" in hover.contents.value
     assert "move the notebook's imports to its first cell" in hover.contents.value
+
+
+async def test_deleting_a_cell_clears_its_findings(
+    notebook_client: LanguageClient, workspace: Path
+):
+    path = workspace / "notebooks/gate.ipynb"
+    notebook_uri, uris, _ = open_notebook(notebook_client, path)
+    await cell_diagnostics(notebook_client, uris[4], lambda items: with_code(items, "FG102"))
+    notebook_client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(
+                uri=notebook_uri, version=2
+            ),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    structure=types.NotebookDocumentCellChangeStructure(
+                        array=types.NotebookCellArrayChange(start=4, delete_count=1),
+                        did_close=[types.TextDocumentIdentifier(uri=uris[4])],
+                    )
+                )
+            ),
+        )
+    )
+    await cell_diagnostics(notebook_client, uris[4], lambda items: not items)
+    # The cells after it moved up; cell 3's finding is still where it was.
+    items = await cell_diagnostics(
+        notebook_client, uris[2], lambda items: with_code(items, "FG101")
+    )
+    assert with_code(items, "FG101")[0].range.start.line == 2
