@@ -13,6 +13,7 @@ import asyncio
 import logging
 from pathlib import Path
 
+from fullgraph.lsp_server.features import notebook_cells
 from fullgraph.lsp_server.features.diagnostics import lint_and_publish
 from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
@@ -72,8 +73,12 @@ async def did_change_configuration(
     else:
         await pull_client_settings(server)
     server.documents.clear()  # rule selection may have changed
+    server.notebooks.clear()
+    for notebook_uri in list(server.workspace.notebook_documents):
+        await notebook_cells.lint_and_publish(server, notebook_uri)
     for uri in list(server.workspace.text_documents):
-        await lint_and_publish(server, uri)
+        if server.workspace.get_notebook_document(cell_uri=uri) is None:  # cells: just done
+            await lint_and_publish(server, uri)
     if server.supports_pull_diagnostics and server.supports_diagnostic_refresh:
         server.workspace_diagnostic_refresh(None)
 

@@ -363,3 +363,17 @@ async def test_deleting_a_cell_clears_its_findings(
         notebook_client, uris[2], lambda items: with_code(items, "FG101")
     )
     assert with_code(items, "FG101")[0].range.start.line == 2
+
+
+async def test_a_settings_change_relints_the_notebook(
+    notebook_client: LanguageClient, workspace: Path
+):
+    path = workspace / "notebooks/gate.ipynb"
+    _, uris, _ = open_notebook(notebook_client, path)
+    await cell_diagnostics(notebook_client, uris[4], lambda items: with_code(items, "FG102"))
+    notebook_client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"fullgraph": {"ignore": ["FG102"]}})
+    )
+    await cell_diagnostics(notebook_client, uris[4], lambda items: not with_code(items, "FG102"))
+    items = await cell_diagnostics(notebook_client, uris[2])
+    assert with_code(items, "FG101"), "the other codes stay"
