@@ -275,20 +275,25 @@ def _fix_notebook(source: str, path: Path, fix_source: Callable, codes: set[str]
 
 def cmd_fix(args: argparse.Namespace) -> int:
     try:
-        from fullgraph.refactors import SourceSyntaxError, fix_source
+        from fullgraph.refactors import SourceSyntaxError, fix_source, workspace_entrypoints
     except ImportError as exc:
         _error(f"the refactors are not available in this installation ({exc})")
         return EXIT_CONFIG
     paths = [Path(p) for p in args.paths] or [Path.cwd()]
     codes = set(args.select) if args.select else None
     changed, failed = 0, 0
-    for path in iter_python_files(paths, SOURCE_SUFFIXES):
+    files = list(iter_python_files(paths, SOURCE_SUFFIXES))
+    # As `check`: functions a compiled function of another file calls are compiled too.
+    root = find_root(Path.cwd()).resolve()
+    called = workspace_entrypoints([*iter_python_files([root], (".py",)), *files], root)
+    for path in files:
         try:
             source = path.read_text(encoding="utf-8")
             if path.suffix == ".ipynb":
                 fixed = _fix_notebook(source, path, fix_source, codes)
             else:
-                fixed = fix_source(source, str(path), codes=codes)
+                entrypoints = called.get(path.resolve(), {})
+                fixed = fix_source(source, str(path), codes=codes, entrypoints=entrypoints)
         except (SourceSyntaxError, NotebookError, UnicodeDecodeError, OSError) as exc:
             print(f"{path}: cannot fix: {exc}", file=sys.stderr)
             failed += 1

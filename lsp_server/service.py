@@ -177,21 +177,47 @@ class AnalysisService:
         notebook with cells that do not parse keeps the findings of the others.
         """
         try:
-            from fullgraph.refactors import SourceSyntaxError, lint_source
+            from fullgraph.refactors import SourceSyntaxError, lint_source, workspace_entrypoints
         except ImportError:
             return {}
         findings: dict[Path, list[Any]] = {}
-        for path in iter_python_files(paths, SOURCE_SUFFIXES):
+        files = list(iter_python_files(paths, SOURCE_SUFFIXES))
+        # Functions a compiled function of another file of the workspace calls are compiled too.
+        called = self._workspace_calls(files, workspace_entrypoints)
+        for path in files:
             try:
                 source = path.read_text(encoding="utf-8")
                 if path.suffix == ".ipynb":
                     findings[path] = lint_notebook_file(source, str(path), errors, path)
                     continue
-                findings[path] = list(lint_source(source, str(path)))
+                entrypoints = called.get(path.resolve(), {})
+                findings[path] = list(lint_source(source, str(path), entrypoints=entrypoints))
             except (SourceSyntaxError, UnicodeDecodeError, OSError) as exc:
                 if errors is not None:
                     errors[path] = exc
         return findings
+
+    def _workspace_calls(self, files: list[Path], workspace_entrypoints) -> dict:
+        """``workspace_entrypoints`` over the root's ``.py`` files and ``files``, kept while
+        no file changes (the CLI checks one file at a time)."""
+        everything = sorted(
+            {
+                path.resolve()
+                for path in (*iter_python_files([self.root], (".py",)), *files)
+                if path.suffix == ".py"
+            }
+        )
+        signature = []
+        for path in everything:
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            signature.append((path, stat.st_mtime_ns, stat.st_size))
+        cached = getattr(self, "_called_cache", None)
+        if cached is None or cached[0] != signature:
+            cached = self._called_cache = (signature, workspace_entrypoints(everything, self.root))
+        return cached[1]
 
     def warm_up(self) -> None:
         """Start a worker now (without waiting) so the next analysis finds it ready."""

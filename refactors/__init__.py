@@ -15,6 +15,7 @@ from .findings import Finding, Fix, SourceSyntaxError, TextEdit
 from .incremental import IncrementalLinter
 from .rules import RULES
 from .text_edits import apply_edits
+from .workspace import workspace_entrypoints
 
 __all__ = [
     "RULES",
@@ -26,4 +27,5 @@ __all__ = [
     "apply_edits",
     "fix_source",
     "lint_source",
+    "workspace_entrypoints",
 ]

@@ -45,7 +45,9 @@ def lint_source(
     """Run the rules (all, or those in ``codes``) on ``source``; findings sorted by position.
 
     ``entrypoints`` are qualified names of functions in this file that the
-    user compiles; their call trees count as compiled regions.
+    user compiles; their call trees count as compiled regions.  A mapping gives
+    each the reason shown (``workspace_entrypoints``: called from a compiled
+    function in another file).
     """
     findings, _ = _lint(source, path, codes, entrypoints)
     return findings
@@ -55,8 +57,9 @@ def _lint(
     source: str, path: str, codes: Collection[str] | None, entrypoints: Collection[str]
 ) -> tuple[list[Finding], RuleContext | None]:
     module = _parse(source, path)
-    if "torch" not in source:
-        # Every rule is about torch code; skip the costly name resolution elsewhere.
+    if "torch" not in source and not entrypoints:
+        # Every rule is about torch code; skip the costly name resolution elsewhere (a
+        # file whose functions compiled code calls is torch code even without the name).
         return [], None
     # The module was parsed for this run alone: the wrapper need not copy it.
     wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)

@@ -262,7 +262,7 @@ class IncrementalLinter:
         if chunks is None:
             _parse(source, self.path)  # raises SourceSyntaxError with CPython's message
             return self._whole_file(source, "ast rejects what libcst parses")
-        if "torch" not in source:
+        if "torch" not in source and not self.entrypoints:
             self.relinted = 0
             return []  # as lint_source: every rule is about torch code
         layout = _layout(source)
@@ -322,7 +322,7 @@ class IncrementalLinter:
         chunks and what depends on them.
         """
         chunks = self._chunks(source)
-        if chunks is None or "torch" not in source:
+        if chunks is None or ("torch" not in source and not self.entrypoints):
             return
         layout = _layout(source)
         keys = self._keys(layout, chunks, DependencyIndex(chunks, self.entrypoints))

@@ -11,7 +11,7 @@ about compilation use this to pick their severity.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -246,7 +246,11 @@ def find_functions(
         elif info.in_module_class and info.node.name.value == "forward":
             info.region_reason = f"it is the forward of the nn.Module {info.class_name}"
         elif info.qualname in entrypoints or info.node.name.value in entrypoints:
-            info.region_reason = "it is a configured entrypoint"
+            # A mapping names why (workspace.py: called from a compiled function elsewhere).
+            reason = None
+            if isinstance(entrypoints, Mapping):
+                reason = entrypoints.get(info.qualname) or entrypoints.get(info.node.name.value)
+            info.region_reason = reason or "it is a configured entrypoint"
         if info.region_reason:
             info.roots.append(info.node)
             pending.append(info)
