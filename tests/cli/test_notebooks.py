@@ -14,7 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
-from cli_helpers import REPO, json_output, needs_fix, needs_lint, run_cli
+from cli_helpers import REPO, json_output, needs_fix, needs_lint, needs_torch, run_cli
 
 NOTEBOOK = REPO / "tests" / "lsp" / "workspace" / "notebooks" / "gate.ipynb"
 
@@ -121,3 +121,28 @@ def test_fix_refuses_a_notebook_with_a_cell_that_does_not_parse(tmp_path):
     assert "broken.ipynb: cannot fix: cell 4 does not parse" in completed.stderr
     assert "the notebook was left unchanged" in completed.stderr
     assert target.read_bytes() == before
+
+
+def run_cells(notebook: Path) -> dict:
+    """Run the notebook's Python code cells in order (IPython magics and cell magics
+    skipped, as fullgraph reads them) and return what the cells computed."""
+    from fullgraph.lsp_server.notebooks import combine, read_cells
+
+    combined = combine(read_cells(notebook.read_text(encoding="utf-8")))
+    namespace: dict = {}
+    exec(compile(combined.text, str(notebook), "exec"), namespace)  # noqa: S102 - our fixture
+    return namespace
+
+
+@needs_torch
+@needs_fix
+def test_the_fixed_notebook_computes_what_the_original_did(tmp_path):
+    import torch
+
+    target = copy(tmp_path)
+    original = run_cells(target)
+    assert run_cli("fix", "gate.ipynb", cwd=tmp_path).returncode == 0
+    fixed = run_cells(target)
+    assert "torch.where" in "".join(json.loads(target.read_text())["cells"][2]["source"])
+    for x in (torch.ones(3), -torch.ones(3), torch.tensor([0.5, -2.0, 1.0])):
+        assert torch.equal(original["Gate"]()(x), fixed["Gate"]()(x))
