@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 import libcst.metadata as meta
+from libcst.helpers import get_full_name_for_node
 
 from .fast_tree import LazyPositions, LazyQualifiedNames, fast_visit, parent_map
 from .findings import Finding, Fix, Severity
@@ -74,7 +75,8 @@ def _returns_only_tensors(function: cst.FunctionDef, context: RuleContext) -> bo
     for decorator in function.decorators:
         target = decorator.decorator
         target = target.func if isinstance(target, cst.Call) else target
-        names = context.qualified_names(target) | {getattr(target, "value", "")}
+        # ``@torch.no_grad()``: an Attribute's ``value`` is a node, its spelling is the name.
+        names = context.qualified_names(target) | {get_full_name_for_node(target) or ""}
         if not names & _PLAIN_DECORATORS and not any("defer_side_effects" in n for n in names):
             return False  # a decorator may return anything
     returns: list[cst.Return] = []

@@ -166,3 +166,26 @@ def test_fg106_still_offers_a_function_without_effects_or_data_branches():
     )
     (finding,) = _findings(source, "FG106")
     assert finding.fix is not None and finding.refusal_reason is None
+
+
+def test_a_method_with_a_dotted_decorator_does_not_stop_the_rules(caplog):
+    # Seen on real code (autoformer, esmfold, vitdet, informer): `@torch.no_grad()` on a
+    # method called from forward made FG101 raise, and its findings of the file were lost.
+    source = """import torch
+from torch import nn
+
+
+class M(nn.Module):
+    @torch.no_grad()
+    def scores(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    def forward(self, x: torch.Tensor):
+        if self.scores(x).sum() > 0:
+            x = x + 1
+        return x
+"""
+    with caplog.at_level("ERROR"):
+        findings = _findings(source, "FG101")
+    assert not caplog.records
+    assert [f.line for f in findings] == [11]
