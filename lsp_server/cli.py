@@ -27,7 +27,8 @@ from fullgraph.lsp_server.check_run import (
 )
 from fullgraph.lsp_server.config import Config, ConfigError, load_config
 from fullgraph.lsp_server.entrypoints import Entrypoint, parse_entrypoint
-from fullgraph.lsp_server.notebooks import NotebookError, combine, fix_notebook, read_cells
+from fullgraph.lsp_server.ipynb import fix_notebook, read_cells
+from fullgraph.lsp_server.notebooks import NotebookError, combine
 from fullgraph.lsp_server.service import AnalysisFailed, AnalysisService
 from fullgraph.lsp_server.sources import SOURCE_SUFFIXES, iter_python_files
 

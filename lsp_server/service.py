@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from fullgraph.lsp_server.config import Config, ConfigError
 from fullgraph.lsp_server.entrypoints import parse_entrypoint
-from fullgraph.lsp_server.notebooks import lint_notebook_file
+from fullgraph.lsp_server.ipynb import lint_notebook_file
 from fullgraph.lsp_server.sources import SOURCE_SUFFIXES, iter_python_files, snapshot_mtimes
 from fullgraph.lsp_server.worker_process import (
     WaitCancelled,

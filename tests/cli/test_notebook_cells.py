@@ -11,14 +11,8 @@ import json
 
 import pytest
 
-from fullgraph.lsp_server.notebooks import (
-    MARKER,
-    Cell,
-    NotebookError,
-    combine,
-    read_cells,
-    rewrite_cells,
-)
+from fullgraph.lsp_server.ipynb import read_cells, rewrite_cells
+from fullgraph.lsp_server.notebooks import MARKER, Cell, NotebookError, combine
 
 
 def cells(*sources: str) -> list[Cell]:

@@ -126,7 +126,8 @@ def test_fix_refuses_a_notebook_with_a_cell_that_does_not_parse(tmp_path):
 def run_cells(notebook: Path) -> dict:
     """Run the notebook's Python code cells in order (IPython magics and cell magics
     skipped, as fullgraph reads them) and return what the cells computed."""
-    from fullgraph.lsp_server.notebooks import combine, read_cells
+    from fullgraph.lsp_server.ipynb import read_cells
+    from fullgraph.lsp_server.notebooks import combine
 
     combined = combine(read_cells(notebook.read_text(encoding="utf-8")))
     namespace: dict = {}
