@@ -18,7 +18,7 @@ import libcst as cst
 
 from .fast_tree import fast_visit
 from .regions import FunctionInfo
-from .tensor_types import Kind, TensorTypes
+from .tensor_types import Kind, TensorTypes, _is_none, _union_members
 from .torch_facts import PRIMITIVE_ANNOTATIONS
 
 HAS_PYTHON_SIDE_EFFECTS = "HAS_PYTHON_SIDE_EFFECTS"
@@ -50,6 +50,11 @@ SIDE_EFFECT_CALLS = frozenset(
 )
 SIDE_EFFECT_MODULE_PREFIXES = ("random.", "numpy.random.", "logging.", "sys.stdout", "sys.stderr")
 HAS_DATA_DEPENDENT_BRANCHES = "HAS_DATA_DEPENDENT_BRANCHES"
+READS_TENSOR_DATA = "READS_TENSOR_DATA"
+# Calls whose result size depends on tensor data (FG105's): the graph ends there.
+DATA_DEPENDENT_SHAPE_CALLS = frozenset(
+    {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount"}
+)
 # Methods of a logger (``log = logging.getLogger(__name__)``, transformers'
 # ``logging.get_logger``, ``self.logger``): a call on a receiver that is or may be a
 # logger is taken to log (the rule cannot prove that it does not).
@@ -94,6 +99,9 @@ class _Body(cst.CSTVisitor):
         self.calls: set[str] = set()
         # Conditions of if/while/conditional expressions/asserts, in this body.
         self.tests: list[cst.BaseExpression] = []
+        # ``x.item()``, ``x.tolist()``, ``torch.unique(x)``: tensor data into Python or
+        # into a shape, either a graph break (spelled as in the source).
+        self.data_reads: list[str] = []
 
     def visit_If(self, node: cst.If) -> None:
         self.tests.append(node.test)
@@ -130,6 +138,16 @@ class _Body(cst.CSTVisitor):
             self.effects.append(f"calls `{self.code(node.func)}`")
         elif self._logs(node.func):
             self.effects.append(f"logs with `{self.code(node.func)}`")
+        called = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
+        if called in ("item", "tolist", "numpy") and not node.args:
+            self.data_reads.append(f"`{self.code(node)}`")
+        elif called in DATA_DEPENDENT_SHAPE_CALLS or any(
+            n.rpartition(".")[2] in DATA_DEPENDENT_SHAPE_CALLS and n.startswith("torch.")
+            for n in names
+        ):
+            self.data_reads.append(f"`{self.code(node.func)}` (an output shape set by data)")
+        elif "torch.where" in names and len(node.args) == 1:
+            self.data_reads.append(f"`{self.code(node)}` (an output shape set by data)")
         func = node.func
         if isinstance(func, cst.Name):
             self.calls.add(func.value)
@@ -226,6 +244,17 @@ def analyze(
                     else f" (in `{functions[current_node].qualname}`)"
                 )
                 branches.append(f"`{code(test)}`{where}")
+    reads = [
+        read + ("" if current_node is function else f" (in `{functions[current_node].qualname}`)")
+        for current_node in seen
+        for read in body(current_node).data_reads
+    ]
+    if reads:
+        reasons.append(
+            f"{READS_TENSOR_DATA}: it reads tensor data into Python or a shape ("
+            + ", ".join(dict.fromkeys(reads))
+            + "), which breaks the graph"
+        )
     if branches:
         reasons.append(
             f"{HAS_DATA_DEPENDENT_BRANCHES}: it branches on tensor data ("
@@ -275,6 +304,19 @@ def analyze(
     return Verdict(reasons, assumptions)
 
 
+def _primitive_annotation(annotation: cst.BaseExpression, qualified_names) -> bool:
+    """``int``, ``float | None``, ``Optional[int]``, ``Union[float, int]``: a Python value."""
+    names = qualified_names(annotation)
+    if isinstance(annotation, cst.Name):
+        names = names | {annotation.value}
+    if names & PRIMITIVE_ANNOTATIONS:
+        return True
+    members = _union_members(annotation, names)
+    return members is not None and any(
+        not _is_none(m) and _primitive_annotation(m, qualified_names) for m in members
+    )
+
+
 def _reads_value(test: cst.BaseExpression) -> bool:
     """Whether ``test`` reads a tensor's value into Python (``x.sum().item() > 0``)."""
     found = False
@@ -305,11 +347,7 @@ def loggers_in(assignments, qualified_names, code) -> frozenset[str]:
 
 def _is_primitive(param: cst.Param, qualified_names) -> bool:
     if param.annotation is not None:
-        annotation = param.annotation.annotation
-        names = qualified_names(annotation)
-        if isinstance(annotation, cst.Name):
-            names = names | {annotation.value}
-        return bool(names & PRIMITIVE_ANNOTATIONS)
+        return _primitive_annotation(param.annotation.annotation, qualified_names)
     default = param.default
     if isinstance(default, cst.Name):
         return default.value in ("True", "False")

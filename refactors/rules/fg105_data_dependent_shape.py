@@ -122,6 +122,12 @@ class DataDependentShapeRule(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.context.qualified_names(node.func)
+        if "torch.repeat_interleave" in names:
+            # The output's size depends on data only when the repeats are a tensor
+            # (``repeat_interleave(x, 2, 3)`` on real code: a Python int, no break).
+            if self._tensor_repeats(node):
+                self._report(node)
+            return
         if names & DATA_DEPENDENT_SHAPE_FUNCTIONS:
             self._report(node)
             return
@@ -133,6 +139,21 @@ class DataDependentShapeRule(Rule):
             types = self._types(node)
             if types is not None and types.is_tensor(func.value):
                 self._report(node)
+
+    def _tensor_repeats(self, node: cst.Call) -> bool:
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if any(a.star for a in node.args):
+            return False
+        keyword = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        if "repeats" in keyword:
+            repeats = keyword["repeats"]
+        elif len(positional) >= 2:
+            repeats = positional[1].value
+        else:
+            # ``repeat_interleave(counts)``: the counts are the data.
+            return len(positional) == 1 and "input" not in keyword
+        types = self._types(node)
+        return types is not None and types.is_tensor(repeats)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         types = self._types(node)

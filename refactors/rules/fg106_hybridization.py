@@ -43,7 +43,8 @@ class HybridizationRule(Rule):
         "get a fix that adds `@fullgraph.runtime.compile`; eligible methods (`forward`) are "
         "reported with the advice to compile the instance, `fullgraph.runtime.compile(model)`; "
         "the others get the named reasons "
-        "HAS_PYTHON_SIDE_EFFECTS, HAS_DATA_DEPENDENT_BRANCHES, IS_RECURSIVE, "
+        "HAS_PYTHON_SIDE_EFFECTS, HAS_DATA_DEPENDENT_BRANCHES, READS_TENSOR_DATA (`.item()`, "
+        "`.tolist()`, `torch.unique`: tensor data into Python or a shape), IS_RECURSIVE, "
         "HAS_PRIMITIVE_PARAMETERS, "
         "NO_TENSOR_PARAMETERS or UNDETERMINABLE_TENSOR_PARAMETERS. A function already "
         "decorated for compilation that has no tensor parameters is reported too "
@@ -145,6 +146,16 @@ class HybridizationRule(Rule):
             "        return x / 2\n"
             "    return x\n",
             refusal="HAS_DATA_DEPENDENT_BRANCHES",
+        ),
+        Invalid(
+            "import torch\n\n\ndef sizes(x: torch.Tensor) -> list:\n    return x.sum(0).tolist()\n",
+            refusal="READS_TENSOR_DATA",
+        ),
+        Invalid(
+            "import torch\n\n\n"
+            "def scale(x: torch.Tensor, factor: float | None = None) -> torch.Tensor:\n"
+            "    return x * (factor or 2.0)\n",
+            refusal="HAS_PRIMITIVE_PARAMETERS",
         ),
         Invalid(
             "import torch\n\n\n"

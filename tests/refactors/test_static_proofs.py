@@ -189,3 +189,61 @@ class M(nn.Module):
         findings = _findings(source, "FG101")
     assert not caplog.records
     assert [f.line for f in findings] == [11]
+
+
+# -- false alarms found reviewing transformers (docs/refactors.md) -----------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["torch.repeat_interleave(sin[:, :, None, :], 2, 3)", "torch.repeat_interleave(x, repeats=stride, dim=1)"],
+)  # fmt: skip
+def test_fg105_does_not_report_repeat_interleave_with_python_repeats(call):
+    # gptj and funnel: the repeats are Python ints, the output shape does not depend on data.
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, x: torch.Tensor, sin: torch.Tensor, stride: int = 2):\n"
+        f"        return {call}\n"
+    )
+    assert _findings(source, "FG105") == []
+
+
+def test_fg105_still_reports_repeat_interleave_with_tensor_repeats():
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, x: torch.Tensor, counts: torch.Tensor):\n"
+        "        return torch.repeat_interleave(x, counts, dim=0), torch.repeat_interleave(counts)\n"
+    )
+    assert len(_findings(source, "FG105")) == 2
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        "mask: torch.Tensor, dtype: torch.dtype, tgt_len: int | None = None",  # kosmos2_5
+        "query: torch.Tensor, dropout: float | int = 0.0",  # gemma2
+        "query: torch.Tensor, scaling: Optional[float] = None",  # doge
+    ],
+)
+def test_fg106_counts_optional_and_union_numbers_as_primitive_parameters(signature):
+    source = (
+        f"import torch\nfrom typing import Optional\n\n\ndef attend({signature}) -> torch.Tensor:\n"
+        f"    return {signature.split(':')[0]} * 2\n"
+    )
+    (finding,) = _findings(source, "FG106")
+    assert finding.fix is None and "HAS_PRIMITIVE_PARAMETERS" in finding.refusal_reason
+
+
+@pytest.mark.parametrize(
+    "body, shown",
+    [
+        ("    return x.sum(0).tolist()\n", "`x.sum(0).tolist()`"),  # llava_next
+        ("    return torch.unique(x)\n", "`torch.unique`"),  # grounding_dino
+        ("    return x.nonzero()\n", "`x.nonzero`"),
+    ],
+)
+def test_fg106_refuses_reads_of_tensor_data_outside_conditions(body, shown):
+    source = f"import torch\n\n\ndef f(x: torch.Tensor):\n{body}"
+    (finding,) = _findings(source, "FG106")
+    assert finding.fix is None
+    assert "READS_TENSOR_DATA" in finding.refusal_reason and shown in finding.refusal_reason
