@@ -113,7 +113,9 @@ class CallHandling:
                 ("torch", "collections", "typing", "dataclasses", "functools", "enum")
             )
         ):
-            return None  # a user class: its __init__ is stepped into
+            # A user class (its __init__ is stepped into) or a Python class of a library
+            # (warnings.catch_warnings): either way an object this run makes.
+            return self._noting_made(None, result)
         receiver = getattr(fn, "__self__", None)
         objclass = getattr(fn, "__objclass__", None)
         if isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase):
@@ -157,8 +159,21 @@ class CallHandling:
                 state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
             )
         if annotation.pure:
-            return self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
+            after = self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
+            if isinstance(fn, type):  # a library object made now: a replay has no such object
+                return self._noting_made(after, result)
+            return after
         return self._replayed_callout(state, fn, args, kwargs, annotation, result, fn_depth)
+
+    def _noting_made(self, after: Callable | None, result: Callable) -> Callable:
+        def note() -> None:
+            if after is not None:
+                after()
+            made = result()
+            self.made_objects.add(id(made))
+            self.keepalive.append(made)
+
+        return note
 
     def _replayed_callout(self, state, fn, args, kwargs, annotation, result, fn_depth):
         index = len(self.tape.callouts)
@@ -354,6 +369,18 @@ class CallHandling:
 
             self.read(HasAttrSource(source, attr), False)
 
+    def _check_replayable_receiver(self, fn: Any, name: str) -> None:
+        """A replayed call on an object this run made (``warnings.catch_warnings()``'s
+        ``__exit__``, a lock the function created) would run on the monitoring run's
+        object, whose state is from that run: refuse the record instead."""
+        receiver = getattr(fn, "__self__", None)
+        if id(receiver) in self.made_objects and self.source_of(receiver) is None:
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                f"{name} is called on a {type(receiver).__name__} the function created: "
+                "a replay would call it on the object of the monitoring run",
+            )
+
     def _callout(self, state, fn, args, kwargs, annotation, result) -> Callable:
         name = annotation_table.qualified_name(fn)
         self.paused = True
@@ -372,6 +399,7 @@ class CallHandling:
                 breaks.AUTOGRAD_STATE_CALL,
             )
             try:
+                self._check_replayable_receiver(fn, name)
                 callout = self.tape.record_callout(
                     fn,
                     name,

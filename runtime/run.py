@@ -119,6 +119,9 @@ class MonitorRun(CallHandling, IterationTracking):
         self.source_values: dict[Source, Any] = {}  # what each registered source reached
         self.changed_state: dict[type, str] = {}  # kinds of objects a replayed call changed
         self.aliases: list[tuple[Source, Source]] = []
+        # Library objects the run made (warnings.catch_warnings()): calls on them can't
+        # be replayed, since a replay would call them on this run's object.
+        self.made_objects: set[int] = set()
         self.written: set[tuple[int, Any]] = set()
         self.written_cells: set[int] = set()
         self.written_containers: set[int] = set()

@@ -332,3 +332,19 @@ def test_failed_check_names_the_check_that_missed(compiled):
         assert why is not None and why.startswith("value of ") and why.endswith(".flag"), why
         why = record.failed_check((torch.randn(3, 4),), {}, model, fn)
         assert why == "call signature", why
+
+
+def test_an_inference_tensor_misses_the_native_guard_only_and_monitors_again():
+    """The tree's tensor leaf compares dispatch keys: stricter than the Python guard."""
+
+    def double(x):
+        return x * 2
+
+    cf = fg_compile(double, backend="eager", eager_check=False)
+    cf(torch.randn(3))
+    with torch.inference_mode():
+        x = torch.randn(3)
+    start = len(native_guards.PARITY_STRICTER)
+    torch.testing.assert_close(cf(x), x * 2)
+    assert native_guards.PARITY_STRICTER[start:], "the tree refused the inference tensor"
+    assert cf.stats.monitor_runs == 2 and cf.stats.hits == 0
