@@ -126,15 +126,24 @@ class ParityGuard:
         return expected
 
 
-def build_guard(code: GuardCode, python_guard: Callable, label: str) -> Callable:
-    """The guard to run: native when torch's guard managers take every native check."""
+def build_guard(code: GuardCode, label: str) -> Callable:
+    """The guard to run: native when torch's guard managers take every native check.
+
+    The Python rendering is compiled only where it runs (no native tree, parity
+    mode): compiling a large model's guard costs milliseconds of its first call.
+    """
     if DISABLED:
-        return python_guard
+        return python_guard(code, label)
     try:
         guard = _TreeBuilder(code).build(label)
     except Exception:  # noqa: BLE001 - an API this torch lacks: the Python guard is the same
-        return python_guard
-    return ParityGuard(guard, python_guard, label) if PARITY else guard
+        return python_guard(code, label)
+    return ParityGuard(guard, python_guard(code, label), label) if PARITY else guard
+
+
+def python_guard(code: GuardCode, label: str) -> Callable:
+    """The Python rendering of the guard, compiled (what ``guard_source`` shows)."""
+    return compile_source(code.source, code.namespace, "guard", f"<fullgraph guard {label}>")
 
 
 class _TreeBuilder:

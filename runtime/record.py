@@ -210,10 +210,7 @@ def build_record(
         if c.check is not None
     }
     namespace.update({name: gm.forward for name, gm in check_graphs.items()})  # eager: tiny
-    python_guard = compile_source(
-        guard.source, guard.namespace, "guard", f"<fullgraph guard {record_id}>"
-    )
-    guard_fn = build_guard(guard, python_guard, str(record_id))
+    guard_fn = build_guard(guard, str(record_id))
     mock_fn = compile_source(mock.source, namespace, "mock", f"<fullgraph mock {record_id}>")
     return Record(
         guard_source=guard.source,

@@ -13,12 +13,22 @@ function (guard, mock, wrapper) receives the same parameters, so a source's
 from __future__ import annotations
 
 import dataclasses
+import functools
 import keyword
 import re
 
 
 class Source:
-    """A path from external state to a value."""
+    """A path from external state to a value.
+
+    Sources are immutable, so each one's ``expr()`` is computed once: guards of
+    large models render thousands of paths, each the path of its base and a step.
+    """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "expr" in cls.__dict__:
+            cls.expr = _computed_once(cls.__dict__["expr"])
 
     def expr(self) -> str:
         raise NotImplementedError
@@ -30,6 +40,19 @@ class Source:
         """A readable identifier for a generated local holding this value."""
         name = re.sub(r"\W+", "_", self.expr()).strip("_")
         return ("v_" + name)[:60] if name else "v"
+
+
+def _computed_once(expr):
+    @functools.wraps(expr)
+    def cached(self) -> str:
+        try:
+            return self.__dict__["_expr"]
+        except KeyError:
+            text = expr(self)
+            object.__setattr__(self, "_expr", text)  # frozen: not a field, not compared
+            return text
+
+    return cached
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
