@@ -65,6 +65,11 @@ LOGGER_METHODS = frozenset(
     }
 )  # fmt: skip
 LOGGER_FACTORIES = ("getLogger", "get_logger")
+# Methods that change a list, dict or set in place (on an argument: the caller's object).
+MUTATING_METHODS = frozenset(
+    {"pop", "popitem", "append", "extend", "insert", "remove", "clear", "update", "setdefault",
+     "add", "discard", "sort", "reverse"}
+)  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -97,6 +102,10 @@ class _Body(cst.CSTVisitor):
         self.loggers = loggers
         self.effects: list[str] = []
         self.calls: set[str] = set()
+        params = function.params
+        self.parameters = {
+            p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        } | {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
         # Conditions of if/while/conditional expressions/asserts, in this body.
         self.tests: list[cst.BaseExpression] = []
         # ``x.item()``, ``x.tolist()``, ``torch.unique(x)``: tensor data into Python or
@@ -139,6 +148,14 @@ class _Body(cst.CSTVisitor):
         elif self._logs(node.func):
             self.effects.append(f"logs with `{self.code(node.func)}`")
         called = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
+        receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if (
+            called in MUTATING_METHODS
+            and isinstance(receiver, cst.Name)
+            and receiver.value in self.parameters
+        ):
+            # ``kwargs.pop("pool_indices")`` changes the caller's object (qwen2_5_omni).
+            self.effects.append(f"changes its argument with `{self.code(node.func)}`")
         if called in ("item", "tolist", "numpy") and not node.args:
             self.data_reads.append(f"`{self.code(node)}`")
         elif called in DATA_DEPENDENT_SHAPE_CALLS or any(

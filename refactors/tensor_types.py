@@ -162,6 +162,14 @@ class _Assignments(cst.CSTVisitor):
         self._add(node.target, node.value)
 
 
+# A ``forward`` parameter is taken to be a tensor by convention, but not one named like
+# a switch (``output_attentions``, ``interpolate_pos_encoding``, ``return_dict``): on real
+# code those are Python bools, and an `if` on one is no break (squeezebert, maskformer).
+FLAG_PREFIXES = (
+    "output_", "return_", "use_", "interpolate_", "is_", "has_", "do_", "skip_",
+    "apply_", "enable_", "with_", "training",
+)  # fmt: skip
+
 # "A tensor or None": an annotation's verdict, never a kind in ``env``.
 _OPTIONAL = "tensor or None"
 
@@ -327,7 +335,7 @@ class TensorTypes:
             return Kind.UNKNOWN  # Optional: a tensor or nothing, so neither is assumed
         if default is not None and not isinstance(default, cst.Name):
             return Kind.NOT_TENSOR
-        if is_forward or hinted:
+        if hinted or (is_forward and not name.startswith(FLAG_PREFIXES)):
             self.assumed.add(name)
             return Kind.TENSOR
         return Kind.UNKNOWN

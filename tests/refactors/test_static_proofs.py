@@ -248,3 +248,36 @@ def test_fg106_refuses_reads_of_tensor_data_outside_conditions(body, shown):
     (finding,) = _findings(source, "FG106")
     assert finding.fix is None
     assert "READS_TENSOR_DATA" in finding.refusal_reason and shown in finding.refusal_reason
+
+
+@pytest.mark.parametrize("flag", ["output_attentions", "interpolate_pos_encoding"])
+def test_a_forward_switch_parameter_is_not_taken_for_a_tensor(flag):
+    # squeezebert, maskformer_swin: `def forward(self, x, output_attentions)` then
+    # `if output_attentions:` — a Python bool, no break.
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+        f"    def forward(self, hidden_states, {flag}):\n"
+        f"        if {flag}:\n            hidden_states = hidden_states * 2\n"
+        "        return hidden_states\n"
+    )
+    assert _findings(source, "FG101") == []
+
+
+def test_a_forward_tensor_parameter_is_still_taken_for_one():
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, hidden_states, scores):\n"
+        "        if scores.sum() > 0:\n            hidden_states = hidden_states * 2\n"
+        "        return hidden_states\n"
+    )
+    assert [f.line for f in _findings(source, "FG101")] == [7]
+
+
+def test_fg106_does_not_call_a_function_that_changes_its_argument_side_effect_free():
+    # qwen2_5_omni: `kwargs.pop("pool_indices", None)` changes the caller's dict.
+    source = (
+        "import torch\n\n\ndef pool(lengths: torch.Tensor, kwargs: dict) -> torch.Tensor:\n"
+        "    found = kwargs.pop('pool_indices', None)\n    return lengths * 2\n"
+    )
+    (finding,) = _findings(source, "FG106")
+    assert finding.fix is None and "changes its argument" in finding.refusal_reason
