@@ -230,16 +230,22 @@ async def lint_and_publish(server: FullgraphServer, uri: str) -> None:
         log.exception("static analysis of %s failed", uri)
 
 
-def schedule_lint(server: FullgraphServer, uri: str) -> None:
-    """Lint ``uri`` once the user has paused typing for ``debounceMs``."""
+def debounce(server: FullgraphServer, uri: str, lint) -> None:
+    """Run ``lint(server, uri)`` once the user has paused typing for ``debounceMs``
+    (a text document's or a notebook's: each edit restarts the wait)."""
     handle = server.debounce_handles.pop(uri, None)
     if handle is not None:
         handle.cancel()
     loop = asyncio.get_running_loop()
     server.debounce_handles[uri] = loop.call_later(
         server.settings.debounce_ms / 1000,
-        lambda: asyncio.ensure_future(lint_and_publish(server, uri)),
+        lambda: asyncio.ensure_future(lint(server, uri)),
     )
+
+
+def schedule_lint(server: FullgraphServer, uri: str) -> None:
+    """Lint the text document ``uri`` after the debounce delay."""
+    debounce(server, uri, lint_and_publish)
 
 
 # -- features -------------------------------------------------------------------

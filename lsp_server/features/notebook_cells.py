@@ -32,6 +32,7 @@ from fullgraph.lsp_server import notebooks
 from fullgraph.lsp_server.features.diagnostics import (
     DocumentState,
     advance,
+    debounce,
     document_diagnostics,
 )
 from fullgraph.lsp_server.features.findings import static_finding
@@ -220,14 +221,7 @@ def clear(server: FullgraphServer, uri: str) -> None:
 
 
 def schedule(server: FullgraphServer, notebook_uri: str) -> None:
-    handle = server.debounce_handles.pop(notebook_uri, None)
-    if handle is not None:
-        handle.cancel()
-    loop = asyncio.get_running_loop()
-    server.debounce_handles[notebook_uri] = loop.call_later(
-        server.settings.debounce_ms / 1000,
-        lambda: asyncio.ensure_future(lint_and_publish(server, notebook_uri)),
-    )
+    debounce(server, notebook_uri, lint_and_publish)
 
 
 # -- features -----------------------------------------------------------------------
