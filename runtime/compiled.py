@@ -22,7 +22,7 @@ from fullgraph.runtime.eager_check import EagerTrial, timed
 from fullgraph.runtime.mock import Missed, restore_rng, rng_state
 from fullgraph.runtime.monitor import Monitor
 from fullgraph.runtime.record import Record, RecordError, build_record
-from fullgraph.runtime.report import Report, dedupe_breaks, describe_function, user_error
+from fullgraph.runtime.report import Report, fill_report, make_report
 from fullgraph.runtime.run import MonitorRun
 
 
@@ -282,60 +282,3 @@ class CompiledFunction:
         if self.last_report is not None:
             fill_report(self.last_report, self.records)
         return self.last_report
-
-
-def make_report(fn, run: MonitorRun, error: BaseException | None) -> Report:
-    qualname, file, line = describe_function(fn)
-    report = Report(qualname, file, line)
-    if error is not None:
-        report.status = "user_exception"
-        report.error = user_error(error)
-    splits, checks, deferred = run.tape.call_sites()
-    report.breaks = dedupe_breaks(splits + run.unsupported)
-    report.data_checks = dedupe_breaks(checks)
-    report.deferred_effects = dedupe_breaks(deferred)
-    return report
-
-
-def fill_report(report: Report, records: list[Record]) -> None:
-    report.graphs, report.guards, report.mocks = [], [], []
-    for index, record in enumerate(records):
-        for gm in record.graphs:
-            placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-            ops = [
-                n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")
-            ]
-            if not ops and not placeholders:
-                continue
-            counts: dict[str, int] = {}
-            for node in ops:
-                name = (
-                    node.target
-                    if isinstance(node.target, str)
-                    else getattr(node.target, "__name__", str(node.target))
-                )
-                counts[name] = counts.get(name, 0) + 1
-            outputs = [str(a) for a in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
-            report.graphs.append(
-                {
-                    "index": len(report.graphs),
-                    "op_count": len(ops),
-                    "op_counts": counts,
-                    "inputs": placeholders,
-                    "outputs": outputs,
-                    "code": gm.code.strip(),
-                }
-            )
-        report.guards.append(
-            {
-                "record": index,
-                "source": record.guard_source,
-                "check_count": record.check_count,
-                "native_checks": record.native_checks,
-            }
-        )
-        report.mocks.append({"record": index, "source": record.mock_source})
-        report.side_effects = [
-            {"kind": "store", "target": s, "description": s} for s in record.side_effects
-        ]
-        break  # the report describes the most recent record

@@ -7,10 +7,9 @@ from collections.abc import Callable
 import torch
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.compiled import fill_report, make_report
 from fullgraph.runtime.monitor import Monitor
 from fullgraph.runtime.record import RecordError, build_record
-from fullgraph.runtime.report import Report
+from fullgraph.runtime.report import Report, fill_report, make_report
 from fullgraph.runtime.run import MonitorRun
 
 

@@ -10,11 +10,15 @@ import dataclasses
 import inspect
 import platform
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from fullgraph.runtime import breaks as breaks_module
+
+if TYPE_CHECKING:  # the report is built from them; they do not need it
+    from fullgraph.runtime.record import Record
+    from fullgraph.runtime.run import MonitorRun
 
 SCHEMA_VERSION = 1
 
@@ -175,3 +179,63 @@ def dedupe_breaks(found: list[breaks_module.GraphBreak]) -> list[breaks_module.G
             seen.add(key)
             unique.append(b)
     return unique
+
+
+def make_report(fn, run: MonitorRun, error: BaseException | None) -> Report:
+    """A monitoring run's report: where the function is, its breaks, data checks and
+    deferred effects (graphs, guards and mocks come with a record: ``fill_report``)."""
+    qualname, file, line = describe_function(fn)
+    report = Report(qualname, file, line)
+    if error is not None:
+        report.status = "user_exception"
+        report.error = user_error(error)
+    splits, checks, deferred = run.tape.call_sites()
+    report.breaks = dedupe_breaks(splits + run.unsupported)
+    report.data_checks = dedupe_breaks(checks)
+    report.deferred_effects = dedupe_breaks(deferred)
+    return report
+
+
+def fill_report(report: Report, records: list[Record]) -> None:
+    """The most recent record's graphs, guard, mock and side effects, into ``report``."""
+    report.graphs, report.guards, report.mocks = [], [], []
+    for index, record in enumerate(records):
+        for gm in record.graphs:
+            placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+            ops = [
+                n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")
+            ]
+            if not ops and not placeholders:
+                continue
+            counts: dict[str, int] = {}
+            for node in ops:
+                name = (
+                    node.target
+                    if isinstance(node.target, str)
+                    else getattr(node.target, "__name__", str(node.target))
+                )
+                counts[name] = counts.get(name, 0) + 1
+            outputs = [str(a) for a in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
+            report.graphs.append(
+                {
+                    "index": len(report.graphs),
+                    "op_count": len(ops),
+                    "op_counts": counts,
+                    "inputs": placeholders,
+                    "outputs": outputs,
+                    "code": gm.code.strip(),
+                }
+            )
+        report.guards.append(
+            {
+                "record": index,
+                "source": record.guard_source,
+                "check_count": record.check_count,
+                "native_checks": record.native_checks,
+            }
+        )
+        report.mocks.append({"record": index, "source": record.mock_source})
+        report.side_effects = [
+            {"kind": "store", "target": s, "description": s} for s in record.side_effects
+        ]
+        break  # the report describes the most recent record
