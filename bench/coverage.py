@@ -18,10 +18,15 @@ for each of the two systems:
   eager code rejects another batch size are left out of this figure.
 
 It prints a table and the six headline figures; ``--json PATH`` also writes
-them.  A runtime that is not complete yet is measured as it is: whatever it
+them.  ``--section capture`` measures issue #17's programs instead
+(``bench/capture_programs``: custom autograd Functions, legacy APIs, RNNs,
+data-dependent branches and shapes; see ``bench/capture_section.py``), with a
+table per program, one per category and every wrong output listed;
+``--section all`` measures both.  A runtime that is not complete yet is measured as it is: whatever it
 raises is counted as a failure and named in the table.
 
-    .venv/bin/python bench/coverage.py [--json coverage.json] [--only NAME ...]
+    .venv/bin/python bench/coverage.py [--section corpus|capture|all] [--json coverage.json]
+        [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ import torch._dynamo
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))  # capture_section, also when imported as bench.coverage
+import capture_section  # issue #17's programs: --section capture
 from programs import loader  # the corpus lives with the tests
 
 SEEDS = (0, 1, 2)
@@ -324,19 +331,50 @@ def main(argv: list[str] | None = None) -> int:
         "--json", type=Path, metavar="PATH", help="write the figures and the per-program rows here"
     )
     parser.add_argument("--only", nargs="+", metavar="NAME", help="measure only these programs")
+    parser.add_argument(
+        "--section",
+        choices=("corpus", "capture", "all"),
+        default="corpus",
+        help="tests/programs (corpus), issue #17's bench/capture_programs (capture), or both",
+    )
     args = parser.parse_args(argv)
 
     # Dynamo logs every graph break as a warning; the table says it already.
     logging.getLogger("torch._dynamo").setLevel(logging.ERROR)
-    names = args.only or loader.program_names()
-    unknown = sorted(set(names) - set(loader.program_names()))
-    if unknown:
-        parser.error(f"no such program: {', '.join(unknown)} (see tests/programs/)")
+    corpus_names = loader.program_names() if args.section != "capture" else []
+    capture_names = (
+        capture_section.capture_programs.program_names() if args.section != "corpus" else []
+    )
+    if args.only:
+        unknown = sorted(set(args.only) - set(corpus_names) - set(capture_names))
+        if unknown:
+            parser.error(f"no such program: {', '.join(unknown)} (see tests/programs/)")
+        corpus_names = [name for name in corpus_names if name in args.only]
+        capture_names = [name for name in capture_names if name in args.only]
+    figures: dict[str, Any] = {"torch": torch.__version__}
+    if capture_names:
+        started = time.perf_counter()
+        capture_rows = capture_section.measure(capture_names, _quiet)
+        figures["capture"] = {
+            "seconds": round(time.perf_counter() - started, 1),
+            "summary": capture_section.summary(capture_rows),
+            "rows": [dataclasses.asdict(row) for row in capture_rows],
+        }
+        print(capture_section.format_rows(capture_rows))
+        print()
+        print(capture_section.format_summary(figures["capture"]["summary"]))
+        print()
+        print(capture_section.format_details(capture_rows))
+        print()
+    if not corpus_names:
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        return 0
+    names = corpus_names
     started = time.perf_counter()
     rows = measure(names)
-    figures = headline(rows)
+    figures.update(headline(rows))
     figures["seconds"] = round(time.perf_counter() - started, 1)
-    figures["torch"] = torch.__version__
     print(format_table(rows))
     print()
     print(format_headline(figures))
