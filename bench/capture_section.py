@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,7 @@ class SystemResult:
     wrong: list[str] = dataclasses.field(default_factory=list)  # "call 2: <assert message>"
     error: str | None = None  # the exception that stopped compile or a call
     fallbacks: int = 0
+    monitor_runs: int | None = None  # fullgraph only: of the three calls, how many monitored
     break_sites: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -75,6 +77,8 @@ class SystemResult:
             calls = f"{self.calls_equal}/{len(SEEDS)} eq"
         if self.fallbacks:
             calls += f" {self.fallbacks}fb"
+        if self.monitor_runs is not None:
+            calls += f" {self.monitor_runs}mon"
         return f"{'yes' if self.one_graph_and_correct else 'no '} {graphs} {calls}"
 
 
@@ -110,6 +114,16 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:160] if text else _exception_name(exc)
 
 
+def _what_differs(exc: AssertionError) -> str:
+    """``"gradients [1][0]: Tensor-likes are not close! ..."``: which part, then how."""
+    text = " ".join(str(exc).split())
+    where = re.search(r"The failure occurred for item (\[\d+\])(\S*)", text)
+    if where is None:
+        return text[:200]
+    part = "output" if where[1] == "[0]" else "gradients"
+    return f"{part} {where[2] or ''}: {text[: where.start()].strip()[:200]}"
+
+
 def _calls(program, make_compiled: Callable[[Any], Callable], result: SystemResult) -> Any:
     """Three calls with fresh inputs, each compared with eager; fills ``result``."""
     model = program.make_model()
@@ -138,7 +152,7 @@ def _calls(program, make_compiled: Callable[[Any], Callable], result: SystemResu
         try:
             torch.testing.assert_close(actual, expected)
         except AssertionError as exc:
-            result.wrong.append(f"call {call}: {' '.join(str(exc).split())[:200]}")
+            result.wrong.append(f"call {call}: {_what_differs(exc)}")
             continue
         result.calls_equal += 1
     return compiled
@@ -161,6 +175,7 @@ def measure_fullgraph(program, fg_compile, fg_explain) -> SystemResult:
     )
     if compiled is not None:
         result.fallbacks = compiled.stats.fallbacks
+        result.monitor_runs = compiled.stats.monitor_runs
         if compiled.stats.fallback_reason:
             result.break_sites.append(f"fallback: {compiled.stats.fallback_reason[:160]}")
     return result

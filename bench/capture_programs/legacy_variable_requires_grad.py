@@ -1,5 +1,6 @@
 """Pre-0.4 code that still runs: inputs and initial states wrapped in
-``torch.autograd.Variable``, and ``requires_grad`` switched off on intermediate tensors."""
+``torch.autograd.Variable``, and ``requires_grad`` switched off on intermediate tensors;
+a training step (the mask and the initial state must stay out of the gradients)."""
 
 import torch
 from torch import nn
@@ -24,7 +25,7 @@ class AttentionPooling(nn.Module):
 
 def make_model():
     torch.manual_seed(0)
-    return AttentionPooling().eval()
+    return AttentionPooling().train()
 
 
 def make_inputs(seed: int):
@@ -33,3 +34,4 @@ def make_inputs(seed: int):
 
 
 EXPECTED_GRAPHS = 1
+GRADIENTS = True
