@@ -13,12 +13,21 @@ from __future__ import annotations
 import functools
 import sys
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, autograd_calls, breaks, cpython, higher_order, sizes
+from fullgraph.runtime import (
+    annotation_table,
+    autograd_calls,
+    breaks,
+    cpython,
+    higher_order,
+    sizes,
+    warnings_blocks,
+)
 from fullgraph.runtime.capture import Unsupported
 from fullgraph.runtime.codegen import is_literal
 from fullgraph.runtime.sources import (
@@ -115,7 +124,7 @@ class CallHandling:
         ):
             # A user class (its __init__ is stepped into) or a Python class of a library
             # (warnings.catch_warnings): either way an object this run makes.
-            return self._noting_made(None, result)
+            return self._noting_made(None, result, (fn, args, kwargs))
         receiver = getattr(fn, "__self__", None)
         objclass = getattr(fn, "__objclass__", None)
         if isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase):
@@ -161,16 +170,19 @@ class CallHandling:
         if annotation.pure:
             after = self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
             if isinstance(fn, type):  # a library object made now: a replay has no such object
-                return self._noting_made(after, result)
+                return self._noting_made(after, result, (fn, args, kwargs))
             return after
         return self._replayed_callout(state, fn, args, kwargs, annotation, result, fn_depth)
 
-    def _noting_made(self, after: Callable | None, result: Callable) -> Callable:
+    def _noting_made(self, after: Callable | None, result: Callable, call: tuple) -> Callable:
+        """After the call: remember the object it made, how, and how many callouts came
+        before it (a warnings block replaces the callouts made since)."""
+
         def note() -> None:
             if after is not None:
                 after()
             made = result()
-            self.made_objects.add(id(made))
+            self.made_objects[id(made)] = (*call, len(self.tape.callouts))
             self.keepalive.append(made)
 
         return note
@@ -381,6 +393,41 @@ class CallHandling:
                 "a replay would call it on the object of the monitoring run",
             )
 
+    def _warnings_block(self, fn: Any, args: tuple) -> bool:
+        """At the exit of ``with warnings.catch_warnings():`` whose body only changed the
+        filters: replace the body's filter calls by one replay of the whole block."""
+        receiver = getattr(fn, "__self__", None)
+        if (
+            type(receiver) is not warnings.catch_warnings
+            or getattr(fn, "__name__", "") != "__exit__"
+            or args != (None, None, None)
+            or getattr(receiver, "_record", True)
+        ):
+            return False
+        made = self.made_objects.get(id(receiver))
+        if made is None:
+            return False
+        _, made_args, made_kwargs, start = made
+        inner = self.tape.callouts[start:]
+        filters = {id(f): name for name, f in warnings_blocks.FILTER_FUNCTIONS.items()}
+        if made_args or not all(is_literal(v) for v in made_kwargs.values()):
+            return False
+        if not all(c.deferred and id(c.function) in filters for c in inner):
+            return False  # something else happened inside: replayed on its own terms
+        del self.tape.callouts[start:]
+        calls = tuple((filters[id(c.function)], tuple(c.args), dict(c.kwargs)) for c in inner)
+        self.tape.record_callout(
+            warnings_blocks.replay_warnings_block,
+            "warnings.catch_warnings",
+            (tuple(sorted(made_kwargs.items())), calls),
+            {},
+            None,
+            breaks.PYTHON_SIDE_EFFECT,
+            effectful=True,
+            guard_result=False,
+        )
+        return True
+
     def _callout(self, state, fn, args, kwargs, annotation, result) -> Callable:
         name = annotation_table.qualified_name(fn)
         self.paused = True
@@ -399,6 +446,8 @@ class CallHandling:
                 breaks.AUTOGRAD_STATE_CALL,
             )
             try:
+                if self._warnings_block(fn, args):
+                    return
                 self._check_replayable_receiver(fn, name)
                 callout = self.tape.record_callout(
                     fn,

@@ -121,7 +121,8 @@ class MonitorRun(CallHandling, IterationTracking):
         self.aliases: list[tuple[Source, Source]] = []
         # Library objects the run made (warnings.catch_warnings()): calls on them can't
         # be replayed, since a replay would call them on this run's object.
-        self.made_objects: set[int] = set()
+        # id -> (class, args, kwargs, callouts recorded before it was made)
+        self.made_objects: dict[int, tuple] = {}
         self.written: set[tuple[int, Any]] = set()
         self.written_cells: set[int] = set()
         self.written_containers: set[int] = set()
