@@ -13,6 +13,7 @@ import io
 import json
 
 import pytest
+import torch
 
 from bench import coverage
 
@@ -70,3 +71,19 @@ def test_both_systems_are_measured_in_the_same_run(capture_run):
     assert rows["legacy_variable_requires_grad"]["fullgraph"]["graphs"] == 1
     assert rows["legacy_variable_requires_grad"]["fullgraph"]["breaks"] == 0
     assert rows["legacy_variable_requires_grad"]["dynamo"]["error"] is not None
+
+
+def test_every_program_has_a_category_and_is_deterministic_eagerly():
+    programs = coverage.capture_section.capture_programs
+    names = programs.program_names()
+    by_category = {
+        key: [n for n in names if programs.category(n) == key] for key in programs.CATEGORIES
+    }
+    assert all(len(found) >= 3 for found in by_category.values()), by_category
+    for name in names:
+        program = programs.load_program(name)
+        assert program.EXPECTED_GRAPHS == 1, name
+        for seed in (0, 1):
+            first = program.make_model()(*program.make_inputs(seed))
+            again = program.make_model()(*program.make_inputs(seed))
+            torch.testing.assert_close(first, again, msg=lambda m, name=name: f"{name}: {m}")
