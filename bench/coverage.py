@@ -348,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         unknown = sorted(set(args.only) - set(corpus_names) - set(capture_names))
         if unknown:
-            parser.error(f"no such program: {', '.join(unknown)} (see tests/programs/)")
+            parser.error(
+                f"no such program: {', '.join(unknown)} (see tests/programs/, bench/capture_programs/)"
+            )
         # In the order given, as the corpus section always measured --only.
         corpus_names = [name for name in args.only if name in corpus_names]
         capture_names = [name for name in args.only if name in capture_names]
