@@ -90,6 +90,7 @@ class FullgraphServer(LanguageServer):
         # before the user saves the pyproject.toml edit.
         self.added_entrypoints: list[str] = []
         self.root: Path = Path.cwd()
+        self._workspace_calls: Any = None  # WorkspaceCalls of self.root, made on first use
         # uri -> diagnostics state of an open document (features.diagnostics.DocumentState)
         self.documents: dict[str, Any] = {}
         # notebook uri -> features.notebook_cells.NotebookState (its cells are in `documents`)
@@ -234,6 +235,14 @@ class FullgraphServer(LanguageServer):
             ("lint_source", "fix_source", "SourceSyntaxError"),
             "static rules",
         )
+
+    def workspace_calls(self) -> Any:
+        """The cached scan of which functions compiled code in other files calls."""
+        from fullgraph.lsp_server.workspace_calls import WorkspaceCalls
+
+        if self._workspace_calls is None or self._workspace_calls.root != self.root:
+            self._workspace_calls = WorkspaceCalls(self.root)
+        return self._workspace_calls
 
     def service(self) -> Any:
         """An AnalysisService for the current settings, or None (told once).

@@ -32,6 +32,7 @@ from fullgraph.lsp_server.worker_process import (
     WorkerGone,
     WorkerProcess,
 )
+from fullgraph.lsp_server.workspace_calls import WorkspaceCalls
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+; this is not imported at run time
@@ -134,6 +135,7 @@ class AnalysisService:
         self._lock = threading.Lock()  # one request at a time per worker
         self._closed = False
         self.workers_started = 0  # for tests and the status bar: how often we paid start-up
+        self._calls = WorkspaceCalls(self.root)  # cross-file calls into compiled code
 
     # -- public API ---------------------------------------------------------
 
@@ -183,7 +185,7 @@ class AnalysisService:
         findings: dict[Path, list[Any]] = {}
         files = list(iter_python_files(paths, SOURCE_SUFFIXES))
         # Functions a compiled function of another file of the workspace calls are compiled too.
-        called = self._workspace_calls(files, workspace_entrypoints)
+        called = self._calls.of(files, workspace_entrypoints)
         for path in files:
             try:
                 source = path.read_text(encoding="utf-8")
@@ -196,28 +198,6 @@ class AnalysisService:
                 if errors is not None:
                     errors[path] = exc
         return findings
-
-    def _workspace_calls(self, files: list[Path], workspace_entrypoints) -> dict:
-        """``workspace_entrypoints`` over the root's ``.py`` files and ``files``, kept while
-        no file changes (the CLI checks one file at a time)."""
-        everything = sorted(
-            {
-                path.resolve()
-                for path in (*iter_python_files([self.root], (".py",)), *files)
-                if path.suffix == ".py"
-            }
-        )
-        signature = []
-        for path in everything:
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            signature.append((path, stat.st_mtime_ns, stat.st_size))
-        cached = getattr(self, "_called_cache", None)
-        if cached is None or cached[0] != signature:
-            cached = self._called_cache = (signature, workspace_entrypoints(everything, self.root))
-        return cached[1]
 
     def warm_up(self) -> None:
         """Start a worker now (without waiting) so the next analysis finds it ready."""

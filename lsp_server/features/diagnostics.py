@@ -55,26 +55,57 @@ class DocumentState:
 
 
 def lint(
-    refactors: Any, text: str, path: str, ignore: list[str], linter: Any = None
+    refactors: Any,
+    text: str,
+    path: str,
+    ignore: list[str],
+    linter: Any = None,
+    entrypoints: Any = (),
 ) -> tuple[list[StaticFinding], Any]:
     """Run the static rules (through ``linter`` when given): (findings, None) or ([], the error)."""
     try:
-        raw = linter.lint(text) if linter is not None else refactors.lint_source(text, path)
+        if linter is not None:
+            raw = linter.lint(text)
+        elif entrypoints:
+            raw = refactors.lint_source(text, path, entrypoints=entrypoints)
+        else:
+            raw = refactors.lint_source(text, path)
     except refactors.SourceSyntaxError as error:
         return [], error
     rules = getattr(refactors, "RULES", {})
     return [static_finding(f, rules) for f in raw if f.code not in ignore], None
 
 
-def document_linter(refactors: Any, state: DocumentState, path: str) -> Any:
-    """The document's incremental linter, or None when the refactors backend has none."""
+def document_linter(refactors: Any, state: DocumentState, path: str, entrypoints: Any = ()) -> Any:
+    """The document's incremental linter, or None when the refactors backend has none.
+
+    ``entrypoints``: functions of the file that compiled code elsewhere calls; a
+    new set (another file was saved) starts a new linter.
+    """
     factory = getattr(refactors, "IncrementalLinter", None)
     if factory is None:
         return None
     linter = state.linter
-    if not isinstance(linter, factory) or linter.path != path:
-        linter = factory(path)
+    if (
+        not isinstance(linter, factory)
+        or linter.path != path
+        or linter.entrypoints != tuple(entrypoints)
+    ):
+        linter = factory(path, entrypoints=entrypoints)
     return linter
+
+
+def called_from_elsewhere(server: FullgraphServer, refactors: Any, path: Path | None) -> dict:
+    """Functions of ``path`` that a compiled function of another workspace file calls
+    (as saved on disk), each with the reason: their prints break that graph too."""
+    finder = getattr(refactors, "workspace_entrypoints", None)
+    if path is None or finder is None or path.suffix != ".py":
+        return {}
+    try:
+        return server.workspace_calls().of([path], finder).get(path.resolve(), {})
+    except Exception:  # the scan is a bonus: a failure must not cost the file its lint
+        log.exception("reading the workspace's calls into %s failed", path)
+        return {}
 
 
 def advance(
@@ -117,9 +148,10 @@ def compute_static(server: FullgraphServer, uri: str, text: str) -> DocumentStat
         return DocumentState(text)
     path = path_of(uri)
     where = str(path) if path else uri
-    linter = document_linter(refactors, state, where)
+    entrypoints = called_from_elsewhere(server, refactors, path)
+    linter = document_linter(refactors, state, where, entrypoints)
     try:
-        findings, error = lint(refactors, text, where, server.settings.ignore, linter)
+        findings, error = lint(refactors, text, where, server.settings.ignore, linter, entrypoints)
     except Exception as crash:  # a rule bug: keep what we had, say so once per document
         log.exception("static rules failed on %s", uri)
         if uri not in server.lint_failures_reported:
