@@ -1,0 +1,1 @@
+"""Numbers that may change between calls: symbolic scalars, symbolic sizes, shape tracking."""

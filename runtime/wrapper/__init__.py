@@ -1,0 +1,1 @@
+"""The generated compiled wrapper: an entrypoint's records as a standalone module."""

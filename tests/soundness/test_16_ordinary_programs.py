@@ -1,0 +1,2237 @@
+"""Class 16: ordinary PyTorch programs an adversarial user would write.
+
+Closures and ``nonlocal`` cells, function defaults, ``functools.partial``
+keywords, bound methods, properties and descriptors, ``__getattr__``
+objects, dataclass configs and enums changed between calls; module structure
+changed (submodules replaced, parameters reassigned, ``.data`` assignment,
+dtype conversion, dropout ``p``, buffers added); argument kinds that compare
+equal but behave differently (``True`` / ``1``, ``2`` / ``2.0``, ``0.0`` /
+``-0.0``, tuple / list / ``torch.Size``, None / tensor, a tensor subclass);
+global state read or changed inside the function; loops, generators,
+comprehensions, ``try/finally`` with ``break``, dict and set iteration order;
+tensor semantics (``tolist()`` driving loops, attributes set on tensors,
+lists the function appends to).
+
+Every case calls several times and changes state between calls with ``Do``
+steps, so that a record is replayed after the change.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from harness import Call, Case, Do, Env, backends, calls, program_env, run_case
+
+
+def vec(env):
+    return torch.randn(4)
+
+
+def mat(env):
+    return torch.randn(2, 4)
+
+
+def prog(source: str, target: str = "f", name: str = "ordinary", seed: int = 0):
+    def build() -> Env:
+        torch.manual_seed(seed)
+        return program_env(source, target, name)
+
+    return build
+
+
+def setg(name: str, value_expr: str):
+    """A Do step: ``ns.<name> = eval(value_expr, ns)`` (each twin its own objects)."""
+
+    def action(env):
+        setattr(env.ns, name, eval(value_expr, vars(env.ns)))  # noqa: S307 - test programs
+
+    return Do(action, f"{name} = {value_expr}")
+
+
+def execg(code: str):
+    """A Do step: run ``code`` in the twin's program namespace."""
+
+    def action(env):
+        exec(code, vars(env.ns))  # noqa: S102 - test programs
+
+    return Do(action, code)
+
+
+# ---------------------------------------------------------------------------
+# Closures, defaults, callables
+
+
+CLOSURE_CELL = """
+import torch
+
+def make():
+    scale = 1.0
+    def f(x):
+        return x * scale
+    def set_scale(v):
+        nonlocal scale
+        scale = v
+    return f, set_scale
+
+f, set_scale = make()
+"""
+
+
+@backends()
+def test_closure_cell_rebound_between_calls(backend):
+    run_case(
+        Case(
+            "closure_cell_rebound_between_calls",
+            prog(CLOSURE_CELL),
+            [
+                *calls(2, vec),
+                execg("set_scale(3.0)"),
+                *calls(2, vec),
+                execg("set_scale(-0.5)"),
+                Call(vec),
+                execg("set_scale(1.0)"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+CLOSURE_COUNTER = """
+import torch
+
+def make():
+    n = 0
+    def f(x):
+        nonlocal n
+        n += 1
+        return x * n, n
+    def count():
+        return n
+    return f, count
+
+f, count = make()
+"""
+
+
+@backends()
+def test_closure_nonlocal_counter(backend):
+    run_case(
+        Case(
+            "closure_nonlocal_counter",
+            prog(CLOSURE_COUNTER),
+            calls(4, vec),
+            watch=lambda env: {"n": env.ns.count()},
+        ),
+        backend,
+    )
+
+
+CLOSURE_TENSOR_CELL = """
+import torch
+
+def make():
+    bias = torch.zeros(4)
+    def f(x):
+        return x + bias
+    def set_bias(t):
+        nonlocal bias
+        bias = t
+    return f, set_bias
+
+f, set_bias = make()
+"""
+
+
+@backends()
+def test_closure_tensor_cell_rebound(backend):
+    run_case(
+        Case(
+            "closure_tensor_cell_rebound",
+            prog(CLOSURE_TENSOR_CELL),
+            [
+                *calls(2, vec),
+                execg("set_bias(torch.ones(4) * 7)"),
+                *calls(2, vec),
+                execg("set_bias(torch.ones(2, 4))"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+DEFAULTS_DICT = """
+import torch
+
+def f(x, opts={"scale": 2.0, "shift": 0.0}):
+    return x * opts["scale"] + opts["shift"]
+"""
+
+
+@backends()
+def test_default_argument_dict_mutated_from_outside(backend):
+    run_case(
+        Case(
+            "default_argument_dict_mutated_from_outside",
+            prog(DEFAULTS_DICT),
+            [
+                *calls(2, vec),
+                execg("f.__defaults__[0]['scale'] = 5.0"),
+                *calls(2, vec),
+                execg("f.__defaults__[0]['shift'] = 1.0"),
+                Call(vec),
+                execg("f.__defaults__ = ({'scale': -1.0, 'shift': 3.0},)"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+KWDEFAULTS = """
+import torch
+
+def f(x, *, power=2, eps=1e-6):
+    return (x.abs() + eps) ** power
+"""
+
+
+@backends(xfail="F36: __kwdefaults__ is not guarded")
+def test_kwdefaults_changed(backend):
+    run_case(
+        Case(
+            "kwdefaults_changed",
+            prog(KWDEFAULTS),
+            [
+                *calls(2, vec),
+                execg("f.__kwdefaults__['power'] = 3"),
+                *calls(2, vec),
+                execg("f.__kwdefaults__ = {'power': 1, 'eps': 10.0}"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+PARTIAL_KEYWORDS = """
+import functools
+import torch
+import torch.nn.functional as F
+
+act = functools.partial(F.leaky_relu, negative_slope=0.1)
+
+def f(x):
+    return act(x) * 2
+"""
+
+
+@backends()
+def test_partial_keywords_dict_mutated(backend):
+    run_case(
+        Case(
+            "partial_keywords_dict_mutated",
+            prog(PARTIAL_KEYWORDS),
+            [
+                *calls(2, vec),
+                execg("act.keywords['negative_slope'] = 0.7"),
+                *calls(2, vec),
+            ],
+        ),
+        backend,
+    )
+
+
+BOUND_METHODS = """
+import torch
+
+class Scaler:
+    def __init__(self, s):
+        self.s = s
+    def apply(self, x):
+        return x * self.s
+
+a = Scaler(2.0)
+b = Scaler(-3.0)
+op = a.apply
+
+def f(x):
+    return op(x) + 1
+"""
+
+
+@backends(xfail="F34: a bound method's instance is not guarded")
+def test_bound_method_of_another_instance(backend):
+    run_case(
+        Case(
+            "bound_method_of_another_instance",
+            prog(BOUND_METHODS),
+            [
+                *calls(2, vec),
+                setg("op", "b.apply"),
+                *calls(2, vec),
+                execg("b.s = 10.0"),
+                Call(vec),
+                setg("op", "a.apply"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+METHOD_PATCHED = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+    def act(self, x):
+        return torch.relu(x)
+    def forward(self, x):
+        return self.act(self.lin(x))
+
+net = Net()
+"""
+
+
+@backends(xfail="F35: an instance attribute shadowing a method / a property replaced on the class is not guarded")
+def test_method_patched_on_instance_and_class(backend):
+    run_case(
+        Case(
+            "method_patched_on_instance_and_class",
+            prog(METHOD_PATCHED, "net"),
+            [
+                *calls(2, mat),
+                execg("net.act = torch.tanh"),
+                *calls(2, mat),
+                execg("del net.act"),
+                Call(mat),
+                execg("Net.act = lambda self, x: x * 0 - 1"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+SHADOW_DELETE = """
+import torch
+
+class Cfg:
+    scale = 2.0
+
+cfg = Cfg()
+cfg.scale = 5.0
+
+def f(x):
+    return x * cfg.scale
+"""
+
+
+@backends()
+def test_instance_attribute_deleted_uncovers_class_attribute(backend):
+    run_case(
+        Case(
+            "instance_attribute_deleted_uncovers_class_attribute",
+            prog(SHADOW_DELETE),
+            [
+                *calls(2, vec),
+                execg("del cfg.scale"),
+                *calls(2, vec),
+                execg("Cfg.scale = 7.0"),
+                Call(vec),
+                execg("cfg.scale = 1.5"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+PROPERTY = """
+import torch
+
+class Layer:
+    def __init__(self):
+        self._temp = 1.0
+    @property
+    def inv_temp(self):
+        return 1.0 / self._temp
+
+layer = Layer()
+
+def f(x):
+    return x * layer.inv_temp
+"""
+
+
+@backends(xfail="F35: a property replaced on the class is not guarded")
+def test_property_value_changes(backend):
+    run_case(
+        Case(
+            "property_value_changes",
+            prog(PROPERTY),
+            [
+                *calls(2, vec),
+                execg("layer._temp = 4.0"),
+                *calls(2, vec),
+                execg("Layer.inv_temp = property(lambda self: -2.0)"),
+                *calls(2, vec),
+            ],
+        ),
+        backend,
+    )
+
+
+DESCRIPTOR = """
+import torch
+
+STATE = {"v": 1.0}
+
+class FromState:
+    def __get__(self, obj, objtype=None):
+        return STATE["v"]
+
+class Holder:
+    factor = FromState()
+
+h = Holder()
+
+def f(x):
+    return x * h.factor
+"""
+
+
+@backends()
+def test_descriptor_reads_changing_state(backend):
+    run_case(
+        Case(
+            "descriptor_reads_changing_state",
+            prog(DESCRIPTOR),
+            [
+                *calls(2, vec),
+                execg("STATE['v'] = 3.0"),
+                *calls(2, vec),
+                execg("STATE['v'] = -1.0"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+GETATTR_OBJECT = """
+import torch
+
+class Registry:
+    def __init__(self):
+        self._values = {"alpha": 0.5}
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(name)
+
+reg = Registry()
+
+def f(x):
+    return x * reg.alpha
+"""
+
+
+@backends()
+def test_getattr_object_values_change(backend):
+    run_case(
+        Case(
+            "getattr_object_values_change",
+            prog(GETATTR_OBJECT),
+            [
+                *calls(2, vec),
+                execg("reg._values['alpha'] = 4.0"),
+                *calls(2, vec),
+                execg("reg.alpha = -1.0"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+DATACLASS_CONFIG = """
+import dataclasses
+import torch
+
+@dataclasses.dataclass
+class Config:
+    depth: int = 2
+    scale: float = 1.0
+    use_bias: bool = True
+
+cfg = Config()
+bias = torch.ones(4)
+
+def f(x):
+    for _ in range(cfg.depth):
+        x = torch.tanh(x * cfg.scale)
+    if cfg.use_bias:
+        x = x + bias
+    return x
+"""
+
+
+@backends()
+def test_dataclass_config_mutated(backend):
+    run_case(
+        Case(
+            "dataclass_config_mutated",
+            prog(DATACLASS_CONFIG),
+            [
+                *calls(2, vec),
+                execg("cfg.depth = 4"),
+                *calls(2, vec),
+                execg("cfg.scale = 0.25; cfg.use_bias = False"),
+                *calls(2, vec),
+                execg("cfg = dataclasses.replace(cfg, depth=1)"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+ENUM = """
+import enum
+import torch
+
+class Mode(enum.Enum):
+    TRAIN = "train"
+    EVAL = "eval"
+
+class Act(enum.IntEnum):
+    RELU = 1
+    TANH = 2
+
+mode = Mode.TRAIN
+act = Act.RELU
+
+def f(x):
+    if mode is Mode.EVAL:
+        x = x * 0.5
+    if act == 2:
+        return torch.tanh(x), act.name
+    return torch.relu(x) * act, act.name
+"""
+
+
+@backends()
+def test_enum_global_changed(backend):
+    run_case(
+        Case(
+            "enum_global_changed",
+            prog(ENUM),
+            [
+                *calls(2, vec),
+                setg("mode", "Mode.EVAL"),
+                *calls(2, vec),
+                setg("act", "Act.TANH"),
+                *calls(2, vec),
+                setg("act", "1"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Module structure
+
+
+NET = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU()
+        self.drop = torch.nn.Dropout(0.0)
+        self.register_buffer("scale", torch.ones(4))
+
+    def forward(self, x):
+        return self.drop(self.act(self.lin(x))) * self.scale
+
+net = Net()
+"""
+
+
+def net_case(name, changes, **kw):
+    script = [*calls(2, mat)]
+    for change in changes:
+        script += [change, *calls(2, mat)]
+    return Case(name, prog(NET, "net"), script, **kw)
+
+
+@backends()
+def test_submodule_replaced(backend):
+    run_case(
+        net_case(
+            "submodule_replaced",
+            [execg("net.act = torch.nn.GELU()"), execg("net.act = torch.nn.Identity()")],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_parameter_reassigned(backend):
+    run_case(
+        net_case(
+            "parameter_reassigned",
+            [
+                execg("torch.manual_seed(5); net.lin.weight = torch.nn.Parameter(torch.randn(4, 4))"),
+                execg("net.lin.bias = None"),
+            ],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_parameter_data_assigned(backend):
+    run_case(
+        net_case(
+            "parameter_data_assigned",
+            [
+                execg("net.lin.weight.data = torch.full((4, 4), 0.5)"),
+                execg("net.lin.bias.data = torch.arange(4.0)"),
+            ],
+        ),
+        backend,
+    )
+
+
+LINEAR_DATA_RESHAPE = """
+import torch
+
+lin = torch.nn.Linear(4, 3)
+
+def f(x):
+    return lin(x).sum(-1)
+"""
+
+
+@backends()
+def test_parameter_data_assigned_other_shape(backend):
+    # .data assignment keeps the Parameter object but changes its shape
+    run_case(
+        Case(
+            "parameter_data_assigned_other_shape",
+            prog(LINEAR_DATA_RESHAPE),
+            [
+                *calls(2, mat),
+                execg("lin.weight.data = torch.ones(5, 4); lin.bias.data = torch.zeros(5)"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_buffer_reassigned(backend):
+    run_case(
+        net_case(
+            "buffer_reassigned",
+            [execg("net.scale = torch.full((4,), 3.0)"), execg("net.scale.fill_(-1.0)")],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_load_state_dict_between_calls(backend):
+    run_case(
+        net_case(
+            "load_state_dict_between_calls",
+            [
+                execg(
+                    "torch.manual_seed(9); other = Net(); other.scale.fill_(2.0);"
+                    " net.load_state_dict(other.state_dict())"
+                )
+            ],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_module_converted_to_double(backend):
+    def dmat(env):
+        return torch.randn(2, 4, dtype=torch.float64)
+
+    run_case(
+        Case(
+            "module_converted_to_double",
+            prog(NET, "net"),
+            [
+                *calls(2, mat),
+                execg("net.double()"),
+                *calls(2, dmat),
+                execg("net.float()"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_module_converted_to_bfloat16(backend):
+    def bmat(env):
+        return torch.randn(2, 4).to(torch.bfloat16)
+
+    run_case(
+        Case(
+            "module_converted_to_bfloat16",
+            prog(NET, "net"),
+            [*calls(2, mat), execg("net.to(torch.bfloat16)"), *calls(2, bmat)],
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_dropout_p_changed(backend):
+    run_case(
+        net_case("dropout_p_changed", [execg("net.drop.p = 0.5"), execg("net.eval()")]),
+        backend,
+    )
+
+
+OPTIONAL_BUFFER = """
+import torch
+
+class Masked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        mask = getattr(self, "mask", None)
+        if mask is not None:
+            y = y * mask
+        return y
+
+net = Masked()
+"""
+
+
+@backends()
+def test_non_persistent_buffer_registered_later(backend):
+    run_case(
+        Case(
+            "non_persistent_buffer_registered_later",
+            prog(OPTIONAL_BUFFER, "net"),
+            [
+                *calls(2, mat),
+                execg("net.register_buffer('mask', torch.tensor([1., 0., 1., 0.]), persistent=False)"),
+                *calls(2, mat),
+                execg("del net.mask"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+BATCHNORM = """
+import torch
+
+net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+"""
+
+
+@backends()
+def test_batchnorm_momentum_and_tracking_changed(backend):
+    def batch(env):
+        return torch.randn(6, 4)
+
+    run_case(
+        Case(
+            "batchnorm_momentum_and_tracking_changed",
+            prog(BATCHNORM, "net"),
+            [
+                *calls(2, batch),
+                execg("net[1].momentum = None"),
+                *calls(3, batch),
+                execg("net[1].momentum = 0.5"),
+                *calls(2, batch),
+                execg("net.eval()"),
+                *calls(2, batch),
+                execg("net[1].track_running_stats = False"),
+                *calls(2, batch),
+            ],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Argument kinds
+
+
+VARARGS = """
+import torch
+
+def f(*xs, **weights):
+    total = 0
+    for i, x in enumerate(xs):
+        total = total + x * (i + 1)
+    for k, w in weights.items():
+        total = total * w
+    return total, len(xs), list(weights)
+"""
+
+
+@backends(xfail="F37: the order of **kwargs is not guarded")
+def test_varargs_and_kwargs_change(backend):
+    def args(n):
+        return lambda env: tuple(torch.randn(3) for _ in range(n))
+
+    run_case(
+        Case(
+            "varargs_and_kwargs_change",
+            prog(VARARGS),
+            [
+                Call(args(2), {"a": 2.0}),
+                Call(args(2), {"a": 2.0}),
+                Call(args(3), {"a": 2.0}, label="3 args"),
+                Call(args(3), {"a": 2.0, "b": 0.5}, label="+b"),
+                Call(args(3), {"b": 0.5, "a": 2.0}, label="b, a order"),
+                Call(args(3), {"a": 2.0, "c": 0.5}, label="c for b"),
+                Call(args(1), {}, label="1 arg no kwargs"),
+            ],
+        ),
+        backend,
+    )
+
+
+POS_OR_KW = """
+import torch
+
+def f(x, scale=1.0, shift=0.0):
+    return x * scale + shift
+"""
+
+
+@backends()
+def test_positional_vs_keyword(backend):
+    x = torch.arange(4.0)
+    run_case(
+        Case(
+            "positional_vs_keyword",
+            prog(POS_OR_KW),
+            [
+                Call((x, 2.0)),
+                Call((x, 2.0)),
+                Call((x,), {"scale": 2.0}),
+                Call((x,), {"shift": 2.0}),
+                Call((x, 2.0, 3.0)),
+                Call((x,), {"shift": 3.0, "scale": 2.0}),
+                Call((x, 3.0), {"shift": 2.0}),
+            ],
+        ),
+        backend,
+    )
+
+
+BOOL_VS_INT = """
+import torch
+
+def f(x, flag):
+    if flag is True:
+        kind = "bool"
+    elif isinstance(flag, bool):
+        kind = "false"
+    else:
+        kind = "int"
+    return x * flag, kind, flag, type(flag).__name__
+"""
+
+
+@backends()
+def test_true_vs_one(backend):
+    x = torch.arange(4.0)
+    run_case(
+        Case(
+            "true_vs_one",
+            prog(BOOL_VS_INT),
+            [
+                Call((x, 1)),
+                Call((x, 1)),
+                Call((x, True)),
+                Call((x, True)),
+                Call((x, 1)),
+                Call((x, 0)),
+                Call((x, False)),
+                Call((x, 0)),
+            ],
+        ),
+        backend,
+    )
+
+
+BOOL_TENSOR_DTYPE = """
+import torch
+
+def f(flags, v):
+    # bool * int tensor keeps the int dtype; bool * bool is bool
+    return torch.tensor([v, v]) * flags
+"""
+
+
+@backends()
+def test_true_vs_one_makes_tensor_dtype(backend):
+    flags = torch.tensor([True, False])
+    run_case(
+        Case(
+            "true_vs_one_makes_tensor_dtype",
+            prog(BOOL_TENSOR_DTYPE),
+            [
+                Call((flags, 1)),
+                Call((flags, 1)),
+                Call((flags, True)),
+                Call((flags, 1.0)),
+                Call((flags, True)),
+                Call((flags, 1)),
+            ],
+        ),
+        backend,
+    )
+
+
+INT_VS_FLOAT = """
+import torch
+
+def f(idx, s):
+    return idx * s, s / 2, str(s)
+"""
+
+
+@backends()
+def test_int_vs_float_of_equal_value(backend):
+    idx = torch.arange(4)
+    run_case(
+        Case(
+            "int_vs_float_of_equal_value",
+            prog(INT_VS_FLOAT),
+            [
+                Call((idx, 2)),
+                Call((idx, 2)),
+                Call((idx, 2.0)),
+                Call((idx, 2.0)),
+                Call((idx, 2)),
+                Call((idx, 3)),
+                Call((idx, 3.0)),
+            ],
+        ),
+        backend,
+    )
+
+
+SIGNED_ZERO = """
+import math
+import torch
+
+def f(x, s):
+    return x * math.copysign(1.0, s), 1.0 / (s + 0.0 if s else math.copysign(1e-300, s)), repr(s)
+"""
+
+
+@backends(xfail="F38: -0.0 passes the guard of a record made for 0.0")
+def test_zero_vs_negative_zero(backend):
+    x = torch.arange(4.0)
+    run_case(
+        Case(
+            "zero_vs_negative_zero",
+            prog(SIGNED_ZERO),
+            [
+                Call((x, 0.0)),
+                Call((x, 0.0)),
+                Call((x, -0.0)),
+                Call((x, -0.0)),
+                Call((x, 0.0)),
+            ],
+        ),
+        backend,
+    )
+
+
+NEG_ZERO_TENSOR = """
+import torch
+
+def f(x, s):
+    # 1 / (x * s): +inf or -inf depending on the sign of zero
+    return 1.0 / (x * s)
+"""
+
+
+@backends()
+def test_negative_zero_into_tensor(backend):
+    x = torch.zeros(3)
+    run_case(
+        Case(
+            "negative_zero_into_tensor",
+            prog(NEG_ZERO_TENSOR),
+            [
+                Call((x, 1.0)),
+                Call((x, 2.0)),
+                Call((x, 0.0)),
+                Call((x, -0.0)),
+                Call((x, -1.0)),
+                Call((x, -0.0)),
+            ],
+            watch=lambda env: {},
+        ),
+        backend,
+    )
+
+
+NAN_ARG = """
+import math
+import torch
+
+def f(x, s):
+    if math.isnan(s):
+        return x * 0, "nan"
+    if s != s:
+        return x, "never"
+    return x * s, "num"
+"""
+
+
+@backends()
+def test_nan_argument(backend):
+    x = torch.arange(4.0)
+    nan = float("nan")
+    run_case(
+        Case(
+            "nan_argument",
+            prog(NAN_ARG),
+            [
+                Call((x, nan)),
+                Call((x, nan)),
+                Call((x, 1.0)),
+                Call((x, 1.0)),
+                Call((x, nan)),
+                Call((x, float("inf"))),
+                Call((x, nan)),
+            ],
+        ),
+        backend,
+    )
+
+
+BIG_INT = """
+import torch
+
+def f(x, n):
+    return x + (n % 1000), n // 7, n * 3
+"""
+
+
+@backends()
+def test_big_python_ints(backend):
+    x = torch.zeros(2, dtype=torch.int64)
+    run_case(
+        Case(
+            "big_python_ints",
+            prog(BIG_INT),
+            [
+                Call((x, 2**70 + 1)),
+                Call((x, 2**70 + 1)),
+                Call((x, 2**70 + 2)),
+                Call((x, 2**70 + 3)),
+                Call((x, 2**63 - 1)),
+                Call((x, 2**63)),
+                Call((x, -(2**64))),
+            ],
+        ),
+        backend,
+    )
+
+
+TUPLE_VS_LIST = """
+import torch
+
+def f(x, dims):
+    if isinstance(dims, list):
+        return x.permute(*dims) * 2, type(dims).__name__
+    return x.permute(*dims), type(dims).__name__
+"""
+
+
+@backends()
+def test_tuple_vs_list_argument(backend):
+    run_case(
+        Case(
+            "tuple_vs_list_argument",
+            prog(TUPLE_VS_LIST),
+            [
+                Call(lambda env: (torch.randn(2, 3), (1, 0))),
+                Call(lambda env: (torch.randn(2, 3), (1, 0))),
+                Call(lambda env: (torch.randn(2, 3), [1, 0])),
+                Call(lambda env: (torch.randn(2, 3), [1, 0])),
+                Call(lambda env: (torch.randn(2, 3), (1, 0))),
+            ],
+        ),
+        backend,
+    )
+
+
+SIZE_VS_TUPLE = """
+import torch
+
+def f(x, shape):
+    y = x.reshape(shape)
+    return y, isinstance(shape, torch.Size), shape
+"""
+
+
+@backends()
+def test_torch_size_vs_tuple_argument(backend):
+    run_case(
+        Case(
+            "torch_size_vs_tuple_argument",
+            prog(SIZE_VS_TUPLE),
+            [
+                Call(lambda env: (torch.randn(6), (2, 3))),
+                Call(lambda env: (torch.randn(6), (2, 3))),
+                Call(lambda env: (torch.randn(6), torch.Size([2, 3]))),
+                Call(lambda env: (torch.randn(6), torch.Size([2, 3]))),
+                Call(lambda env: (torch.randn(6), [2, 3])),
+                Call(lambda env: (torch.randn(6), (2, 3))),
+            ],
+        ),
+        backend,
+    )
+
+
+OPTIONAL_MASK = """
+import torch
+
+def f(x, mask=None):
+    if mask is None:
+        return x.softmax(-1)
+    return x.masked_fill(~mask, float("-inf")).softmax(-1)
+"""
+
+
+@backends()
+def test_none_vs_tensor_argument(backend):
+    mask = torch.tensor([[True, False, True, True]] * 2)
+    run_case(
+        Case(
+            "none_vs_tensor_argument",
+            prog(OPTIONAL_MASK),
+            [
+                *calls(2, mat),
+                Call(lambda env: (torch.randn(2, 4), mask)),
+                Call(lambda env: (torch.randn(2, 4), mask)),
+                Call(lambda env: (torch.randn(2, 4), None)),
+                Call(lambda env: (torch.randn(2, 4),), {"mask": None}),
+                Call(lambda env: (torch.randn(2, 4),), lambda env: {"mask": mask}),
+            ],
+        ),
+        backend,
+    )
+
+
+LAYOUTS = """
+import torch
+
+def f(x):
+    y = x.flatten(1)
+    return y * 2, y.is_contiguous(), x.sum(0)
+"""
+
+
+@backends()
+def test_channels_last_expanded_transposed_inputs(backend):
+    def plain(env):
+        return torch.randn(2, 3, 2, 2)
+
+    def channels_last(env):
+        return torch.randn(2, 3, 2, 2).to(memory_format=torch.channels_last)
+
+    def expanded(env):
+        return torch.randn(1, 3, 2, 2).expand(2, 3, 2, 2)
+
+    def transposed(env):
+        return torch.randn(2, 2, 3, 2).transpose(1, 2)
+
+    run_case(
+        Case(
+            "channels_last_expanded_transposed_inputs",
+            prog(LAYOUTS),
+            [
+                *calls(2, plain),
+                *calls(2, channels_last),
+                *calls(2, expanded),
+                *calls(2, transposed),
+                Call(plain),
+            ],
+        ),
+        backend,
+    )
+
+
+INPLACE_ON_VIEW_ARG = """
+import torch
+
+def f(x):
+    x.mul_(2)
+    return x.sum()
+"""
+
+
+@backends()
+def test_inplace_on_channels_last_and_transposed(backend):
+    def channels_last(env):
+        return torch.randn(2, 3, 2, 2).to(memory_format=torch.channels_last)
+
+    def plain(env):
+        return torch.randn(2, 3, 2, 2)
+
+    def transposed(env):
+        return torch.randn(2, 2, 3, 2).transpose(1, 2)
+
+    run_case(
+        Case(
+            "inplace_on_channels_last_and_transposed",
+            prog(INPLACE_ON_VIEW_ARG),
+            [*calls(2, plain), *calls(2, channels_last), *calls(2, transposed), Call(plain)],
+        ),
+        backend,
+    )
+
+
+ZERO_DIM = """
+import torch
+
+def f(x, y):
+    return x + y, (x + y).dim(), (x * y).shape
+"""
+
+
+@backends()
+def test_zero_dim_vs_one_element(backend):
+    run_case(
+        Case(
+            "zero_dim_vs_one_element",
+            prog(ZERO_DIM),
+            [
+                Call(lambda env: (torch.randn(3), torch.tensor(2.0))),
+                Call(lambda env: (torch.randn(3), torch.tensor(2.0))),
+                Call(lambda env: (torch.randn(3), torch.tensor([2.0]))),
+                Call(lambda env: (torch.randn(3), torch.tensor([2.0]))),
+                Call(lambda env: (torch.randn(3), torch.tensor(2))),
+                Call(lambda env: (torch.randn(3).half(), torch.tensor(2.0))),
+                Call(lambda env: (torch.randn(3).half(), torch.tensor([2.0]))),
+            ],
+        ),
+        backend,
+    )
+
+
+REQUIRES_GRAD_ARG = """
+import torch
+
+w = torch.ones(3)
+
+def f(x):
+    y = x * w
+    if x.requires_grad:
+        return y.sum(), "grad"
+    return y.sum(), "no grad"
+"""
+
+
+@backends()
+def test_requires_grad_of_argument_changes(backend):
+    run_case(
+        Case(
+            "requires_grad_of_argument_changes",
+            prog(REQUIRES_GRAD_ARG),
+            [
+                Call(lambda env: torch.randn(3)),
+                Call(lambda env: torch.randn(3)),
+                Call(lambda env: torch.randn(3).requires_grad_()),
+                Call(lambda env: torch.randn(3).requires_grad_()),
+                Call(lambda env: torch.randn(3)),
+            ],
+        ),
+        backend,
+    )
+
+
+class Tagged(torch.Tensor):
+    """Shared by both twins (torch.equal cannot compare two distinct subclasses)."""
+
+
+SUBCLASS = """
+import torch
+
+def f(x):
+    y = x * 2 + 1
+    return y, type(y).__name__, type(x).__name__
+"""
+
+
+@backends()
+def test_tensor_subclass_and_parameter_arguments(backend):
+    run_case(
+        Case(
+            "tensor_subclass_and_parameter_arguments",
+            prog(SUBCLASS),
+            [
+                *calls(2, vec),
+                Call(lambda env: torch.randn(4).as_subclass(Tagged), label="Tagged"),
+                Call(lambda env: torch.randn(4).as_subclass(Tagged), label="Tagged"),
+                Call(lambda env: torch.nn.Parameter(torch.randn(4)), label="Parameter"),
+                Call(lambda env: torch.nn.Parameter(torch.randn(4)), label="Parameter"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+TENSOR_ATTRIBUTE_READ = """
+import torch
+
+def f(x):
+    return x * getattr(x, "scale", 1.0)
+"""
+
+
+@backends(xfail="F40: attributes read from a tensor are not guarded")
+def test_attribute_set_on_input_tensor(backend):
+    def tagged(value):
+        def make(env):
+            t = torch.randn(4)
+            t.scale = value
+            return t
+
+        make.__name__ = f"x.scale = {value}"
+        return make
+
+    run_case(
+        Case(
+            "attribute_set_on_input_tensor",
+            prog(TENSOR_ATTRIBUTE_READ),
+            [
+                *calls(2, vec),
+                Call(tagged(3.0)),
+                Call(tagged(3.0)),
+                Call(tagged(-2.0)),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Global state
+
+
+INNER_DEFAULT_DTYPE = """
+import torch
+
+def f(x):
+    torch.set_default_dtype(torch.float64)
+    try:
+        z = torch.zeros(4) + x
+        r = torch.arange(3) * 0.5
+    finally:
+        torch.set_default_dtype(torch.float32)
+    return z, r, torch.tensor(1.5)
+"""
+
+
+@backends(xfail="F42: set_default_dtype inside the function is not replayed")
+def test_default_dtype_set_inside(backend):
+    run_case(Case("default_dtype_set_inside", prog(INNER_DEFAULT_DTYPE), calls(3, vec)), backend)
+
+
+BACKEND_FLAGS = """
+import torch
+
+def f(x):
+    if torch.backends.mkldnn.enabled:
+        x = x * 2
+    if torch.backends.cudnn.benchmark:
+        x = x + 1
+    return x
+"""
+
+
+@backends()
+def test_backend_flags_toggled(backend):
+    def restore(env):
+        torch.backends.mkldnn.enabled = True
+        torch.backends.cudnn.benchmark = False
+
+    try:
+        run_case(
+            Case(
+                "backend_flags_toggled",
+                prog(BACKEND_FLAGS),
+                [
+                    *calls(2, vec),
+                    Do(lambda env: setattr(torch.backends.cudnn, "benchmark", True), "benchmark"),
+                    *calls(2, vec),
+                    Do(lambda env: setattr(torch.backends.mkldnn, "enabled", False), "no mkldnn"),
+                    *calls(2, vec),
+                    Do(restore, "restore"),
+                    Call(vec),
+                ],
+            ),
+            backend,
+        )
+    finally:
+        restore(None)
+
+
+GRAD_FLAG_INSIDE = """
+import torch
+
+lin = torch.nn.Linear(4, 2)
+
+def f(x, train):
+    with torch.set_grad_enabled(train):
+        y = lin(x)
+    return y, y.requires_grad
+"""
+
+
+@backends()
+def test_set_grad_enabled_from_argument(backend):
+    run_case(
+        Case(
+            "set_grad_enabled_from_argument",
+            prog(GRAD_FLAG_INSIDE),
+            [
+                Call(lambda env: (torch.randn(2, 4), True)),
+                Call(lambda env: (torch.randn(2, 4), True)),
+                Call(lambda env: (torch.randn(2, 4), False)),
+                Call(lambda env: (torch.randn(2, 4), False)),
+                Call(lambda env: (torch.randn(2, 4), 1)),
+                Call(lambda env: (torch.randn(2, 4), 0)),
+            ],
+        ),
+        backend,
+    )
+
+
+INFERENCE_MODE_AROUND = """
+import torch
+
+lin = torch.nn.Linear(4, 2)
+
+def f(x):
+    y = lin(x)
+    return y, y.requires_grad, torch.is_inference_mode_enabled()
+"""
+
+
+@backends()
+def test_inference_mode_around_call(backend):
+    run_case(
+        Case(
+            "inference_mode_around_call",
+            prog(INFERENCE_MODE_AROUND),
+            [
+                *calls(2, mat),
+                *calls(2, mat, context=lambda env: torch.inference_mode()),
+                *calls(2, mat, context=lambda env: torch.no_grad()),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+INFERENCE_MODE_INSIDE = """
+import torch
+
+lin = torch.nn.Linear(4, 2)
+cache = {}
+
+def f(x):
+    with torch.inference_mode():
+        y = lin(x)
+    cache["last"] = y
+    return y * 2, y.is_inference()
+"""
+
+
+@backends()
+def test_inference_mode_inside(backend):
+    run_case(Case("inference_mode_inside", prog(INFERENCE_MODE_INSIDE), calls(3, mat)), backend)
+
+
+NUMPY_RANDOM = """
+import random
+import numpy as np
+import torch
+
+def f(x):
+    noise = torch.from_numpy(np.random.randn(4).astype("float32"))
+    pick = random.choice([0.5, 1.0, 2.0, 4.0])
+    return x * pick + noise
+"""
+
+
+@backends()
+def test_numpy_and_python_random_inside(backend):
+    run_case(
+        Case(
+            "numpy_and_python_random_inside",
+            prog(NUMPY_RANDOM),
+            [*calls(3, vec), Do(lambda env: __import__("random").seed(99), "reseed random"), *calls(2, vec)],
+        ),
+        backend,
+    )
+
+
+ENVIRON = """
+import os
+import torch
+
+def f(x):
+    if "FG16_MODE" in os.environ:
+        x = x * 2
+    if os.getenv("FG16_SHIFT"):
+        x = x + float(os.environ["FG16_SHIFT"])
+    return x
+"""
+
+
+@backends(xfail="F43: os.getenv results are frozen into the record")
+def test_environ_membership_and_getenv(backend):
+    import os
+
+    def clean(env=None):
+        os.environ.pop("FG16_MODE", None)
+        os.environ.pop("FG16_SHIFT", None)
+
+    clean()
+    try:
+        run_case(
+            Case(
+                "environ_membership_and_getenv",
+                prog(ENVIRON),
+                [
+                    *calls(2, vec),
+                    Do(lambda env: os.environ.__setitem__("FG16_MODE", "1"), "FG16_MODE=1"),
+                    *calls(2, vec),
+                    Do(lambda env: os.environ.__setitem__("FG16_SHIFT", "3"), "FG16_SHIFT=3"),
+                    *calls(2, vec),
+                    Do(lambda env: os.environ.__setitem__("FG16_SHIFT", "5"), "FG16_SHIFT=5"),
+                    Call(vec),
+                    Do(clean, "clean"),
+                    Call(vec),
+                ],
+            ),
+            backend,
+        )
+    finally:
+        clean()
+
+
+SYS_ARGV = """
+import sys
+import torch
+
+def f(x):
+    if "--double" in sys.argv:
+        return x * 2
+    return x
+"""
+
+
+@backends()
+def test_sys_argv_read(backend):
+    import sys
+
+    saved = list(sys.argv)
+
+    def add(env):
+        if "--double" not in sys.argv:
+            sys.argv.append("--double")
+
+    try:
+        run_case(
+            Case(
+                "sys_argv_read",
+                prog(SYS_ARGV),
+                [*calls(2, vec), Do(add, "argv += --double"), *calls(2, vec)],
+            ),
+            backend,
+        )
+    finally:
+        sys.argv[:] = saved
+
+
+GLOBAL_REBOUND = """
+import torch
+
+WEIGHTS = [1.0, 2.0]
+TABLE = torch.ones(4)
+
+def f(x):
+    total = x * 0
+    for w in WEIGHTS:
+        total = total + x * w
+    return total + TABLE
+"""
+
+
+@backends()
+def test_global_rebound_vs_mutated(backend):
+    run_case(
+        Case(
+            "global_rebound_vs_mutated",
+            prog(GLOBAL_REBOUND),
+            [
+                *calls(2, vec),
+                execg("WEIGHTS[0] = 5.0"),
+                *calls(2, vec),
+                setg("WEIGHTS", "[1.0, 2.0, 3.0]"),
+                *calls(2, vec),
+                execg("TABLE.add_(1)"),
+                Call(vec),
+                setg("TABLE", "torch.zeros(4)"),
+                Call(vec),
+                setg("WEIGHTS", "(1.0, 2.0)"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Control flow
+
+
+SHAPE_LOOP = """
+import torch
+
+def f(x):
+    total = torch.zeros(x.shape[1:])
+    for i in range(x.shape[0]):
+        total = total + x[i] * (i + 1)
+    return total, x.shape[0] // 2
+"""
+
+
+@backends()
+def test_loop_trip_count_from_shape(backend):
+    def rows(n):
+        return lambda env: torch.randn(n, 3)
+
+    run_case(
+        Case(
+            "loop_trip_count_from_shape",
+            prog(SHAPE_LOOP),
+            [Call(rows(n), label=f"{n} rows") for n in (3, 3, 4, 5, 6, 3, 7)],
+        ),
+        backend,
+    )
+
+
+HALF_SPLIT = """
+import torch
+
+def f(x):
+    n = x.shape[0] // 2
+    first, second = x[:n], x[n:]
+    if x.shape[0] % 2:
+        return first.sum(0) - second.sum(0), "odd"
+    return first.sum(0) + second.sum(0), "even"
+"""
+
+
+@backends()
+def test_shape_arithmetic_parity(backend):
+    run_case(
+        Case(
+            "shape_arithmetic_parity",
+            prog(HALF_SPLIT),
+            [Call(lambda env, n=n: torch.randn(n, 2), label=f"{n}") for n in (4, 4, 6, 8, 5, 7, 10, 9)],
+        ),
+        backend,
+    )
+
+
+TRY_FINALLY_LOOP = """
+import torch
+
+LIMIT = 2
+log = []
+
+def f(xs):
+    total = 0
+    for i, x in enumerate(xs):
+        try:
+            if i >= LIMIT:
+                break
+            if i == 0:
+                continue
+            total = total + x
+        finally:
+            log.append(i)
+    return total
+"""
+
+
+@backends()
+def test_try_finally_with_break_continue(backend):
+    def xs(env):
+        return [torch.randn(2) for _ in range(4)]
+
+    run_case(
+        Case(
+            "try_finally_with_break_continue",
+            prog(TRY_FINALLY_LOOP),
+            [*calls(2, xs), setg("LIMIT", "3"), *calls(2, xs), setg("LIMIT", "10"), Call(xs)],
+        ),
+        backend,
+    )
+
+
+GENERATORS = """
+import torch
+
+SCALES = [1.0, 2.0]
+
+def scales():
+    yield 0.5
+    yield from SCALES
+
+def f(x):
+    return sum(x * s for s in scales()), [s for s in scales() if s > 1]
+"""
+
+
+@backends(xfail="F44: yield from a list does not guard the list")
+def test_generators_and_yield_from(backend):
+    run_case(
+        Case(
+            "generators_and_yield_from",
+            prog(GENERATORS),
+            [
+                *calls(2, vec),
+                execg("SCALES.append(3.0)"),
+                *calls(2, vec),
+                execg("SCALES[0] = 7.0"),
+                Call(vec),
+                setg("SCALES", "(4.0,)"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+COMPREHENSION = """
+import torch
+
+FACTORS = {"a": 1.0, "b": 2.0}
+
+def f(x):
+    parts = {k: x * v for k, v in sorted(FACTORS.items())}
+    best = max(FACTORS, key=FACTORS.get)
+    return parts, best
+"""
+
+
+@backends()
+def test_sorted_and_max_over_mutated_dict(backend):
+    run_case(
+        Case(
+            "sorted_and_max_over_mutated_dict",
+            prog(COMPREHENSION),
+            [
+                *calls(2, vec),
+                execg("FACTORS['c'] = 0.5"),
+                *calls(2, vec),
+                execg("FACTORS['a'] = 9.0"),
+                *calls(2, vec),
+                execg("del FACTORS['b']"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+DICT_ORDER = """
+import torch
+
+WEIGHTS = {"a": 1.0, "b": 2.0, "c": 3.0}
+
+def f(x):
+    out = x
+    for w in WEIGHTS.values():
+        out = out * w + 1
+    return out, list(WEIGHTS)
+"""
+
+
+@backends()
+def test_dict_order_after_delete_and_reinsert(backend):
+    run_case(
+        Case(
+            "dict_order_after_delete_and_reinsert",
+            prog(DICT_ORDER),
+            [
+                *calls(2, vec),
+                execg("del WEIGHTS['a']; WEIGHTS['a'] = 1.0"),  # same contents, other order
+                *calls(2, vec),
+                execg("WEIGHTS = dict(reversed(list(WEIGHTS.items())))"),
+                *calls(2, vec),
+            ],
+        ),
+        backend,
+    )
+
+
+DICT_ORDER_MODULE = """
+import torch
+
+class Heads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = {"a": 1.0, "b": 2.0, "c": 3.0}
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        outs = []
+        for name, s in self.scales.items():
+            h = torch.tanh(h * s)
+            outs.append(h)
+        return torch.stack(outs)
+
+net = Heads()
+"""
+
+
+@backends()
+def test_attribute_dict_reordered(backend):
+    run_case(
+        Case(
+            "attribute_dict_reordered",
+            prog(DICT_ORDER_MODULE, "net"),
+            [
+                *calls(2, mat),
+                execg("net.scales = {'c': 3.0, 'b': 2.0, 'a': 1.0}"),
+                *calls(2, mat),
+                execg("s = net.scales.pop('b'); net.scales['b'] = s"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+SET_ORDER = """
+import torch
+
+KEYS = {1, 9}
+
+def f(x):
+    out = x
+    for k in KEYS:
+        out = out * 2 + k
+    return out, list(KEYS)
+"""
+
+
+@backends(xfail="F39: a set is guarded by equality, not iteration order")
+def test_set_iteration_order_same_contents(backend):
+    run_case(
+        Case(
+            "set_iteration_order_same_contents",
+            prog(SET_ORDER),
+            [
+                *calls(2, vec),
+                setg("KEYS", "{9, 1}"),  # same set, other iteration order
+                *calls(2, vec),
+                execg("KEYS.discard(1); KEYS.add(1)"),
+                *calls(2, vec),
+                execg("KEYS.add(17)"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+SET_ORDER_ARG = """
+import torch
+
+def f(x, keys):
+    out = x
+    for k in keys:
+        out = out * 2 + k
+    return out
+"""
+
+
+@backends(xfail="F39: a set is guarded by equality, not iteration order")
+def test_set_argument_iteration_order(backend):
+    run_case(
+        Case(
+            "set_argument_iteration_order",
+            prog(SET_ORDER_ARG),
+            [
+                Call(lambda env: (torch.zeros(2), {1, 9})),
+                Call(lambda env: (torch.zeros(2), {1, 9})),
+                Call(lambda env: (torch.zeros(2), {9, 1})),
+                Call(lambda env: (torch.zeros(2), {9, 1})),
+                Call(lambda env: (torch.zeros(2), frozenset({1, 9}))),
+                Call(lambda env: (torch.zeros(2), frozenset({9, 1}))),
+            ],
+        ),
+        backend,
+    )
+
+
+DICT_ARG_ORDER = """
+import torch
+
+def f(x, weights):
+    out = x
+    for k, w in weights.items():
+        out = out * w + len(k)
+    return out
+"""
+
+
+@backends()
+def test_dict_argument_key_order(backend):
+    run_case(
+        Case(
+            "dict_argument_key_order",
+            prog(DICT_ARG_ORDER),
+            [
+                Call(lambda env: (torch.ones(2), {"a": 2.0, "bb": 3.0})),
+                Call(lambda env: (torch.ones(2), {"a": 2.0, "bb": 3.0})),
+                Call(lambda env: (torch.ones(2), {"bb": 3.0, "a": 2.0})),
+                Call(lambda env: (torch.ones(2), {"bb": 3.0, "a": 2.0})),
+                Call(lambda env: (torch.ones(2), {"a": 2.0, "bb": 3.0})),
+            ],
+        ),
+        backend,
+    )
+
+
+EARLY_RETURN = """
+import torch
+
+def f(xs, threshold):
+    for i, x in enumerate(xs):
+        if i >= threshold:
+            return x, i
+    return xs[-1] * 0, -1
+"""
+
+
+@backends()
+def test_early_return_depends_on_argument(backend):
+    def xs(n, t):
+        return lambda env: ([torch.randn(2) for _ in range(n)], t)
+
+    run_case(
+        Case(
+            "early_return_depends_on_argument",
+            prog(EARLY_RETURN),
+            [Call(xs(3, 1)), Call(xs(3, 1)), Call(xs(3, 2)), Call(xs(3, 5)), Call(xs(5, 4)), Call(xs(3, 1))],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Tensor semantics
+
+
+TOLIST_LOOP = """
+import torch
+
+table = torch.arange(10.0)
+
+def f(idx):
+    total = 0.0
+    for i in idx.tolist():
+        total = total + table[i]
+    return total, len(idx.tolist())
+"""
+
+
+@backends()
+def test_tolist_drives_loop(backend):
+    run_case(
+        Case(
+            "tolist_drives_loop",
+            prog(TOLIST_LOOP),
+            [
+                Call((torch.tensor([1, 2]),)),
+                Call((torch.tensor([1, 2]),)),
+                Call((torch.tensor([3, 4]),)),
+                Call((torch.tensor([3, 3]),)),
+                Call((torch.tensor([5, 6]),)),
+                Call((torch.tensor([0, 9]),)),
+            ],
+        ),
+        backend,
+    )
+
+
+BOOL_OF_TENSOR = """
+import torch
+
+def f(x):
+    if (x > 0).all():
+        return x.log()
+    if bool(x.sum() > 0):
+        return x.relu()
+    return -x
+"""
+
+
+@backends()
+def test_bool_of_tensor_drives_branches(backend):
+    run_case(
+        Case(
+            "bool_of_tensor_drives_branches",
+            prog(BOOL_OF_TENSOR),
+            [
+                Call((torch.tensor([1.0, 2.0]),)),
+                Call((torch.tensor([1.0, 3.0]),)),
+                Call((torch.tensor([-1.0, 3.0]),)),
+                Call((torch.tensor([-1.0, 4.0]),)),
+                Call((torch.tensor([-5.0, 1.0]),)),
+                Call((torch.tensor([2.0, 2.0]),)),
+                Call((torch.tensor([-1.0, 5.0]),)),
+            ],
+        ),
+        backend,
+    )
+
+
+APPEND_TO_ARG = """
+import torch
+
+def f(x, acc):
+    acc.append(x * 2)
+    if len(acc) > 2:
+        acc.pop(0)
+    return torch.stack(acc).sum(0)
+"""
+
+
+@backends()
+def test_list_argument_appended_in_place(backend):
+    def build():
+        env = prog(APPEND_TO_ARG)()
+        env.acc = []
+        return env
+
+    run_case(
+        Case(
+            "list_argument_appended_in_place",
+            build,
+            calls(5, lambda env: (torch.randn(3), env.acc)),
+        ),
+        backend,
+    )
+
+
+OUT_ARG = """
+import torch
+
+def f(x, out):
+    torch.add(x, 1, out=out)
+    return out
+"""
+
+
+@backends()
+def test_out_argument_of_other_shapes(backend):
+    run_case(
+        Case(
+            "out_argument_of_other_shapes",
+            prog(OUT_ARG),
+            [
+                Call(lambda env: (torch.randn(3), torch.empty(3))),
+                Call(lambda env: (torch.randn(3), torch.empty(3))),
+                Call(lambda env: (torch.randn(3), torch.empty(0))),
+                Call(lambda env: (torch.randn(3), torch.empty(0))),
+                Call(lambda env: (torch.randn(3), torch.empty(3, dtype=torch.float64))),
+                Call(lambda env: (torch.randn(3), torch.empty(3))),
+            ],
+            compare_warnings=True,
+        ),
+        backend,
+    )
+
+
+INPLACE_VIEW_OF_INPUT = """
+import torch
+
+def f(x):
+    head = x[0]
+    head.mul_(10)
+    x.t()[1].add_(1)
+    return x.sum(), head
+"""
+
+
+@backends(xfail="F45: a returned view of an input updated in place is a copy on replay")
+def test_inplace_on_views_of_input(backend):
+    run_case(
+        Case(
+            "inplace_on_views_of_input",
+            prog(INPLACE_VIEW_OF_INPUT),
+            [
+                *calls(2, lambda env: torch.randn(3, 3)),
+                Call(lambda env: torch.randn(3, 3).t()),
+                Call(lambda env: torch.randn(3, 3).t()),
+                Call(lambda env: torch.randn(4, 3)[1:]),
+                Call(lambda env: torch.randn(4, 3)[1:]),
+            ],
+        ),
+        backend,
+    )
+
+
+RETURNS_VIEW = """
+import torch
+
+def f(x):
+    return x[1:], x.view(-1), x.detach(), x
+"""
+
+
+@backends()
+def test_returns_views_of_input(backend):
+    run_case(
+        Case("returns_views_of_input", prog(RETURNS_VIEW), calls(3, lambda env: torch.randn(3, 2))),
+        backend,
+    )
+
+
+DATA_AND_DETACH = """
+import torch
+
+w = torch.nn.Parameter(torch.ones(3))
+
+def f(x):
+    w.data.add_(x)
+    return (w * 2).sum(), w.detach().clone()
+"""
+
+
+@backends()
+def test_parameter_data_updated_inside(backend):
+    run_case(
+        Case(
+            "parameter_data_updated_inside",
+            prog(DATA_AND_DETACH),
+            calls(4, lambda env: torch.randn(3)),
+            watch=lambda env: {"w": env.ns.w},
+        ),
+        backend,
+    )
+
+
+SETTING_TENSOR_ATTR = """
+import torch
+
+def f(x):
+    y = x * 2
+    y.tag = "doubled"
+    x.seen = getattr(x, "seen", 0) + 1
+    return y, y.tag, x.seen
+"""
+
+
+@backends()
+def test_attributes_set_on_tensors_inside(backend):
+    run_case(
+        Case(
+            "attributes_set_on_tensors_inside",
+            prog(SETTING_TENSOR_ATTR),
+            [Call((torch.ones(2),)), Call((torch.ones(2),)), Call((torch.ones(2),))],
+        ),
+        backend,
+    )
+
+
+@pytest.mark.xfail(strict=True, reason="F41: an attribute set on a returned tensor is lost on replay")
+def test_attribute_set_on_returned_tensor_is_there_on_replay():
+    """The harness does not compare tensor attributes: check them directly."""
+    import fullgraph.runtime as fr
+
+    def f(x):
+        y = x * 2
+        y.tag = "doubled"
+        return y
+
+    compiled = fr.compile(f, backend="eager")
+    results = [compiled(torch.ones(2)) for _ in range(3)]
+    assert compiled.stats.hits >= 1
+    assert [getattr(r, "tag", None) for r in results] == ["doubled"] * 3
+
+
+def test_same_tensor_returned_twice_stays_one_object():
+    """``return y, y``: the caller gets one tensor twice (an in-place update of one is seen
+    through the other)."""
+    import fullgraph.runtime as fr
+
+    def f(x):
+        y = x + 1
+        return y, y
+
+    compiled = fr.compile(f, backend="eager")
+    for _ in range(3):
+        a, b = compiled(torch.ones(2))
+        assert a is b
+    assert compiled.stats.hits >= 1
+
+
+def test_returned_view_of_output_stays_a_view():
+    """``return y, y[0]``: the second output is a view of the first."""
+    import fullgraph.runtime as fr
+
+    def f(x):
+        y = x * 3
+        return y, y[0]
+
+    compiled = fr.compile(f, backend="eager")
+    for _ in range(3):
+        y, head = compiled(torch.ones(2, 2))
+        y.add_(1)
+        assert torch.equal(head, torch.full((2,), 4.0)), head
+    assert compiled.stats.hits >= 1
