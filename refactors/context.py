@@ -16,12 +16,12 @@ import libcst as cst
 import libcst.metadata as meta
 from libcst.helpers import get_full_name_for_node
 
+from .analyses.regions import FunctionInfo, find_functions
+from .analyses.tensor_types import TensorTypes
 from .fast_tree import LazyPositions, LazyQualifiedNames, fast_visit, parent_map
 from .findings import Finding, Fix, Severity
 from .imports import ensure_import, module_reference
-from .regions import FunctionInfo, find_functions
 from .suppression import find_suppressions, is_suppressed
-from .tensor_types import TensorTypes
 from .text_edits import diff_edits
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class _Metadata:
         return value() if LazyValue and isinstance(value, LazyValue) else value
 
 
-class _Replace(cst.CSTTransformer):
+class Replace(cst.CSTTransformer):
     """Swap nodes by identity; the map's keys are nodes of the metadata wrapper's module."""
 
     def __init__(self, changes: dict[cst.CSTNode, Replacement]) -> None:
@@ -110,7 +110,7 @@ def rewrite(
     module: cst.Module, changes: dict[cst.CSTNode, Replacement], imports: Sequence[str]
 ) -> str:
     """The source of ``module`` with ``changes`` made and ``imports`` added (each once)."""
-    module = module.visit(_Replace(changes))
+    module = module.visit(Replace(changes))
     for dotted in dict.fromkeys(imports):
         module = ensure_import(module, dotted)
     new_source = module.code
@@ -283,7 +283,7 @@ class RuleContext:
         """The variable names used anywhere in ``module`` (``names_in(module)``), once per lint."""
         found = self.__dict__.get("_module_names")
         if found is None:
-            from .predication import names_in
+            from .rewrites.predication import names_in
 
             names = self.module_nodes(cst.Name)
             if names is None:

@@ -66,7 +66,7 @@ def module_reference(module: cst.Module, spec: str) -> str:
     return module_alias(module, spec) or spec
 
 
-def _insertion_index(module: cst.Module) -> int:
+def insertion_index(module: cst.Module) -> int:
     index = 0
     for position, statement in enumerate(module.body):
         if not isinstance(statement, cst.SimpleStatementLine):
@@ -108,7 +108,7 @@ def ensure_import(module: cst.Module, spec: str) -> cst.Module:
         return module
     else:
         statement = cst.parse_statement(f"import {spec}\n")
-    index = _insertion_index(module)
+    index = insertion_index(module)
     body = list(module.body)
     if index < len(body) and index == 0:
         # Keep a leading comment block (license, shebang) above the new import.

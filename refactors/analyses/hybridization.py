@@ -16,7 +16,7 @@ import re
 
 import libcst as cst
 
-from .fast_tree import fast_visit
+from ..fast_tree import fast_visit
 from .regions import FunctionInfo
 from .tensor_types import Kind, TensorTypes, _is_none, _union_members
 from .torch_facts import PRIMITIVE_ANNOTATIONS

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from .fast_tree import fast_visit
+from ..fast_tree import fast_visit
 
 COMPILE_DECORATORS = frozenset(
     {

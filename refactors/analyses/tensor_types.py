@@ -16,7 +16,7 @@ code that is a guess, so the answer has three values and rules only act on
 - ``self.<layer>(…)`` returns a tensor when the class builds ``<layer>`` from
   a known ``torch.nn`` layer.
 
-The names behind these facts live in :mod:`fullgraph.refactors.torch_facts`.
+The names behind these facts live in :mod:`fullgraph.refactors.analyses.torch_facts`.
 A *likely* instance (``likely=True``) also takes submodule results and
 ``.item()`` receivers for tensors: rules report with it and fix with the
 strict one.
@@ -39,7 +39,7 @@ class Kind(enum.Enum):
     PENDING = "pending"
 
 
-from .fast_tree import fast_visit
+from ..fast_tree import fast_visit
 from .torch_facts import (
     DATA_DEPENDENT_BOOL_METHODS,
     DATA_DEPENDENT_BOOL_TORCH,

@@ -1,6 +1,6 @@
 """A module cut into top-level chunks, and which chunks a chunk's findings depend on.
 
-The incremental linter (:mod:`fullgraph.refactors.incremental`) lints a file
+The incremental linter (:mod:`fullgraph.refactors.incremental.linter`) lints a file
 one top-level statement at a time, so that an edit re-lints only what it
 touched.  This module does the cheap part with :mod:`ast` (a whole-file
 ``ast.parse`` costs a few percent of a libcst pass):

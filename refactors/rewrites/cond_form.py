@@ -3,7 +3,7 @@
 When a branch calls something that could fault or have an effect if it ran
 untaken (an embedding lookup with an index in range for one table only,
 dropout's random numbers, a linear-algebra op on a singular matrix), the
-``torch.where`` form (:mod:`fullgraph.refactors.predication`) cannot hoist it.
+``torch.where`` form (:mod:`fullgraph.refactors.rewrites.predication`) cannot hoist it.
 ``torch.cond`` runs one branch, so those are fine; its own contract (torch
 2.13, ``torch/_higher_order_ops/cond.py``) is what this module proves:
 
@@ -14,7 +14,7 @@ dropout's random numbers, a linear-algebra op on a singular matrix), the
   branches return;
 - both branches return tensors of identical metadata (dtype, device, layout,
   rank, sizes, stride order) — proven by :class:`MetadataKeys`, from facts in
-  :mod:`fullgraph.refactors.cond_facts`;
+  :mod:`fullgraph.refactors.analyses.cond_facts`;
 - a result must not alias an input (``return x`` is rejected; ``x.clone()``
   is returned instead);
 - nothing in a branch mutates an input or a buffer, has a Python side effect
@@ -22,7 +22,7 @@ dropout's random numbers, a linear-algebra op on a singular matrix), the
   whole-graph, even in eager mode, so a violation raises rather than running
   differently; the checks keep such branches out.
 
-Every failed condition raises :class:`~fullgraph.refactors.predication.Refusal`
+Every failed condition raises :class:`~fullgraph.refactors.rewrites.predication.Refusal`
 with the reason in words.
 """
 
@@ -32,7 +32,10 @@ import dataclasses
 
 import libcst as cst
 
-from . import cond_facts as facts
+from ..analyses import cond_facts as facts
+from ..analyses.purity import index_parts
+from ..analyses.tensor_types import Kind, TensorTypes
+from ..analyses.torch_facts import DATA_DEPENDENT_BOOL_TORCH
 from .predication import (
     RETURN,
     Branch,
@@ -43,7 +46,6 @@ from .predication import (
     not_boolean,
     torch_names,
 )
-from .purity import index_parts
 from .same_metadata import (
     Layer,
     MetadataKeys,
@@ -51,8 +53,6 @@ from .same_metadata import (
     is_self_attribute,
     reads,
 )
-from .tensor_types import Kind, TensorTypes
-from .torch_facts import DATA_DEPENDENT_BOOL_TORCH
 
 # -- what a branch may contain ----------------------------------------------------------
 

@@ -16,7 +16,7 @@ The plan for ``if c: <then> else: <else>`` (GraphMend's first transformation):
 Every condition of legality is checked by :func:`plan`; a failed one raises
 :class:`Refusal` with the reason in words, :class:`Unspeculatable` when the
 only obstacle is a branch that must not run untaken (then the rule tries the
-``torch.cond`` form of :mod:`fullgraph.refactors.cond_form`).  This module
+``torch.cond`` form of :mod:`fullgraph.refactors.rewrites.cond_form`).  This module
 builds code strings from nodes; the rule turns them into libcst statements.
 """
 
@@ -26,9 +26,9 @@ import dataclasses
 
 import libcst as cst
 
-from .fast_tree import fast_visit
-from .purity import Impurity, check_speculatable, torch_names
-from .tensor_types import Kind, TensorTypes
+from ..analyses.purity import Impurity, check_speculatable, torch_names
+from ..analyses.tensor_types import Kind, TensorTypes
+from ..fast_tree import fast_visit
 from .untaken import guard_untaken
 
 RETURN = "<return>"
@@ -255,7 +255,7 @@ def is_single_value(
 def check_no_inplace_layer(node: cst.BaseExpression, layers: dict, code) -> None:
     """Raise :class:`Impurity` if ``node`` calls a layer built to update its input in place.
 
-    ``layers`` maps ``self.<attr>`` to :class:`fullgraph.refactors.same_metadata.Layer`;
+    ``layers`` maps ``self.<attr>`` to :class:`fullgraph.refactors.rewrites.same_metadata.Layer`;
     ``self.act = nn.ReLU(inplace=True)`` is pure by its class, but running it untaken
     would change the tensor the other branch reads.
     """
@@ -322,7 +322,7 @@ def plan(
     """Check every legality condition and lay out the rewrite (or raise :class:`Refusal`).
 
     ``torch`` is how the file spells the torch module (for the guards of
-    :mod:`fullgraph.refactors.untaken`).
+    :mod:`fullgraph.refactors.rewrites.untaken`).
     """
     if not types.is_tensor(condition):
         raise Refusal(not_a_tensor(condition, types, code))

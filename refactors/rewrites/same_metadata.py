@@ -12,7 +12,7 @@ expression a *key*, a string such that equal keys mean equal metadata.
   arguments of equal metadata gives results of equal metadata.  Two layers of
   the class built alike (:func:`class_layers`) count as the same callee.
 - An operation known to keep its input's metadata (a table in
-  :mod:`fullgraph.refactors.cond_facts`: ``relu``, ``tanh``, ``clone`` …, or
+  :mod:`fullgraph.refactors.analyses.cond_facts`: ``relu``, ``tanh``, ``clone`` …, or
   arithmetic with a number on a floating-point tensor) has its input's key.
 
 Anything else has no key (``None``), and the rule then refuses the fix.
@@ -24,11 +24,11 @@ import dataclasses
 
 import libcst as cst
 
-from . import cond_facts as facts
-from .fast_tree import fast_visit
+from ..analyses import cond_facts as facts
+from ..analyses.tensor_types import Kind, TensorTypes
+from ..analyses.torch_facts import METADATA_ATTRIBUTES, METADATA_METHODS, TENSOR_ATTRIBUTES
+from ..fast_tree import fast_visit
 from .predication import names_in, torch_names
-from .tensor_types import Kind, TensorTypes
-from .torch_facts import METADATA_ATTRIBUTES, METADATA_METHODS, TENSOR_ATTRIBUTES
 
 ARITHMETIC = {
     cst.Add: "add",
@@ -292,7 +292,7 @@ class MetadataKeys:
     its key is its name.  An operation's key is built from its callee and its
     arguments' keys (tensors by metadata, other arguments by value), except
     that an operation known to keep its input's metadata
-    (:data:`~fullgraph.refactors.cond_facts.PRESERVING_FUNCTIONS` …, or
+    (:data:`~fullgraph.refactors.analyses.cond_facts.PRESERVING_FUNCTIONS` …, or
     arithmetic with a number on a floating-point tensor) has its input's key.
     So ``self.up(x)`` and ``torch.tanh(self.down(x)) * 2`` get one key when
     ``up`` and ``down`` are layers built alike.  ``None`` means unknown.

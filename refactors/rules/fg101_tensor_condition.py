@@ -1,8 +1,8 @@
 """FG101: an ``if``, conditional expression or ``while`` decides on tensor data.
 
-Fix: predicated control flow, ``torch.where`` (see :mod:`fullgraph.refactors.predication`)
+Fix: predicated control flow, ``torch.where`` (see :mod:`fullgraph.refactors.rewrites.predication`)
 or, when a branch must not run untaken, ``torch.cond`` (see
-:mod:`fullgraph.refactors.cond_form`).
+:mod:`fullgraph.refactors.rewrites.cond_form`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from __future__ import annotations
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from ..cond_form import plan_cond
+from ..analyses.purity import Impurity, check_speculatable
 from ..fast_tree import fast_visit
-from ..predication import (
+from ..rewrites.cond_form import plan_cond
+from ..rewrites.predication import (
     RETURN,
     Branch,
     Refusal,
@@ -26,10 +27,9 @@ from ..predication import (
     not_boolean,
     plan,
 )
-from ..purity import Impurity, check_speculatable
+from ..rewrites.same_metadata import class_layers
+from ..rewrites.untaken import guard_untaken
 from ..rule import Invalid, Rule, Valid
-from ..same_metadata import class_layers
-from ..untaken import guard_untaken
 
 
 def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:

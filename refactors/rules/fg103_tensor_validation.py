@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..predication import is_boolean, is_single_value, not_a_tensor, not_boolean
+from ..rewrites.predication import is_boolean, is_single_value, not_a_tensor, not_boolean
 from ..rule import Invalid, Rule, Valid
 
 CHECK = "fullgraph.refactors.support:check"

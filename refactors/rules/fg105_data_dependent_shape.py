@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analyses.tensor_types import TensorTypes
+from ..analyses.torch_facts import DATA_DEPENDENT_SHAPE_FUNCTIONS, DATA_DEPENDENT_SHAPE_METHODS
 from ..rule import Invalid, Rule, Valid
-from ..tensor_types import TensorTypes
-from ..torch_facts import DATA_DEPENDENT_SHAPE_FUNCTIONS, DATA_DEPENDENT_SHAPE_METHODS
 
 # Producers of boolean tensors: indexing with one is a boolean mask.
 BOOLEAN_FUNCTIONS = frozenset(

@@ -1,15 +1,15 @@
 """FG106: hybridization — a function that can run as one compiled graph, or why it cannot.
 
 Fix: add ``@fullgraph.runtime.compile``.  The analysis lives in
-:mod:`fullgraph.refactors.hybridization`.
+:mod:`fullgraph.refactors.analyses.hybridization`.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
+from ..analyses.hybridization import NO_TENSOR_PARAMETERS, analyze, loggers_in
 from ..fast_tree import fast_visit
-from ..hybridization import NO_TENSOR_PARAMETERS, analyze, loggers_in
 from ..rule import Invalid, Rule, Valid
 from .fg102_python_side_effect import _with_decorators
 

@@ -22,7 +22,8 @@ import libcst as cst
 import pytest
 from refactors_helpers import HAVE_TORCH, needs_runtime, needs_torch
 
-from fullgraph.refactors import cond_facts, fix_source, lint_source
+from fullgraph.refactors import fix_source, lint_source
+from fullgraph.refactors.analyses import cond_facts
 
 # The facts and the forms are checked by running torch; the refusals need none.
 if HAVE_TORCH:

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from fullgraph.refactors import RULES, SourceSyntaxError, apply_edits, incremental, lint_source
-from fullgraph.refactors.chunking import line_starts, rechunk, split_chunks
-from fullgraph.refactors.incremental import IncrementalLinter
+from fullgraph.refactors import RULES, SourceSyntaxError, apply_edits, lint_source
+from fullgraph.refactors.incremental import linter as incremental
+from fullgraph.refactors.incremental.chunking import line_starts, rechunk, split_chunks
+from fullgraph.refactors.incremental.linter import IncrementalLinter
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "tests" / "programs"

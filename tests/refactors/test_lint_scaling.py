@@ -12,7 +12,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from fullgraph.refactors import fast_tree, fix_source, incremental, lint_source
+from fullgraph.refactors import fast_tree, fix_source, lint_source
+from fullgraph.refactors.incremental import linter as incremental
 
 HEADER = "import torch\nfrom torch import nn\n"
 BLOCK = '''

@@ -121,7 +121,7 @@ def test_fix_changes_only_what_check_reports() -> None:
 
 
 def test_one_round_applies_every_fix_that_does_not_overlap(monkeypatch) -> None:
-    from fullgraph.refactors import engine
+    from fullgraph.refactors import fixing
 
     body = "".join(f"        print('step {i}', x)\n        x = x + {i}\n" for i in range(30))
     source = (
@@ -130,8 +130,8 @@ def test_one_round_applies_every_fix_that_does_not_overlap(monkeypatch) -> None:
         "        return x\n"
     )
     rounds = []
-    original = engine._lint
-    monkeypatch.setattr(engine, "_lint", lambda *a: rounds.append(1) or original(*a))
+    original = fixing.lint_with_context
+    monkeypatch.setattr(fixing, "lint_with_context", lambda *a: rounds.append(1) or original(*a))
     fixed = fix_source(source)
     assert fixed.count("deferred(print, ") == 30 and fixed.count("@defer_side_effects") == 1
     assert "check((x > 0).all(), AssertionError, 'positive')" in fixed
