@@ -17,8 +17,10 @@ import re
 import libcst as cst
 
 from ..fast_tree import fast_visit
+from .annotations import is_none, union_members
 from .regions import FunctionInfo
-from .tensor_types import Kind, TensorTypes, _is_none, _union_members
+from .tensor_kinds import Kind
+from .tensor_types import TensorTypes
 from .torch_facts import PRIMITIVE_ANNOTATIONS
 
 HAS_PYTHON_SIDE_EFFECTS = "HAS_PYTHON_SIDE_EFFECTS"
@@ -328,9 +330,9 @@ def _primitive_annotation(annotation: cst.BaseExpression, qualified_names) -> bo
         names = names | {annotation.value}
     if names & PRIMITIVE_ANNOTATIONS:
         return True
-    members = _union_members(annotation, names)
+    members = union_members(annotation, names)
     return members is not None and any(
-        not _is_none(m) and _primitive_annotation(m, qualified_names) for m in members
+        not is_none(m) and _primitive_annotation(m, qualified_names) for m in members
     )
 
 

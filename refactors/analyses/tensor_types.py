@@ -24,22 +24,11 @@ strict one.
 
 from __future__ import annotations
 
-import enum
-
 import libcst as cst
-import libcst.metadata as meta
-from libcst.helpers import get_full_name_for_node
-
-
-class Kind(enum.Enum):
-    TENSOR = "tensor"
-    NOT_TENSOR = "not-tensor"
-    UNKNOWN = "unknown"
-    # Only while the assignments are being solved: the name's kind is not known *yet*.
-    PENDING = "pending"
-
 
 from ..fast_tree import fast_visit
+from .annotations import OPTIONAL, annotation_kind, annotations_in
+from .tensor_kinds import Kind, is_metadata_read, qualified_names, torch_call_kind
 from .torch_facts import (
     DATA_DEPENDENT_BOOL_METHODS,
     DATA_DEPENDENT_BOOL_TORCH,
@@ -47,70 +36,14 @@ from .torch_facts import (
     METADATA_ATTRIBUTES,
     METADATA_METHODS,
     NON_TENSOR_MEMBER_PREFIXES,
-    NON_TENSOR_PREFIXES,
-    NON_TENSOR_TORCH,
-    PRIMITIVE_ANNOTATIONS,
     PURE_TENSOR_MODULES,
     SIZE_TAKING_TORCH,
-    TENSOR_ANNOTATIONS,
     TENSOR_ATTRIBUTES,
-    TENSOR_CONSTRUCTORS,
     TENSOR_HINT_METHODS,
-    TENSOR_NAMESPACES,
     TUPLE_METHODS,
-    TUPLE_TORCH,
-    TUPLE_WITH_DIM_TORCH,
     VALUE_READ_BUILTINS,
     VALUE_READ_METHODS,
 )
-
-
-def qualified_names(wrapper_metadata, node: cst.CSTNode) -> set[str]:
-    return {q.name for q in wrapper_metadata(meta.QualifiedNameProvider, node, set())}
-
-
-def torch_call_kind(names: set[str], call: cst.Call) -> Kind | None:
-    """What a call of the torch function ``names`` returns; None when it is no torch name.
-
-    Only the operator namespaces (``torch``, ``torch.nn.functional``, ``torch.linalg``,
-    ``torch.fft``, ``torch.special``) count as returning tensors, and in them not the
-    names that return Python values or tuples.
-    """
-    torch_names = {n for n in names if n == "torch" or n.startswith("torch.")}
-    if not torch_names:
-        return None
-    if torch_names & NON_TENSOR_TORCH:
-        return Kind.NOT_TENSOR
-    if torch_names & TENSOR_CONSTRUCTORS:
-        return Kind.TENSOR
-    if torch_names & TUPLE_TORCH:
-        return Kind.UNKNOWN
-    if torch_names & TUPLE_WITH_DIM_TORCH:
-        # torch.max(x, 1) is (values, indices); torch.where(c) a tuple of index tensors.
-        expected = 3 if "torch.where" in torch_names else 1
-        if len(call.args) != expected:
-            return Kind.UNKNOWN
-    for name in torch_names:
-        namespace, _, function = name.rpartition(".")
-        if (
-            namespace in TENSOR_NAMESPACES
-            and function[:1].islower()
-            and not function.startswith(NON_TENSOR_PREFIXES)
-            and not function.startswith("_")
-        ):
-            return Kind.TENSOR
-    return Kind.UNKNOWN
-
-
-def _is_metadata_read(node: cst.BaseExpression) -> bool:
-    """``x.shape``, ``x.size()``, ``x.stride()``: a value whose items are Python ints."""
-    if isinstance(node, cst.Attribute):
-        return node.attr.value == "shape"
-    return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value in ("size", "stride")
-    )
 
 
 class _Assignments(cst.CSTVisitor):
@@ -169,53 +102,6 @@ FLAG_PREFIXES = (
     "output_", "return_", "use_", "interpolate_", "is_", "has_", "do_", "skip_",
     "apply_", "enable_", "with_", "training",
 )  # fmt: skip
-
-# "A tensor or None": an annotation's verdict, never a kind in ``env``.
-_OPTIONAL = "tensor or None"
-
-
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
-def _union_members(annotation: cst.BaseExpression, names: set[str]) -> list | None:
-    """The members of ``Optional[X]`` (X and None), ``Union[…]`` or ``X | Y``; None otherwise."""
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        left = _union_members(annotation.left, set()) or [annotation.left]
-        right = _union_members(annotation.right, set()) or [annotation.right]
-        return [*left, *right]
-    if not isinstance(annotation, cst.Subscript):
-        return None
-    spelled = get_full_name_for_node(annotation.value) or ""
-    kinds = names | {spelled, spelled.rpartition(".")[2]}
-    elements = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
-    if kinds & {"typing.Optional", "Optional"} and len(elements) == 1:
-        return [elements[0], cst.Name("None")]
-    if kinds & {"typing.Union", "Union"}:
-        return elements
-    return None
-
-
-def _annotations(function: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
-    """Name -> its annotations in ``function``'s own body (``h: torch.Tensor = …``)."""
-    found: dict[str, list[cst.BaseExpression]] = {}
-
-    class _Annotated(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if isinstance(node.target, cst.Name):
-                found.setdefault(node.target.value, []).append(node.annotation.annotation)
-
-    fast_visit(function, _Annotated())
-    return found
 
 
 class TensorTypes:
@@ -290,7 +176,7 @@ class TensorTypes:
         # value's kind, unless another annotation of ``h`` says otherwise.
         annotated = self._walks.get(("annotated", function))
         if annotated is None:
-            annotated = self._walks[("annotated", function)] = _annotations(function)
+            annotated = self._walks[("annotated", function)] = annotations_in(function)
         for name, declared in annotated.items():
             if name in self.parameters:
                 continue
@@ -298,7 +184,7 @@ class TensorTypes:
             if len(kinds) != 1:
                 continue
             kind = kinds.pop()
-            if kind == _OPTIONAL:
+            if kind == OPTIONAL:
                 self.optional.add(name)
                 if self.optional_tensors:
                     self.env[name] = Kind.TENSOR
@@ -324,7 +210,7 @@ class TensorTypes:
             return Kind.NOT_TENSOR
         if param.annotation is not None:
             kind = self.annotation_kind(param.annotation.annotation)
-            if kind == _OPTIONAL:
+            if kind == OPTIONAL:
                 self.optional.add(name)
                 return Kind.TENSOR if self.optional_tensors else Kind.UNKNOWN
             return kind
@@ -341,38 +227,8 @@ class TensorTypes:
         return Kind.UNKNOWN
 
     def annotation_kind(self, annotation: cst.BaseExpression) -> Kind | str:
-        """What an annotation says: a tensor, not one, or unknown; ``_OPTIONAL`` for a
-        tensor or None (``Optional[torch.Tensor]``, ``torch.Tensor | None``, a Union)."""
-        if isinstance(annotation, cst.SimpleString):
-            try:
-                annotation = cst.parse_expression(annotation.evaluated_value)
-            except (cst.ParserSyntaxError, ValueError, TypeError):
-                return Kind.UNKNOWN
-            # A string annotation's names are resolved by their spelling alone.
-            return self._spelled_kind(annotation)
-        names = qualified_names(self._get_metadata, annotation)
-        names.add(get_full_name_for_node(annotation) or "")
-        if names & TENSOR_ANNOTATIONS or "Tensor" in names:
-            return Kind.TENSOR
-        if names & PRIMITIVE_ANNOTATIONS:
-            return Kind.NOT_TENSOR
-        members = _union_members(annotation, names)
-        if members is not None:
-            kinds = {self.annotation_kind(m) for m in members if not _is_none(m)}
-            if len(members) == 2 and any(_is_none(m) for m in members) and kinds == {Kind.TENSOR}:
-                return _OPTIONAL
-        return Kind.UNKNOWN
-
-    def _spelled_kind(self, annotation: cst.BaseExpression) -> Kind | str:
-        spelled = get_full_name_for_node(annotation) or ""
-        if spelled in TENSOR_ANNOTATIONS or spelled in ("Tensor", "torch.Tensor"):
-            return Kind.TENSOR
-        members = _union_members(annotation, {spelled})
-        if members is not None and len(members) == 2 and any(_is_none(m) for m in members):
-            (other,) = [m for m in members if not _is_none(m)] or [None]
-            if other is not None and self._spelled_kind(other) is Kind.TENSOR:
-                return _OPTIONAL
-        return Kind.UNKNOWN
+        """What ``annotation`` says (:func:`~.annotations.annotation_kind`) in this function."""
+        return annotation_kind(annotation, self._get_metadata)
 
     def _names_used_as_tensors(self) -> set[str]:
         key = ("hinted", self.function)
@@ -458,7 +314,7 @@ class TensorTypes:
         receiver = self.kind(node.value)
         if receiver in (Kind.TENSOR, Kind.PENDING):
             return receiver
-        if _is_metadata_read(node.value):
+        if is_metadata_read(node.value):
             return Kind.NOT_TENSOR
         return Kind.UNKNOWN
 
@@ -558,7 +414,7 @@ class TensorTypes:
     def _is_size(self, node: cst.BaseExpression) -> bool:
         """A Python int read from a tensor's metadata (``x.shape[1]``, ``x.dim()``, ``len(x)``)."""
         if isinstance(node, cst.Subscript):
-            return _is_metadata_read(node.value)
+            return is_metadata_read(node.value)
         if isinstance(node, cst.Call):
             func = node.func
             if isinstance(func, cst.Name):

@@ -34,7 +34,8 @@ from collections.abc import Collection, Sequence
 
 from ..engine import lint_source, parse_source
 from ..findings import Finding, Fix
-from .chunking import Chunk, ChunkNames, DependencyIndex, rechunk, split_chunks
+from .chunk_names import ChunkNames
+from .chunking import Chunk, DependencyIndex, rechunk, split_chunks
 from .fixes import fix_edits
 from .partial import FallBack, Layout, Snapshot, build_partial, layout_of, lint_partial
 
@@ -314,5 +315,3 @@ def _inputs(chunks: Sequence[Chunk], needed: list[int], position: int) -> tuple:
         else chunks[index].text
         for index in needed
     )
-
-

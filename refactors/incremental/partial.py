@@ -140,7 +140,6 @@ def lint_partial(
     return context
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
     """One version of the document, everything a fix needs to be built later."""

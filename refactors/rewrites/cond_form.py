@@ -34,7 +34,8 @@ import libcst as cst
 
 from ..analyses import cond_facts as facts
 from ..analyses.purity import index_parts
-from ..analyses.tensor_types import Kind, TensorTypes
+from ..analyses.tensor_kinds import Kind
+from ..analyses.tensor_types import TensorTypes
 from ..analyses.torch_facts import DATA_DEPENDENT_BOOL_TORCH
 from .predication import (
     RETURN,

@@ -27,7 +27,8 @@ import dataclasses
 import libcst as cst
 
 from ..analyses.purity import Impurity, check_speculatable, torch_names
-from ..analyses.tensor_types import Kind, TensorTypes
+from ..analyses.tensor_kinds import Kind
+from ..analyses.tensor_types import TensorTypes
 from ..fast_tree import fast_visit
 from .untaken import guard_untaken
 

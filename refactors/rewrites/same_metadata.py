@@ -25,7 +25,8 @@ import dataclasses
 import libcst as cst
 
 from ..analyses import cond_facts as facts
-from ..analyses.tensor_types import Kind, TensorTypes
+from ..analyses.tensor_kinds import Kind
+from ..analyses.tensor_types import TensorTypes
 from ..analyses.torch_facts import METADATA_ATTRIBUTES, METADATA_METHODS, TENSOR_ATTRIBUTES
 from ..fast_tree import fast_visit
 from .predication import names_in, torch_names

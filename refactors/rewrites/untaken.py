@@ -24,7 +24,8 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..analyses.purity import Impurity, torch_names
-from ..analyses.tensor_types import Kind, TensorTypes
+from ..analyses.tensor_kinds import Kind
+from ..analyses.tensor_types import TensorTypes
 
 # torch functions (and the tensor methods of the same name) whose first argument
 # must lie in a domain, with a value inside it.
