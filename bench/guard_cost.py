@@ -35,7 +35,7 @@ import torch
 from bench.measure import median
 from bench.zoo import TRANSFORMERS_CASES
 from fullgraph.runtime import compile as fg_compile
-from fullgraph.runtime.codegen import compile_source
+from fullgraph.runtime.record.codegen import compile_source
 
 
 def _clock(fn: Any) -> float:

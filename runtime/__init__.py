@@ -68,6 +68,6 @@ def generate_wrapper(fn: Callable, *args, entrypoint: str | None = None, **kwarg
     ``fn`` and its sample inputs) lets the module rebuild a model in a fresh
     process; a plain module-level function needs none.
     """
-    from fullgraph.runtime.wrapper import generate_wrapper_source
+    from fullgraph.runtime.wrapper.generate import generate_wrapper_source
 
     return generate_wrapper_source(fn, args, kwargs, entrypoint=entrypoint)

@@ -85,7 +85,7 @@ UNKNOWN_NATIVE_CALL = _category(
     "(`os.environ.get`, `copy.copy(cfg)`), so it must assume the call is dynamic: "
     "it is run eagerly on every call and its result is checked.",
     "If the function is pure, add an annotation for it (one line in "
-    "`fullgraph.runtime.annotation_table`); otherwise move it out of the hot path.",
+    "`fullgraph.runtime.monitor.annotation_table`); otherwise move it out of the hot path.",
     example="def forward(self, x):\n    scale = some_c_extension.compute_scale()  # FG204\n    return x * scale",
     use_instead="SCALE = some_c_extension.compute_scale()  # once, outside the compiled function\n\ndef forward(self, x):\n    return x * SCALE",
 )

@@ -16,14 +16,15 @@ from collections.abc import Callable
 
 import torch
 
-from fullgraph.runtime import autograd_calls, breaks, cpython, eager_check
+from fullgraph.runtime import breaks, cpython, eager_check
 from fullgraph.runtime.backends import dynamic_variant, resolve
 from fullgraph.runtime.eager_check import EagerTrial, timed
-from fullgraph.runtime.mock import Missed, restore_rng, rng_state
-from fullgraph.runtime.monitor import Monitor
-from fullgraph.runtime.record import Record, RecordError, build_record
+from fullgraph.runtime.monitor import autograd_calls
+from fullgraph.runtime.monitor.driver import Monitor
+from fullgraph.runtime.monitor.run import MonitorRun
+from fullgraph.runtime.record.mock import Missed, restore_rng, rng_state
+from fullgraph.runtime.record.records import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
-from fullgraph.runtime.run import MonitorRun
 
 
 @dataclasses.dataclass

@@ -7,10 +7,10 @@ from collections.abc import Callable
 import torch
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import Monitor
-from fullgraph.runtime.record import RecordError, build_record
+from fullgraph.runtime.monitor.driver import Monitor
+from fullgraph.runtime.monitor.run import MonitorRun
+from fullgraph.runtime.record.records import RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
-from fullgraph.runtime.run import MonitorRun
 
 
 def explain_call(fn: Callable, args: tuple, kwargs: dict) -> Report:
@@ -40,7 +40,7 @@ def explain_call(fn: Callable, args: tuple, kwargs: dict) -> Report:
 
 
 def _add_segment_graphs(report: Report, run: MonitorRun) -> None:
-    from fullgraph.runtime.record import graph_modules
+    from fullgraph.runtime.record.records import graph_modules
 
     for index, gm in enumerate(graph_modules(run)):
         report.graphs.append(

@@ -17,8 +17,8 @@ import torch
 from fullgraph.runtime import breaks as breaks_module
 
 if TYPE_CHECKING:  # the report is built from them; they do not need it
-    from fullgraph.runtime.record import Record
-    from fullgraph.runtime.run import MonitorRun
+    from fullgraph.runtime.monitor.run import MonitorRun
+    from fullgraph.runtime.record.records import Record
 
 SCHEMA_VERSION = 1
 

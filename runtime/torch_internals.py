@@ -124,7 +124,7 @@ def getset_descriptor_name(func) -> str | None:
     return None
 
 
-# -- symbolic sizes (runtime/shapes.py) ----------------------------------------
+# -- symbolic sizes (runtime/symbolic/shapes.py) ----------------------------------------
 def fake_mode_with_symbols():
     """A FakeTensorMode whose ShapeEnv makes a fresh symbol for every varying size.
 

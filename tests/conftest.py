@@ -1,6 +1,6 @@
 """Suite-wide: every guard the runtime builds runs natively and in Python, and they agree.
 
-The native guard tree (``fullgraph.runtime.native_guards``) is a second
+The native guard tree (``fullgraph.runtime.record.native_guards``) is a second
 rendering of the checks a user reads as Python.  With parity on, each call
 runs both; a call the tree passes and the Python guard refuses is recorded
 (and raised inside the call, where the runtime may swallow it by running the
@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 try:
-    from fullgraph.runtime import native_guards
+    from fullgraph.runtime.record import native_guards
 except ImportError:  # no torch on this interpreter: nothing builds guards
     native_guards = None
 

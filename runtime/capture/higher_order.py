@@ -34,12 +34,12 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks, torch_internals
-from fullgraph.runtime.capture import GraphTape, NodeOrigin, Unsupported, lifted_tensor
-from fullgraph.runtime.sizes import holds_size
+from fullgraph.runtime.capture.tape import GraphTape, NodeOrigin, Unsupported, lifted_tensor
+from fullgraph.runtime.symbolic.sizes import holds_size
 from fullgraph.runtime.torch_internals import tree_flatten
 
 if TYPE_CHECKING:
-    from fullgraph.runtime.run import MonitorRun
+    from fullgraph.runtime.monitor.run import MonitorRun
 
 
 def is_cond(fn: Any) -> bool:

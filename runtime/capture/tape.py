@@ -23,16 +23,16 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.data_checks import DataCheck, drop_unused, plan_check, storage_key
-from fullgraph.runtime.shapes import ShapeTracker
-from fullgraph.runtime.sizes import (
+from fullgraph.runtime.capture.data_checks import DataCheck, drop_unused, plan_check, storage_key
+from fullgraph.runtime.sources import Source
+from fullgraph.runtime.symbolic.shapes import ShapeTracker
+from fullgraph.runtime.symbolic.sizes import (
     CalloutResultSource,
     SizeInt,
     evaluate_size,
     holds_size,
     map_sizes,
 )
-from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import (
     AUTOCAST_DEVICES,
     TorchFunctionMode,

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.user_code import is_user_code
+from fullgraph.runtime.monitor.user_code import is_user_code
 
 # Module methods of torch.nn.Module that change the module (or its parameters'
 # gradients) rather than compute with it.

@@ -5,7 +5,7 @@ The annotation table decides: a pure call may still *read* its arguments
 guarded; a mutating call on an external container is replayed by the mock;
 a call that makes an iterator keeps the items' sources; a dynamic call
 becomes a *callout* (the graph is split around it and it is replayed
-eagerly).  Mixed into :class:`~fullgraph.runtime.run.MonitorRun`.
+eagerly).  Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,13 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import (
-    annotation_table,
-    autograd_calls,
-    breaks,
-    cpython,
-    higher_order,
-    sizes,
-    warnings_blocks,
-)
-from fullgraph.runtime.capture import Unsupported
-from fullgraph.runtime.codegen import is_literal
+from fullgraph.runtime import breaks, cpython
+from fullgraph.runtime.capture import higher_order
+from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.monitor import annotation_table, autograd_calls, warnings_blocks
+from fullgraph.runtime.monitor.state import FrameState, Mutation
+from fullgraph.runtime.monitor.user_code import has_user_forward, is_user_code
+from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
     HooksSource,
@@ -37,9 +33,8 @@ from fullgraph.runtime.sources import (
     is_key_representable,
     module_hooks,
 )
-from fullgraph.runtime.state import FrameState, Mutation
-from fullgraph.runtime.symbolic import Op, Sym, is_symbolic_number
-from fullgraph.runtime.user_code import has_user_forward, is_user_code
+from fullgraph.runtime.symbolic import sizes
+from fullgraph.runtime.symbolic.scalars import Op, Sym, is_symbolic_number
 
 
 class CallHandling:

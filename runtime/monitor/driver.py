@@ -14,11 +14,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from fullgraph.runtime import cpython, taint
-from fullgraph.runtime.opcodes import HANDLERS
-from fullgraph.runtime.run import MonitorRun
-from fullgraph.runtime.state import FrameState
-from fullgraph.runtime.user_code import is_user_code
+from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor import taint
+from fullgraph.runtime.monitor.opcodes import HANDLERS
+from fullgraph.runtime.monitor.run import MonitorRun
+from fullgraph.runtime.monitor.state import FrameState
+from fullgraph.runtime.monitor.user_code import is_user_code
 
 
 class ToolError(RuntimeError):

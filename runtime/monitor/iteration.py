@@ -4,7 +4,7 @@
 ``d.items()``: each item a loop yields keeps a source path into the external
 container (``M.layers[2]``), so what the program reads from it is guarded,
 and the container's length is guarded when the loop runs to its end.
-Mixed into :class:`~fullgraph.runtime.run.MonitorRun`.
+Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.
 """
 
 from __future__ import annotations

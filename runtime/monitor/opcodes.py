@@ -15,12 +15,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
-from fullgraph.runtime.user_code import is_user_code
 
 if TYPE_CHECKING:
-    from fullgraph.runtime.run import MonitorRun
-    from fullgraph.runtime.state import FrameState
+    from fullgraph.runtime.monitor.run import MonitorRun
+    from fullgraph.runtime.monitor.state import FrameState
 
 After = Callable[[], None] | None
 Handler = Callable[["MonitorRun", "FrameState", object], After]

@@ -26,20 +26,25 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import annotation_table, autograd_calls, breaks, torch_internals
-from fullgraph.runtime.calls import CallHandling
-from fullgraph.runtime.capture import (
+from fullgraph.runtime import breaks, torch_internals
+from fullgraph.runtime.capture.tape import (
     DATA_DEPENDENT,
     VALUE_READS,
     CaptureMode,
     GraphTape,
     Unsupported,
 )
-from fullgraph.runtime.codegen import is_literal
-from fullgraph.runtime.guards import IDENTITY_CHECKED
-from fullgraph.runtime.iteration import IterationTracking, _IteratorState
-from fullgraph.runtime.shapes import ShapeTracker
-from fullgraph.runtime.sizes import SizeInt, holds_size, plain
+from fullgraph.runtime.monitor import annotation_table, autograd_calls
+from fullgraph.runtime.monitor.calls import CallHandling
+from fullgraph.runtime.monitor.iteration import IterationTracking, _IteratorState
+from fullgraph.runtime.monitor.state import FrameState, Mutation
+from fullgraph.runtime.monitor.user_code import (
+    has_user_forward,
+    is_setting,
+    user_property,
+)
+from fullgraph.runtime.record.codegen import is_literal
+from fullgraph.runtime.record.guards import IDENTITY_CHECKED
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
@@ -59,14 +64,10 @@ from fullgraph.runtime.sources import (
     is_key_representable,
     module_hooks,
 )
-from fullgraph.runtime.state import FrameState, Mutation
-from fullgraph.runtime.symbolic import Condition, Leaf, Sym, is_symbolic_number
+from fullgraph.runtime.symbolic.scalars import Condition, Leaf, Sym, is_symbolic_number
+from fullgraph.runtime.symbolic.shapes import ShapeTracker
+from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
 from fullgraph.runtime.torch_internals import getset_descriptor_name, tree_flatten
-from fullgraph.runtime.user_code import (
-    has_user_forward,
-    is_setting,
-    user_property,
-)
 
 _SHARED_TYPES = (bool, int, str, type(None), float, bytes)
 
@@ -139,7 +140,7 @@ class MonitorRun(CallHandling, IterationTracking):
         self.unsupported: list[breaks.GraphBreak] = []
         self.breaks: list[breaks.GraphBreak] = []
         self.tape = GraphTape(self.resolve_external, self.locate, self.lift)
-        # Input sizes seen to change between calls: followed as symbols (runtime/shapes.py).
+        # Input sizes seen to change between calls: followed as symbols (runtime/symbolic/shapes.py).
         if follow_sizes is None:
             follow_sizes = bool(dynamic)
         self.shapes = ShapeTracker(self, dynamic or {}) if follow_sizes else None

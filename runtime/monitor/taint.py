@@ -2,7 +2,7 @@
 
 Runs before every instruction of an observed frame, ahead of the opcode
 handlers.  ``FrameState.shadow`` mirrors the value stack (one entry per slot:
-a :class:`~fullgraph.runtime.symbolic.Sym` or ``None``) and
+a :class:`~fullgraph.runtime.symbolic.scalars.Sym` or ``None``) and
 ``FrameState.local_syms`` the fast locals.  Instructions that combine
 numbers extend the expression; branches on a symbolic value record a
 condition; anything else that consumes one *concretizes* it (its exact
@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fullgraph.runtime import cpython, sizes
-from fullgraph.runtime.symbolic import COMPARE, Leaf, Op, Sym
+from fullgraph.runtime import cpython
+from fullgraph.runtime.symbolic import sizes
+from fullgraph.runtime.symbolic.scalars import COMPARE, Leaf, Op, Sym
 
 if TYPE_CHECKING:
-    from fullgraph.runtime.run import MonitorRun
-    from fullgraph.runtime.state import FrameState
+    from fullgraph.runtime.monitor.run import MonitorRun
+    from fullgraph.runtime.monitor.state import FrameState
 
 After = Callable[[], None] | None
 

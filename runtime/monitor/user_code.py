@@ -15,12 +15,16 @@ from typing import Any
 import torch
 
 
+# fullgraph.runtime itself (this file is in runtime/monitor/).
+_RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _package_dirs() -> tuple[str, ...]:
     """torch, numpy and fullgraph itself: libraries the monitor treats as opaque."""
     dirs = [
         os.path.dirname(torch.__file__),
-        os.path.dirname(__file__),
-        os.path.join(os.path.dirname(os.path.dirname(__file__)), "refactors"),
+        _RUNTIME_DIR,
+        os.path.join(os.path.dirname(_RUNTIME_DIR), "refactors"),
     ]
     try:
         import numpy

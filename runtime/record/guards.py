@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.codegen import Namespace, is_literal, literal
-from fullgraph.runtime.guard_helpers import storages_apart
+from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
+from fullgraph.runtime.record.guard_helpers import storages_apart
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,

@@ -21,7 +21,8 @@ from typing import Any
 import torch
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.capture import (
+from fullgraph.runtime.capture.data_checks import draws_random
+from fullgraph.runtime.capture.tape import (
     CalloutOrigin,
     ExternalOrigin,
     GraphTape,
@@ -30,12 +31,11 @@ from fullgraph.runtime.capture import (
     Unsupported,
     lifted_dtype,
 )
-from fullgraph.runtime.codegen import Namespace, is_literal, literal
-from fullgraph.runtime.data_checks import draws_random
-from fullgraph.runtime.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
-from fullgraph.runtime.sizes import SizeInt, holds_size
+from fullgraph.runtime.monitor.state import Mutation
+from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
+from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
 from fullgraph.runtime.sources import Source
-from fullgraph.runtime.state import Mutation
+from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size
 
 
 class Missed:

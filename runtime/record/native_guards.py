@@ -6,7 +6,7 @@ checks) is a large share of a batch-1 step.  torch ships the machinery
 Dynamo uses for the same job (``torch._C._dynamo.guards``): a root manager
 whose children are accessors (attribute, item, a Python lambda) and whose
 leaves are checks (identity, equality with type, type, tensor metadata).
-This module renders the same list of :class:`~fullgraph.runtime.guards.Check`
+This module renders the same list of :class:`~fullgraph.runtime.record.guards.Check`
 as such a tree:
 
 - each source becomes a manager reached from its base by the same path the
@@ -37,8 +37,8 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.codegen import Namespace, compile_source
-from fullgraph.runtime.guards import Check, GuardCode, GuardRenderer, module_slot_slot
+from fullgraph.runtime.record.codegen import Namespace, compile_source
+from fullgraph.runtime.record.guards import Check, GuardCode, GuardRenderer, module_slot_slot
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,

@@ -18,15 +18,15 @@ import torch.fx
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.backends import Backend
-from fullgraph.runtime.calls import REPLAYABLE_LIBRARIES
-from fullgraph.runtime.capture import ExternalOrigin, Unsupported
-from fullgraph.runtime.codegen import Namespace, compile_source
-from fullgraph.runtime.data_checks import check_module, draws_random
-from fullgraph.runtime.guard_helpers import storages_apart
-from fullgraph.runtime.guards import GuardCode, GuardRenderer, generate_guard
-from fullgraph.runtime.mock import MISS, Symbols, generate_mock
-from fullgraph.runtime.native_guards import build_guard
-from fullgraph.runtime.run import MonitorRun
+from fullgraph.runtime.capture.data_checks import check_module, draws_random
+from fullgraph.runtime.capture.tape import ExternalOrigin, Unsupported
+from fullgraph.runtime.monitor.calls import REPLAYABLE_LIBRARIES
+from fullgraph.runtime.monitor.run import MonitorRun
+from fullgraph.runtime.record.codegen import Namespace, compile_source
+from fullgraph.runtime.record.guard_helpers import storages_apart
+from fullgraph.runtime.record.guards import GuardCode, GuardRenderer, generate_guard
+from fullgraph.runtime.record.mock import MISS, Symbols, generate_mock
+from fullgraph.runtime.record.native_guards import build_guard
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import tree_flatten
 

@@ -11,7 +11,7 @@ record.  Two pieces make that work:
   tensors whose varying dimensions are symbols (torch's ``FakeTensorMode``
   over a ``ShapeEnv``), so the size of any tensor the program computes is
   known as an expression over the input sizes;
-- a size the program reads is a ``SizeInt`` (:mod:`fullgraph.runtime.sizes`):
+- a size the program reads is a ``SizeInt`` (:mod:`fullgraph.runtime.symbolic.sizes`):
   an ``int`` (so the program behaves exactly as before) that carries that
   expression.  It survives
   containers by identity (``torch.Size``, tuples, ``*shape``), arithmetic on
@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fullgraph.runtime import torch_internals
-from fullgraph.runtime.sizes import (
+from fullgraph.runtime.sources import Source
+from fullgraph.runtime.symbolic.scalars import Condition
+from fullgraph.runtime.symbolic.sizes import (
     CalloutResultSource,
     SizeInt,
     SizeLeaf,
@@ -47,12 +49,10 @@ from fullgraph.runtime.sizes import (
     map_sizes,
     plain,
 )
-from fullgraph.runtime.sources import Source
-from fullgraph.runtime.symbolic import Condition
 from fullgraph.runtime.torch_internals import tree_flatten, tree_unflatten
 
 if TYPE_CHECKING:
-    from fullgraph.runtime.run import MonitorRun
+    from fullgraph.runtime.monitor.run import MonitorRun
 
 
 # -- the fake run -------------------------------------------------------------

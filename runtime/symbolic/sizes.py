@@ -7,7 +7,7 @@ expressions (``b * s``), record comparisons as guard conditions, and pin the
 exact value wherever the number itself is needed; :func:`keeps_sizes` and
 :func:`check_instruction` catch the places where native code reads an int's
 value without calling any of its methods.  The fake run that computes the
-expressions is :mod:`fullgraph.runtime.shapes`.
+expressions is :mod:`fullgraph.runtime.symbolic.shapes`.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fullgraph.runtime.sources import Source
-from fullgraph.runtime.symbolic import Sym
+from fullgraph.runtime.symbolic.scalars import Sym
 from fullgraph.runtime.torch_internals import tree_flatten, tree_unflatten
 
 if TYPE_CHECKING:
-    from fullgraph.runtime.shapes import ShapeTracker
+    from fullgraph.runtime.symbolic.shapes import ShapeTracker
 
 
 # -- size expressions ---------------------------------------------------------

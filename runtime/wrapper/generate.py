@@ -38,12 +38,12 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.compiled import CompiledFunction
-from fullgraph.runtime.record import Record
-from fullgraph.runtime.wrapper_graphs import graph_difference, graph_from_class
-from fullgraph.runtime.wrapper_lint import tidy
-from fullgraph.runtime.wrapper_support import resolve
+from fullgraph.runtime.record.records import Record
+from fullgraph.runtime.wrapper.graphs import graph_difference, graph_from_class
+from fullgraph.runtime.wrapper.lint import tidy
+from fullgraph.runtime.wrapper.support import resolve
 
-# Names the mock uses that the module defines from fullgraph.runtime.mock.
+# Names the mock uses that the module defines from fullgraph.runtime.record.mock.
 _HELPERS = (
     "MISS",
     "Missed",
@@ -565,8 +565,8 @@ import torch
 
 # fullgraph's helpers, imported by name so the module sorts the same whichever
 # package ruff or isort takes fullgraph to be.
-_mock = importlib.import_module("fullgraph.runtime.mock")
-_support = importlib.import_module("fullgraph.runtime.wrapper_support")
+_mock = importlib.import_module("fullgraph.runtime.record.mock")
+_support = importlib.import_module("fullgraph.runtime.wrapper.support")
 MISS, Missed, leaves, write_back = _mock.MISS, _mock.Missed, _mock.leaves, _mock.write_back
 make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _mock.make_plain_object
 rng_state, restore_rng = _mock.rng_state, _mock.restore_rng

@@ -1,6 +1,6 @@
 """What a generated compiled wrapper runs: its records over the user's own objects.
 
-A generated module (``runtime/wrapper.py`` writes it) holds, per record, a
+A generated module (``runtime/wrapper/generate.py`` writes it) holds, per record, a
 guard, a mock and a ``bind`` function as readable Python, and a ``Record`` that
 ties them to the record's graph classes.  ``CompiledTarget`` is the callable
 the module's ``compile(target)`` returns:
@@ -32,8 +32,8 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.backends import eager_backend, inductor_backend, inductor_dynamic_backend
-from fullgraph.runtime.mock import Missed, restore_rng, rng_state
-from fullgraph.runtime.wrapper_graphs import graph_from_class
+from fullgraph.runtime.record.mock import Missed, restore_rng, rng_state
+from fullgraph.runtime.wrapper.graphs import graph_from_class
 
 
 def resolve(module: str, qualname: str) -> Any:
@@ -73,7 +73,7 @@ def same_definition(value: Any, where: str) -> Any:
 
 @dataclasses.dataclass
 class Record:
-    """One record of a generated module (the fields mirror ``fullgraph.runtime.record.Record``)."""
+    """One record of a generated module (the fields mirror ``fullgraph.runtime.record.records.Record``)."""
 
     guard: types.FunctionType
     mock: types.FunctionType

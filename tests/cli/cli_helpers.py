@@ -57,7 +57,7 @@ if RUNTIME_UNAVAILABLE is None:
     # The public name arrived before its implementation module; require both.
     HAS_WRAPPER = (
         hasattr(fullgraph.runtime, "generate_wrapper")
-        and importlib.util.find_spec("fullgraph.runtime.wrapper") is not None
+        and importlib.util.find_spec("fullgraph.runtime.wrapper.generate") is not None
     )
 else:
     HAS_EXPLAIN = HAS_WRAPPER = False

@@ -1,4 +1,4 @@
-"""Value reads of input data run as checks in front of the graph (runtime/data_checks.py).
+"""Value reads of input data run as checks in front of the graph (runtime/capture/data_checks.py).
 
 What a user notices: a program that reads its input's data (``if mask.all():``,
 ``int(lengths.max())``) is one graph, not graph + read + graph; the report
@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 import fullgraph.runtime as fr
-from fullgraph.lsp_server.check_run import CheckRun
-from fullgraph.lsp_server.service import AnalysisResult
+from fullgraph.lsp_server.cli.check_run import CheckRun
+from fullgraph.lsp_server.analysis.service import AnalysisResult
 
 
 def _ops(gm: torch.fx.GraphModule) -> list[str]:

@@ -10,7 +10,7 @@ the function runs as it is, with the reason in the report.
 
 The common ``with warnings.catch_warnings(): warnings.simplefilter(...)``
 block, whose body only changes filters, is replayed whole instead, on a new
-object after the graph (``runtime/warnings_blocks.py``): one graph, and the
+object after the graph (``runtime/monitor/warnings_blocks.py``): one graph, and the
 process's warning state is eager's after every call.
 """
 

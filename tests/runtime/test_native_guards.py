@@ -2,7 +2,7 @@
 
 A record's guard is written once as a list of checks and rendered twice: the
 Python function a user prints and the tree of torch's guard managers that
-runs (``runtime/native_guards.py``).  These tests change one piece of state
+runs (``runtime/record/native_guards.py``).  These tests change one piece of state
 at a time (arguments, attributes, containers, globals, hooks, grad mode) and
 ask both renderings; they must agree, and the Python one must miss where the
 program would compute something else.  The suite-wide parity fixture
@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from fullgraph.runtime import compile as fg_compile
-from fullgraph.runtime import native_guards
+from fullgraph.runtime.record import native_guards
 
 SCALE = 2.0
 CONFIG = {"mode": "relu"}

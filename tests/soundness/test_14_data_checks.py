@@ -2,7 +2,7 @@
 
 A ``bool(t)`` / ``t.item()`` / ``t.tolist()`` whose tensor comes from the
 call's inputs through a few pure ops runs before the graph instead of
-splitting it (runtime/data_checks.py).  These cases change the data the read
+splitting it (runtime/capture/data_checks.py).  These cases change the data the read
 decides on between calls (in place too, so no metadata guard can notice), and
 put in the slice what must keep the read where it is: an in-place update
 before the read, a random op, a lifted global, sizes that vary.

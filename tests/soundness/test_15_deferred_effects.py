@@ -2,7 +2,7 @@
 
 A print, log or warning whose arguments are plain values (strings, numbers,
 sizes) cannot see what the graph computes, so the mock makes it after the
-graph (runtime/capture.py, ``Callout.deferred``).  These cases check what a
+graph (runtime/capture/tape.py, ``Callout.deferred``).  These cases check what a
 user could notice: the same lines in the same order on every call, also when
 a data-dependent path misses, when a later op raises, when sizes vary, and
 when the message reads state the program changes right after.
