@@ -2235,3 +2235,1004 @@ def test_returned_view_of_output_stays_a_view():
         y.add_(1)
         assert torch.equal(head, torch.full((2,), 4.0)), head
     assert compiled.stats.hits >= 1
+
+
+INFERENCE_MODE_STORED = """
+import torch
+
+lin = torch.nn.Linear(4, 2)
+cache = {}
+
+def f(x):
+    with torch.inference_mode():
+        y = lin(x)
+    cache["last"] = y
+    return y * 2
+"""
+
+
+@backends(xfail="F46: tensors made under inference_mode inside the function are not inference tensors on replay")
+def test_inference_mode_tensor_stored(backend):
+    def watch(env):
+        last = env.ns.cache.get("last")
+        return {"is_inference": None if last is None else last.is_inference()}
+
+    run_case(
+        Case("inference_mode_tensor_stored", prog(INFERENCE_MODE_STORED), calls(3, mat), watch=watch),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Python numbers that become sizes, indices and dims
+
+
+INT_AS_SIZE = """
+import torch
+
+def f(x, n):
+    a = x.repeat(n)
+    b = torch.ones(n) * x.sum()
+    c = x[:n]
+    d = x.view(n, -1) if x.numel() % n == 0 else None
+    return a, b, c, d, torch.arange(n).sum()
+"""
+
+
+@backends()
+def test_int_argument_used_as_size(backend):
+    run_case(
+        Case(
+            "int_argument_used_as_size",
+            prog(INT_AS_SIZE),
+            [Call(lambda env, n=n: (torch.randn(6), n), label=f"n={n}") for n in (2, 2, 3, 3, 1, 6, 4, 2)],
+        ),
+        backend,
+    )
+
+
+INT_AS_INDEX = """
+import torch
+
+def f(x, i, d, k):
+    return x[i], x.sum(dim=d), x.topk(k, dim=-1).values, torch.roll(x, shifts=i, dims=0), x.narrow(0, i, 1)
+"""
+
+
+@backends()
+def test_int_arguments_as_index_dim_k(backend):
+    def args(i, d, k):
+        return lambda env: (torch.randn(3, 4), i, d, k)
+
+    run_case(
+        Case(
+            "int_arguments_as_index_dim_k",
+            prog(INT_AS_INDEX),
+            [
+                Call(args(0, 0, 1)),
+                Call(args(0, 0, 1)),
+                Call(args(1, 0, 1)),
+                Call(args(2, 0, 1)),
+                Call(args(2, 1, 1)),
+                Call(args(2, 1, 2)),
+                Call(args(1, 1, 3)),
+                Call(args(-1, -1, 4)),
+                Call(args(0, 0, 1)),
+            ],
+        ),
+        backend,
+    )
+
+
+FLOAT_TO_SIZE = """
+import math
+import torch
+import torch.nn.functional as F
+
+def f(x, s):
+    up = F.interpolate(x, scale_factor=s, mode="nearest")
+    n = int(x.shape[-1] * s)
+    return up, torch.zeros(n), math.floor(s * 10), round(s, 1), s > 1.5
+"""
+
+
+@backends()
+def test_float_argument_becomes_size(backend):
+    run_case(
+        Case(
+            "float_argument_becomes_size",
+            prog(FLOAT_TO_SIZE),
+            [
+                Call(lambda env, s=s: (torch.randn(1, 1, 4), s), label=f"s={s}")
+                for s in (2.0, 2.0, 1.5, 3.0, 1.25, 2.5, 1.0, 2.0)
+            ],
+        ),
+        backend,
+    )
+
+
+FLOAT_BRANCH = """
+import torch
+
+def f(x, p):
+    if p > 0.5:
+        return x * p, "high"
+    return x - p, "low"
+"""
+
+
+@backends()
+def test_float_argument_drives_branch(backend):
+    run_case(
+        Case(
+            "float_argument_drives_branch",
+            prog(FLOAT_BRANCH),
+            [Call(lambda env, p=p: (torch.randn(3), p), label=f"p={p}") for p in (0.1, 0.2, 0.3, 0.9, 0.4, 0.7, 0.5)],
+        ),
+        backend,
+    )
+
+
+SPLIT_CHUNK = """
+import torch
+
+def f(x, sizes, n):
+    parts = torch.split(x, sizes)
+    chunks = x.chunk(n)
+    return [p.sum() for p in parts], len(chunks), torch.cat([c * i for i, c in enumerate(chunks)])
+"""
+
+
+@backends(xfail="F47: a list passed to a torch op is guarded by its type only")
+def test_split_sizes_and_chunks_change(backend):
+    def args(sizes, n):
+        return lambda env: (torch.randn(6), list(sizes), n)
+
+    run_case(
+        Case(
+            "split_sizes_and_chunks_change",
+            prog(SPLIT_CHUNK),
+            [
+                Call(args([2, 4], 2)),
+                Call(args([2, 4], 2)),
+                Call(args([3, 3], 2)),
+                Call(args([4, 2], 3)),
+                Call(args([1, 2, 3], 3)),
+                Call(args([1, 5], 4)),
+                Call(args([2, 4], 2)),
+            ],
+        ),
+        backend,
+    )
+
+
+LIST_TO_TENSOR = """
+import torch
+
+WEIGHTS = [1.0, 2.0, 3.0]
+
+def f(x, idx):
+    w = torch.tensor(WEIGHTS)
+    return x[idx] * w[: len(idx)].sum(), torch.tensor(idx) + 1, torch.full((2,), WEIGHTS[0])
+"""
+
+
+@backends(xfail="F47: a list passed to a torch op is guarded by its type only")
+def test_python_lists_become_tensors(backend):
+    run_case(
+        Case(
+            "python_lists_become_tensors",
+            prog(LIST_TO_TENSOR),
+            [
+                Call(lambda env: (torch.randn(4), [0, 1])),
+                Call(lambda env: (torch.randn(4), [0, 1])),
+                Call(lambda env: (torch.randn(4), [2, 3])),
+                Call(lambda env: (torch.randn(4), [3, 0])),
+                execg("WEIGHTS[1] = 20.0"),
+                Call(lambda env: (torch.randn(4), [3, 0])),
+                execg("WEIGHTS[0] = -1.0"),
+                Call(lambda env: (torch.randn(4), [3, 0])),
+                Call(lambda env: (torch.randn(4), [1, 2, 3])),
+            ],
+        ),
+        backend,
+    )
+
+
+NUMPY_ARGS = """
+import numpy as np
+import torch
+
+TABLE = np.arange(4, dtype=np.float32)
+
+def f(x, a):
+    return x + torch.from_numpy(a), x * torch.as_tensor(TABLE), float(a.sum())
+"""
+
+
+@backends()
+def test_numpy_arrays_argument_and_global(backend):
+    import numpy as np
+
+    run_case(
+        Case(
+            "numpy_arrays_argument_and_global",
+            prog(NUMPY_ARGS),
+            [
+                Call(lambda env: (torch.randn(4), np.ones(4, dtype=np.float32))),
+                Call(lambda env: (torch.randn(4), np.ones(4, dtype=np.float32))),
+                Call(lambda env: (torch.randn(4), np.full(4, 3.0, dtype=np.float32))),
+                Call(lambda env: (torch.randn(4), np.full(4, 5.0, dtype=np.float32))),
+                execg("TABLE[0] = 100.0"),
+                Call(lambda env: (torch.randn(4), np.full(4, 5.0, dtype=np.float32))),
+                Call(lambda env: (torch.randn(4), np.full(4, 5.0, dtype=np.float64))),
+            ],
+        ),
+        backend,
+    )
+
+
+PY_LIST_INDEX = """
+import torch
+
+def f(x, rows, mask):
+    return x[rows], x[mask]
+"""
+
+
+@backends(xfail="F47: a list passed to a torch op is guarded by its type only")
+def test_list_index_and_bool_mask_arguments(backend):
+    run_case(
+        Case(
+            "list_index_and_bool_mask_arguments",
+            prog(PY_LIST_INDEX),
+            [
+                Call(lambda env: (torch.randn(3, 2), [0, 2], [True, False, True])),
+                Call(lambda env: (torch.randn(3, 2), [0, 2], [True, False, True])),
+                Call(lambda env: (torch.randn(3, 2), [1, 2], [True, True, True])),
+                Call(lambda env: (torch.randn(3, 2), [2, 2], [False, False, True])),
+                Call(lambda env: (torch.randn(3, 2), [1], [False, True, False])),
+            ],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Data-dependent shapes and Python numbers from tensors
+
+
+DATA_SHAPES = """
+import torch
+
+def f(x):
+    pos = x[x > 0]
+    nz = torch.nonzero(x > 0.5)
+    u = torch.unique(x.round())
+    return pos, nz, u, pos.shape[0]
+"""
+
+
+@backends()
+def test_data_dependent_shapes(backend):
+    run_case(Case("data_dependent_shapes", prog(DATA_SHAPES), calls(6, lambda env: torch.randn(8))), backend)
+
+
+BINCOUNT = """
+import torch
+
+def f(labels):
+    n = int(labels.max()) + 1
+    counts = torch.zeros(n).index_add_(0, labels, torch.ones(labels.shape[0]))
+    return counts, torch.bincount(labels), n
+"""
+
+
+@backends()
+def test_size_from_max_item(backend):
+    run_case(
+        Case(
+            "size_from_max_item",
+            prog(BINCOUNT),
+            [
+                Call((torch.tensor([0, 1, 1]),)),
+                Call((torch.tensor([0, 1, 0]),)),
+                Call((torch.tensor([0, 3, 1]),)),
+                Call((torch.tensor([2, 3, 1]),)),
+                Call((torch.tensor([0, 0, 0]),)),
+                Call((torch.tensor([5, 1, 1]),)),
+            ],
+        ),
+        backend,
+    )
+
+
+ITEM_RANGE = """
+import torch
+
+def f(x, k):
+    steps = int(k.item())
+    for _ in range(steps):
+        x = x * 0.5 + 1
+    return x, steps, k.tolist()
+"""
+
+
+@backends()
+def test_item_drives_range(backend):
+    run_case(
+        Case(
+            "item_drives_range",
+            prog(ITEM_RANGE),
+            [Call(lambda env, k=k: (torch.ones(2), torch.tensor(k)), label=f"k={k}") for k in (2, 2, 3, 1, 4, 0, 2)],
+        ),
+        backend,
+    )
+
+
+TOLIST_RETURN = """
+import torch
+
+def f(x):
+    y = x * 2
+    return y.tolist(), y.sum().item(), y.max().item() > 1, len(x), [float(v) for v in x]
+"""
+
+
+@backends()
+def test_tolist_and_item_returned(backend):
+    run_case(Case("tolist_and_item_returned", prog(TOLIST_RETURN), calls(4, lambda env: torch.randn(3))), backend)
+
+
+TENSOR_ITERATION = """
+import torch
+
+def f(x, y):
+    out = []
+    for i, (a, b) in enumerate(zip(x, y)):
+        out.append(a * b + i)
+    return torch.stack(out), [r.sum() for r in x]
+"""
+
+
+@backends()
+def test_iteration_over_tensors(backend):
+    def args(n, m):
+        return lambda env: (torch.randn(n, 2), torch.randn(m, 2))
+
+    run_case(
+        Case(
+            "iteration_over_tensors",
+            prog(TENSOR_ITERATION),
+            [Call(args(3, 3)), Call(args(3, 3)), Call(args(4, 4)), Call(args(4, 2)), Call(args(2, 4)), Call(args(5, 5))],
+        ),
+        backend,
+    )
+
+
+NUMPY_RETURN = """
+import torch
+
+def f(x):
+    y = x + 1
+    return y.numpy(), x.numpy()
+"""
+
+
+@backends()
+def test_numpy_views_returned(backend):
+    def check(env):
+        pass
+
+    run_case(Case("numpy_views_returned", prog(NUMPY_RETURN), calls(3, lambda env: torch.randn(3))), backend)
+
+
+def test_numpy_view_of_input_shares_memory_on_replay():
+    """``x.numpy()`` shares the input's memory: a write through it is seen in ``x``."""
+    import fullgraph.runtime as fr
+
+    def f(x):
+        return x.numpy(), (x + 1).numpy()
+
+    compiled = fr.compile(f, backend="eager")
+    for _ in range(3):
+        x = torch.zeros(3)
+        a, b = compiled(x)
+        a[0] = 7.0
+        assert x[0].item() == 7.0
+        assert b.tolist() == [1.0, 1.0, 1.0]
+    assert compiled.stats.hits >= 1
+
+
+# ---------------------------------------------------------------------------
+# Library modules with state of their own
+
+
+EMBEDDING_MAX_NORM = """
+import torch
+
+emb = torch.nn.Embedding(5, 3, max_norm=1.0)
+with torch.no_grad():
+    emb.weight.mul_(3)
+
+def f(idx):
+    return emb(idx).sum(-1)
+"""
+
+
+@backends()
+def test_embedding_max_norm_renormalizes_in_forward(backend):
+    run_case(
+        Case(
+            "embedding_max_norm_renormalizes_in_forward",
+            prog(EMBEDDING_MAX_NORM),
+            [
+                Call((torch.tensor([0, 1]),)),
+                Call((torch.tensor([0, 1]),)),
+                Call((torch.tensor([2, 3]),)),
+                Call((torch.tensor([4, 0]),)),
+                execg("emb.max_norm = 0.5"),
+                Call((torch.tensor([4, 0]),)),
+            ],
+            watch=lambda env: {"weight": env.ns.emb.weight},
+        ),
+        backend,
+    )
+
+
+SPECTRAL_NORM = """
+import torch
+
+lin = torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(4, 4))
+
+def f(x):
+    return lin(x)
+"""
+
+
+@backends()
+def test_spectral_norm_power_iteration(backend):
+    def watch(env):
+        return {
+            "u": env.ns.lin.parametrizations.weight[0]._u,
+            "v": env.ns.lin.parametrizations.weight[0]._v,
+            "training": env.ns.lin.training,
+        }
+
+    run_case(
+        Case(
+            "spectral_norm_power_iteration",
+            prog(SPECTRAL_NORM),
+            [*calls(3, mat), execg("lin.eval()"), *calls(2, mat), execg("lin.train()"), *calls(2, mat)],
+            watch=watch,
+        ),
+        backend,
+    )
+
+
+PARAMETRIZE = """
+import torch
+import torch.nn.utils.parametrize as P
+
+class Symmetric(torch.nn.Module):
+    def forward(self, w):
+        return w.triu() + w.triu(1).transpose(-1, -2)
+
+lin = torch.nn.Linear(3, 3)
+
+def f(x):
+    return lin(x)
+"""
+
+
+@backends()
+def test_parametrization_registered_and_removed(backend):
+    run_case(
+        Case(
+            "parametrization_registered_and_removed",
+            prog(PARAMETRIZE),
+            [
+                *calls(2, lambda env: torch.randn(2, 3)),
+                execg("P.register_parametrization(lin, 'weight', Symmetric())"),
+                *calls(2, lambda env: torch.randn(2, 3)),
+                execg("P.remove_parametrizations(lin, 'weight', leave_parametrized=False)"),
+                *calls(2, lambda env: torch.randn(2, 3)),
+            ],
+        ),
+        backend,
+    )
+
+
+MHA = """
+import torch
+
+mha = torch.nn.MultiheadAttention(4, 2, batch_first=True)
+
+def f(x, need_weights):
+    out, w = mha(x, x, x, need_weights=need_weights)
+    return out, w
+"""
+
+
+@backends()
+def test_multihead_attention_flags(backend):
+    def args(flag):
+        return lambda env: (torch.randn(2, 3, 4), flag)
+
+    run_case(
+        Case(
+            "multihead_attention_flags",
+            prog(MHA),
+            [
+                Call(args(True)),
+                Call(args(True)),
+                Call(args(False)),
+                Call(args(False)),
+                execg("mha.eval()"),
+                Call(args(False)),
+                Call(args(False)),
+                Call(args(True)),
+            ],
+        ),
+        backend,
+    )
+
+
+LSTM = """
+import torch
+
+lstm = torch.nn.LSTM(3, 4, batch_first=True)
+
+def f(x, state=None):
+    out, (h, c) = lstm(x, state)
+    return out[:, -1], (h, c)
+"""
+
+
+@backends()
+def test_lstm_with_and_without_state(backend):
+    run_case(
+        Case(
+            "lstm_with_and_without_state",
+            prog(LSTM),
+            [
+                *calls(2, lambda env: torch.randn(2, 5, 3)),
+                Call(lambda env: (torch.randn(2, 5, 3), (torch.zeros(1, 2, 4), torch.ones(1, 2, 4)))),
+                Call(lambda env: (torch.randn(2, 5, 3), (torch.zeros(1, 2, 4), torch.ones(1, 2, 4)))),
+                Call(lambda env: torch.randn(2, 7, 3)),
+                Call(lambda env: torch.randn(2, 5, 3)),
+            ],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Standard-library state
+
+
+LOGGING = """
+import logging
+import torch
+
+records = []
+
+class ListHandler(logging.Handler):
+    def emit(self, record):
+        records.append(record.getMessage())
+
+log = logging.getLogger("fg16." + __name__)
+log.propagate = False
+log.addHandler(ListHandler())
+log.setLevel(logging.WARNING)
+
+def f(x):
+    log.info("norm %.3f", x.norm().item())
+    log.warning("called with %d rows", x.shape[0])
+    return x * 2
+"""
+
+
+@backends()
+def test_logging_level_changed(backend):
+    run_case(
+        Case(
+            "logging_level_changed",
+            prog(LOGGING),
+            [
+                *calls(2, vec),
+                execg("log.setLevel(logging.INFO)"),
+                *calls(2, vec),
+                execg("log.setLevel(logging.ERROR)"),
+                *calls(2, vec),
+                execg("log.setLevel(logging.DEBUG); log.disabled = True"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+ITER_STATE = """
+import collections
+import itertools
+import torch
+
+counter = itertools.count()
+recent = collections.deque(maxlen=2)
+hist = collections.defaultdict(list)
+
+def f(x):
+    step = next(counter)
+    recent.append(step)
+    hist[step % 2].append(step)
+    return x * step, list(recent), len(hist[0])
+"""
+
+
+@backends(xfail="F50: next() of an itertools.count is frozen into the record")
+def test_itertools_count_and_deque(backend):
+    run_case(
+        Case(
+            "itertools_count_and_deque",
+            prog(ITER_STATE),
+            calls(5, vec),
+            watch=lambda env: {"recent": list(env.ns.recent), "hist": dict(env.ns.hist)},
+        ),
+        backend,
+    )
+
+
+LRU = """
+import functools
+import torch
+
+calls = []
+
+@functools.lru_cache(maxsize=None)
+def positions(n):
+    calls.append(n)
+    return torch.arange(n, dtype=torch.float32)
+
+def f(x):
+    return x + positions(x.shape[-1])
+"""
+
+
+@backends(xfail="F52: a size stored by an lru_cache'd helper leaks SizeInt (F29 again)")
+def test_lru_cached_helper(backend):
+    run_case(
+        Case(
+            "lru_cached_helper",
+            prog(LRU),
+            [
+                *calls(2, vec),
+                Call(lambda env: torch.randn(5)),
+                Call(lambda env: torch.randn(5)),
+                execg("positions.cache_clear()"),
+                *calls(2, vec),
+            ],
+        ),
+        backend,
+    )
+
+
+GLOBAL_STATEMENT = """
+import torch
+
+STEP = 0
+SCALE = 1.0
+
+def f(x):
+    global STEP
+    STEP += 1
+    if STEP % 3 == 0:
+        return x * 0, STEP
+    return x * SCALE, STEP
+"""
+
+
+@backends()
+def test_global_statement_counter(backend):
+    run_case(
+        Case(
+            "global_statement_counter",
+            prog(GLOBAL_STATEMENT),
+            [*calls(4, vec), setg("SCALE", "2.0"), *calls(3, vec), setg("STEP", "0"), *calls(2, vec)],
+        ),
+        backend,
+    )
+
+
+RNG_QUERIES = """
+import torch
+
+def f(x):
+    return x + torch.initial_seed() % 7, torch.rand(1)
+"""
+
+
+@backends()
+def test_initial_seed_read(backend):
+    run_case(
+        Case(
+            "initial_seed_read",
+            prog(RNG_QUERIES),
+            [*calls(2, vec), Do(lambda env: torch.manual_seed(5), "seed 5"), Call(vec)],
+        ),
+        backend,
+    )
+
+
+GRAD_FUNCTION_FORM = """
+import torch
+
+lin = torch.nn.Linear(4, 2)
+
+def f(x, train):
+    prev = torch.is_grad_enabled()
+    torch.set_grad_enabled(train)
+    y = lin(x)
+    torch.set_grad_enabled(prev)
+    with torch.enable_grad():
+        z = lin(x) * 2
+    return y, z
+"""
+
+
+@backends()
+def test_set_grad_enabled_function_form_and_enable_grad(backend):
+    def args(flag):
+        return lambda env: (torch.randn(2, 4), flag)
+
+    run_case(
+        Case(
+            "set_grad_enabled_function_form_and_enable_grad",
+            prog(GRAD_FUNCTION_FORM),
+            [
+                Call(args(False)),
+                Call(args(False)),
+                Call(args(True)),
+                Call(args(True)),
+                Call(args(True), context=lambda env: torch.no_grad()),
+                Call(args(True), context=lambda env: torch.no_grad()),
+                Call(args(False)),
+            ],
+        ),
+        backend,
+    )
+
+
+NO_GRAD_DECORATOR = """
+import torch
+
+lin = torch.nn.Linear(4, 2)
+
+@torch.no_grad()
+def f(x):
+    return lin(x), torch.is_grad_enabled()
+
+def g(x):
+    return f(x)[0] + lin(x), torch.is_grad_enabled()
+"""
+
+
+@backends()
+def test_no_grad_decorated_helper(backend):
+    run_case(Case("no_grad_decorated_helper", prog(NO_GRAD_DECORATOR, "g"), calls(3, mat)), backend)
+
+
+CALLABLE_OBJECT = """
+import torch
+
+class Affine:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+    def __call__(self, x):
+        return x * self.a + self.b
+
+aff = Affine(2.0, torch.zeros(4))
+"""
+
+
+@backends()
+def test_callable_object_with_slots(backend):
+    run_case(
+        Case(
+            "callable_object_with_slots",
+            prog(CALLABLE_OBJECT, "aff"),
+            [
+                *calls(2, vec),
+                execg("aff.a = 3.0"),
+                *calls(2, vec),
+                execg("aff.b = torch.ones(4)"),
+                *calls(2, vec),
+                execg("aff.b.add_(1)"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
+
+
+DECORATOR_STATE = """
+import functools
+import torch
+
+def counted(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        wrapper.calls += 1
+        return fn(*args, **kwargs) * wrapper.scale
+    wrapper.calls = 0
+    wrapper.scale = 1.0
+    return wrapper
+
+@counted
+def f(x):
+    return x + 1
+"""
+
+
+@backends()
+def test_decorator_with_function_attributes(backend):
+    run_case(
+        Case(
+            "decorator_with_function_attributes",
+            prog(DECORATOR_STATE),
+            [*calls(2, vec), execg("f.scale = 4.0"), *calls(2, vec)],
+            watch=lambda env: {"calls": env.ns.f.calls},
+        ),
+        backend,
+    )
+
+
+CLASS_COUNTER = """
+import torch
+
+class Layer(torch.nn.Module):
+    instances_called = 0
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+    def forward(self, x):
+        type(self).instances_called += 1
+        return self.lin(x) * type(self).instances_called
+
+net = Layer()
+"""
+
+
+@backends(xfail="F51: type(self).n += 1 is frozen into the record")
+def test_class_attribute_counter(backend):
+    run_case(
+        Case(
+            "class_attribute_counter",
+            prog(CLASS_COUNTER, "net"),
+            calls(4, mat),
+            watch=lambda env: {"n": env.ns.Layer.instances_called},
+        ),
+        backend,
+    )
+
+
+ASSERTS = """
+import torch
+
+LIMIT = 3
+
+def f(x):
+    assert x.shape[0] <= LIMIT, f"too many rows: {x.shape[0]}"
+    if x.dtype != torch.float32:
+        raise TypeError(f"expected float32, got {x.dtype}")
+    return x.sum(0)
+"""
+
+
+@backends()
+def test_asserts_and_raises_on_arguments(backend):
+    run_case(
+        Case(
+            "asserts_and_raises_on_arguments",
+            prog(ASSERTS),
+            [
+                *calls(2, lambda env: torch.randn(2, 2)),
+                Call(lambda env: torch.randn(4, 2)),
+                Call(lambda env: torch.randn(4, 2)),
+                setg("LIMIT", "5"),
+                Call(lambda env: torch.randn(4, 2)),
+                Call(lambda env: torch.randn(2, 2).double()),
+                Call(lambda env: torch.randn(2, 2).double()),
+                Call(lambda env: torch.randn(2, 2)),
+            ],
+        ),
+        backend,
+    )
+
+
+ITERATOR_ARG = """
+import torch
+
+def f(x, it):
+    first = next(it)
+    rest = list(it)
+    return x * first + sum(rest), len(rest)
+"""
+
+
+@backends(xfail="F49: the contents of an iterator argument are not guarded")
+def test_iterator_and_range_arguments(backend):
+    run_case(
+        Case(
+            "iterator_and_range_arguments",
+            prog(ITERATOR_ARG),
+            [
+                Call(lambda env: (torch.ones(2), iter([1.0, 2.0]))),
+                Call(lambda env: (torch.ones(2), iter([1.0, 2.0]))),
+                Call(lambda env: (torch.ones(2), iter([3.0, 2.0, 5.0]))),
+                Call(lambda env: (torch.ones(2), iter(range(2, 6)))),
+                Call(lambda env: (torch.ones(2), (v for v in [4.0, 1.0]))),
+                Call(lambda env: (torch.ones(2), iter([1.0, 2.0]))),
+            ],
+        ),
+        backend,
+    )
+
+
+SLICE_ARG = """
+import torch
+
+def f(x, sl, r):
+    return x[sl], [x[i] for i in r]
+"""
+
+
+@backends(xfail="F48: slice and range arguments are not guarded")
+def test_slice_and_range_arguments(backend):
+    run_case(
+        Case(
+            "slice_and_range_arguments",
+            prog(SLICE_ARG),
+            [
+                Call(lambda env: (torch.randn(6), slice(0, 2), range(2))),
+                Call(lambda env: (torch.randn(6), slice(0, 2), range(2))),
+                Call(lambda env: (torch.randn(6), slice(1, 5, 2), range(1, 3))),
+                Call(lambda env: (torch.randn(6), slice(None, None, -1) if False else slice(4, None), range(0, 6, 3))),
+                Call(lambda env: (torch.randn(6), slice(0, 2), range(2))),
+            ],
+        ),
+        backend,
+    )
+
+
+LIST_SORT = """
+import torch
+
+ORDER = [3, 1, 2]
+
+def f(x):
+    ORDER.sort()
+    return x[ORDER[0]] * ORDER[-1], list(ORDER)
+"""
+
+
+@backends()
+def test_global_list_sorted_in_place(backend):
+    run_case(
+        Case(
+            "global_list_sorted_in_place",
+            prog(LIST_SORT),
+            [
+                *calls(2, vec),
+                execg("ORDER[:] = [2, 0, 1]"),
+                *calls(2, vec),
+                execg("ORDER.append(0)"),
+                Call(vec),
+            ],
+        ),
+        backend,
+    )
