@@ -16,6 +16,8 @@ import libcst as cst
 import libcst.metadata as meta
 from libcst.helpers import get_full_name_for_node
 
+from .analyses.bindings import names_in
+from .analyses.layers import Layer, class_layers
 from .analyses.regions import FunctionInfo, find_functions
 from .analyses.tensor_types import TensorTypes
 from .fast_tree import LazyPositions, LazyQualifiedNames, fast_visit, parent_map
@@ -145,6 +147,15 @@ class RuleContext:
         self.findings: list[Finding] = []
         self._types: dict[tuple[cst.FunctionDef, bool, bool], TensorTypes] = {}
         self._walks: dict = {}
+        # Module-wide facts, each found once per lint when first asked.
+        self._module_names: set[str] | None = None
+        self._module_references: dict[str, str] = {}
+        self._by_class_and_name: dict[tuple[str | None, str], list[cst.FunctionDef]] | None = None
+        self._returns: dict[cst.FunctionDef, bool | None] = {}
+        self._classes: list[cst.ClassDef] | None = None
+        self._derived: dict[str | None, list[cst.ClassDef]] | None = None
+        self._class_layers: dict[cst.ClassDef, dict[str, Layer]] = {}
+        self._class_attributes: dict = {}
         # Only the findings' nodes need a range: placed one top-level statement at a time.
         self._metadata[meta.PositionProvider] = _Metadata(
             LazyPositions(wrapper, source, self._parents)
@@ -234,9 +245,9 @@ class RuleContext:
         info = self.functions.get(caller)
         if info is None:
             return []
-        index = self.__dict__.get("_by_class_and_name")
+        index = self._by_class_and_name
         if index is None:
-            index = self.__dict__["_by_class_and_name"] = {}
+            index = self._by_class_and_name = {}
             for function, function_info in self.functions.items():
                 if "<locals>" not in function_info.qualname:
                     key = (function_info.class_name, function.name.value)
@@ -261,7 +272,7 @@ class RuleContext:
         return []
 
     def _returns_tensor(self, function: cst.FunctionDef) -> bool:
-        cache = self.__dict__.setdefault("_returns", {})
+        cache = self._returns
         if function in cache:
             return bool(cache[function])  # None while it is being found: a cycle, so no
         cache[function] = None
@@ -281,10 +292,8 @@ class RuleContext:
 
     def module_names(self) -> set[str]:
         """The variable names used anywhere in ``module`` (``names_in(module)``), once per lint."""
-        found = self.__dict__.get("_module_names")
+        found = self._module_names
         if found is None:
-            from .rewrites.predication import names_in
-
             names = self.module_nodes(cst.Name)
             if names is None:
                 found = names_in(self.module)
@@ -296,8 +305,60 @@ class RuleContext:
                     # ``x.y``: only ``x`` is a variable (names_in skips the attribute).
                     if not (isinstance(parent, cst.Attribute) and parent.attr is name):
                         found.add(name.value)
-            self.__dict__["_module_names"] = found
+            self._module_names = found
         return found
+
+    # -- the classes of the file ------------------------------------------------
+
+    def classes(self) -> list[cst.ClassDef]:
+        """Every class of the file, found once per lint (one walk, not one per class)."""
+        if self._classes is None:
+            classes = self.module_nodes(cst.ClassDef)
+            if classes is None:
+                classes = []
+
+                class _Classes(cst.CSTVisitor):
+                    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                        classes.append(node)
+
+                fast_visit(self.module, _Classes())
+            self._classes = classes
+        return self._classes
+
+    def subclasses(self, class_def: cst.ClassDef) -> list[cst.ClassDef]:
+        """Classes of this file derived from ``class_def``, directly or not (by base name)."""
+        # base name -> the classes naming it as a base, built once per lint: asking every
+        # class about every other made a file of many classes quadratic.
+        derived = self._derived
+        if derived is None:
+            derived = self._derived = {}
+            for candidate in self.classes():
+                for arg in candidate.bases:
+                    derived.setdefault(get_full_name_for_node(arg.value), []).append(candidate)
+        names, found, seen = [class_def.name.value], [], {class_def}
+        while names:
+            for candidate in derived.get(names.pop(), ()):
+                if candidate not in seen:
+                    seen.add(candidate)
+                    found.append(candidate)
+                    names.append(candidate.name.value)
+        return found  # in no particular order: class_layers takes their union
+
+    def class_layers(self, function: cst.FunctionDef) -> dict[str, Layer]:
+        """The torch.nn layers of the class whose method ``function`` is (empty elsewhere)."""
+        block = self.parent(function)
+        class_def = self.parent(block) if block is not None else None
+        if not isinstance(class_def, cst.ClassDef):
+            return {}
+        if class_def not in self._class_layers:
+            self._class_layers[class_def] = class_layers(
+                class_def,
+                self.qualified_names,
+                self.code,
+                self.subclasses(class_def),
+                attributes=self._class_attributes,
+            )
+        return self._class_layers[class_def]
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -305,7 +366,7 @@ class RuleContext:
     def module_reference(self, dotted: str) -> str:
         """How a fix spells module ``dotted`` here; list it in ``imports`` of the report."""
         # Read from the module's imports once per lint, not once per fix.
-        references = self.__dict__.setdefault("_module_references", {})
+        references = self._module_references
         if dotted not in references:
             references[dotted] = module_reference(self.module, dotted)
         return references[dotted]

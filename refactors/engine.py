@@ -18,6 +18,7 @@ from .rules import RULES
 
 logger = logging.getLogger(__name__)
 
+
 def parse_source(source: str, path: str) -> cst.Module:
     try:
         return cst.parse_module(source)

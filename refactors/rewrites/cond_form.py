@@ -22,7 +22,7 @@ dropout's random numbers, a linear-algebra op on a singular matrix), the
   whole-graph, even in eager mode, so a violation raises rather than running
   differently; the checks keep such branches out.
 
-Every failed condition raises :class:`~fullgraph.refactors.rewrites.predication.Refusal`
+Every failed condition raises :class:`~fullgraph.refactors.rewrites.site.Refusal`
 with the reason in words.
 """
 
@@ -33,27 +33,22 @@ import dataclasses
 import libcst as cst
 
 from ..analyses import cond_facts as facts
-from ..analyses.purity import index_parts
+from ..analyses.bindings import is_self_attribute, reads
+from ..analyses.layers import argument_of
+from ..analyses.purity import index_parts, torch_names
 from ..analyses.tensor_kinds import Kind
 from ..analyses.tensor_types import TensorTypes
 from ..analyses.torch_facts import DATA_DEPENDENT_BOOL_TORCH
 from .predication import (
     RETURN,
     Branch,
-    Refusal,
     fresh_names,
     is_boolean,
     is_single_value,
     not_boolean,
-    torch_names,
 )
-from .same_metadata import (
-    Layer,
-    MetadataKeys,
-    argument_of,
-    is_self_attribute,
-    reads,
-)
+from .same_metadata import MetadataKeys
+from .site import Refusal, RewriteSite
 
 # -- what a branch may contain ----------------------------------------------------------
 
@@ -238,16 +233,11 @@ def plan_cond(
     condition: cst.BaseExpression,
     then: Branch,
     otherwise: Branch | None,
-    *,
-    types: TensorTypes,
-    qualified_names,
-    code,
-    live: set[str],
-    defined_before: set[str],
-    taken_names: set[str],
-    layers: dict[str, Layer],
+    site: RewriteSite,
 ) -> CondPlan:
     """Check every condition of the torch.cond form and lay it out (or raise :class:`Refusal`)."""
+    types, qualified_names, code, layers = site.types, site.qualified_names, site.code, site.layers
+    live, defined_before, taken_names = site.live, site.defined_before, site.taken_names
     if not types.is_tensor(condition) or not is_single_value(condition, types, qualified_names):
         raise Refusal(f"the condition `{code(condition)}` is not provably a one-element tensor")
     if not is_boolean(condition, types, qualified_names):

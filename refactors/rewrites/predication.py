@@ -26,10 +26,12 @@ import dataclasses
 
 import libcst as cst
 
+from ..analyses.bindings import names_in
 from ..analyses.purity import Impurity, check_speculatable, torch_names
 from ..analyses.tensor_kinds import Kind
 from ..analyses.tensor_types import TensorTypes
 from ..fast_tree import fast_visit
+from .site import Refusal, RewriteSite, Unspeculatable
 from .untaken import guard_untaken
 
 RETURN = "<return>"
@@ -57,14 +59,6 @@ SCALAR_METHODS = frozenset(
 )
 SCALAR_TORCH = frozenset(f"torch.{name}" for name in SCALAR_METHODS)
 BOOLEAN_REDUCTIONS = frozenset({"any", "all"})
-
-
-class Refusal(Exception):
-    """The rewrite is not proven safe; the message says which condition failed."""
-
-
-class Unspeculatable(Refusal):
-    """A branch could fault or have an effect when not taken (``torch.cond`` may still apply)."""
 
 
 def fresh_names(taken: set[str]):
@@ -96,23 +90,6 @@ class Branch:
     @property
     def returns(self) -> bool:
         return bool(self.assignments) and self.assignments[-1][0] == RETURN
-
-
-def names_in(node: cst.CSTNode | None) -> set[str]:
-    found: set[str] = set()
-    if node is None:
-        return found
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            found.add(name.value)
-
-        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            fast_visit(attribute.value, self)
-            return False
-
-    fast_visit(node, _Names())
-    return found
 
 
 class _Rename(cst.CSTTransformer):
@@ -310,14 +287,8 @@ def plan(
     condition: cst.BaseExpression,
     then: Branch,
     otherwise: Branch | None,
+    site: RewriteSite,
     *,
-    types: TensorTypes,
-    qualified_names,
-    code,
-    live: set[str],
-    defined_before: set[str],
-    taken_names: set[str],
-    layers: dict | None = None,
     torch: str = "torch",
 ) -> Plan:
     """Check every legality condition and lay out the rewrite (or raise :class:`Refusal`).
@@ -325,6 +296,8 @@ def plan(
     ``torch`` is how the file spells the torch module (for the guards of
     :mod:`fullgraph.refactors.rewrites.untaken`).
     """
+    types, qualified_names, code = site.types, site.qualified_names, site.code
+    live, defined_before = site.live, site.defined_before
     if not types.is_tensor(condition):
         raise Refusal(not_a_tensor(condition, types, code))
     if not is_single_value(condition, types, qualified_names):
@@ -340,13 +313,13 @@ def plan(
     for _, value in then.assignments + otherwise.assignments:
         try:
             check_speculatable(value, types, qualified_names, code)
-            check_no_inplace_layer(value, layers or {}, code)
+            check_no_inplace_layer(value, site.layers, code)
         except Impurity as impurity:
             raise Unspeculatable(
                 f"the untaken branch could fault or have an effect: {impurity}"
             ) from None
 
-    fresh = fresh_names(taken_names)
+    fresh = fresh_names(site.taken_names)
     # Operands the untaken branch must not see (a zero divisor, the log of zero) are
     # replaced there by a safe value, selecting on the condition bound to a fresh name
     # (the branches' renaming never touches it).

@@ -8,26 +8,23 @@ or, when a branch must not run untaken, ``torch.cond`` (see
 from __future__ import annotations
 
 import libcst as cst
-from libcst.helpers import get_full_name_for_node
 
+from ..analyses.bindings import assigned_outside, mutated_in_place, names_in, names_outside
 from ..analyses.purity import Impurity, check_speculatable
 from ..fast_tree import fast_visit
 from ..rewrites.cond_form import plan_cond
 from ..rewrites.predication import (
     RETURN,
     Branch,
-    Refusal,
-    Unspeculatable,
     branch_from_block,
     check_no_inplace_layer,
     is_boolean,
     is_single_value,
-    names_in,
     not_a_tensor,
     not_boolean,
     plan,
 )
-from ..rewrites.same_metadata import class_layers
+from ..rewrites.site import Refusal, RewriteSite, Unspeculatable
 from ..rewrites.untaken import guard_untaken
 from ..rule import Invalid, Rule, Valid
 
@@ -65,31 +62,6 @@ def _statement_comments(block: cst.BaseSuite) -> list[cst.EmptyLine]:
     if isinstance(block, cst.SimpleStatementSuite):
         return _comments(block)
     return [line for statement in block.body for line in _comments(statement)]
-
-
-def _mutated_in_place(function: cst.FunctionDef) -> set[str]:
-    """Names whose tensor the function updates in place (``x += 1``, ``x.add_(1)``, ``x[i] = v``)."""
-    names: set[str] = set()
-
-    class _InPlace(cst.CSTVisitor):
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            names.update(names_in(node.target))
-
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            if isinstance(node.target, (cst.Subscript, cst.Attribute)):
-                names.update(names_in(node.target.value))
-
-        def visit_Call(self, node: cst.Call) -> None:
-            func = node.func
-            if (
-                isinstance(func, cst.Attribute)
-                and func.attr.value.endswith("_")
-                and not func.attr.value.endswith("__")
-            ):
-                names.update(names_in(func.value))
-
-    fast_visit(function.body, _InPlace())
-    return names
 
 
 class TensorConditionRule(Rule):
@@ -455,22 +427,23 @@ class TensorConditionRule(Rule):
             condition = condition.with_changes(lpar=(), rpar=())
         then = branch_from_block(then_block, "true") if then_block is not None else Branch([])
         otherwise = branch_from_block(else_block, "false") if else_block is not None else None
-        arguments = {
-            "types": types,
-            "qualified_names": self.context.qualified_names,
-            "code": self.context.code,
-            "live": self._names_outside(function, node) | names_in(node.test),
-            "defined_before": self._assigned_outside(function, node) | set(types.parameters),
-            "taken_names": self._all_names(function),
-            "layers": self._layers(function),
-        }
+        site = RewriteSite(
+            types,
+            self.context.qualified_names,
+            self.context.code,
+            live=names_outside(function, node) | names_in(node.test),
+            defined_before=assigned_outside(function, node) | set(types.parameters),
+            # The module's names are the same for every `if`: the context collects them once.
+            taken_names=names_in(function) | self.context.module_names(),
+            layers=self.context.class_layers(function),
+        )
         try:
             torch = self.context.module_reference("torch")
-            layout = plan(condition, then, otherwise, torch=torch, **arguments)
+            layout = plan(condition, then, otherwise, site, torch=torch)
         except Unspeculatable as unspeculatable:
             # torch.where would run the branch untaken; torch.cond runs only the taken one.
             try:
-                cond = plan_cond(condition, then, otherwise, **arguments)
+                cond = plan_cond(condition, then, otherwise, site)
             except Refusal as refusal:
                 raise Refusal(
                     f"{unspeculatable}; torch.cond, which runs only the taken branch, is not "
@@ -531,65 +504,13 @@ class TensorConditionRule(Rule):
 
     def _check_not_mutated(self, function: cst.FunctionDef, names: set[str]) -> None:
         # A later in-place update would no longer reach the tensor the caller holds.
-        mutated = _mutated_in_place(function) & names
+        mutated = mutated_in_place(function) & names
         if mutated:
             listed = ", ".join(f"`{name}`" for name in sorted(mutated))
             raise Refusal(
                 f"{listed} is updated in place later in the function; after the rewrite it "
                 "would be a new tensor instead of the one the branch chose"
             )
-
-    def _layers(self, function: cst.FunctionDef) -> dict:
-        """The torch.nn layers of the class whose method ``function`` is (empty elsewhere)."""
-        block = self.context.parent(function)
-        class_def = self.context.parent(block) if block is not None else None
-        if not isinstance(class_def, cst.ClassDef):
-            return {}
-        cache = self.__dict__.setdefault("_class_layers", {})
-        if class_def not in cache:
-            cache[class_def] = class_layers(
-                class_def,
-                self.context.qualified_names,
-                self.context.code,
-                self._subclasses(class_def),
-                attributes=self.__dict__.setdefault("_class_attributes", {}),
-            )
-        return cache[class_def]
-
-    def _all_classes(self) -> list[cst.ClassDef]:
-        """Every class of the file, found once per lint (one walk, not one per class)."""
-        classes = self.__dict__.get("_classes")
-        if classes is None:
-            classes = self.context.module_nodes(cst.ClassDef)
-            if classes is None:
-                classes = []
-
-                class _Classes(cst.CSTVisitor):
-                    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-                        classes.append(node)
-
-                fast_visit(self.context.module, _Classes())
-            self.__dict__["_classes"] = classes
-        return classes
-
-    def _subclasses(self, class_def: cst.ClassDef) -> list[cst.ClassDef]:
-        """Classes of this file derived from ``class_def``, directly or not (by base name)."""
-        # base name -> the classes naming it as a base, built once per lint: asking every
-        # class about every other made a file of many classes quadratic.
-        derived = self.__dict__.get("_derived")
-        if derived is None:
-            derived = self.__dict__["_derived"] = {}
-            for candidate in self._all_classes():
-                for arg in candidate.bases:
-                    derived.setdefault(get_full_name_for_node(arg.value), []).append(candidate)
-        names, found, seen = [class_def.name.value], [], {class_def}
-        while names:
-            for candidate in derived.get(names.pop(), ()):
-                if candidate not in seen:
-                    seen.add(candidate)
-                    found.append(candidate)
-                    names.append(candidate.name.value)
-        return found  # in no particular order: class_layers takes their union
 
     def _statements(self, layout) -> list[cst.SimpleStatementLine]:
         torch = self.context.module_reference("torch")
@@ -603,52 +524,6 @@ class TensorConditionRule(Rule):
             select = f"{torch}.where({condition}, {when_true}, {when_false})"
             lines.append(f"return {select}" if target == RETURN else f"{target} = {select}")
         return [cst.parse_statement(line + "\n") for line in lines]
-
-    def _names_outside(self, function: cst.FunctionDef, node: cst.If) -> set[str]:
-        names: set[str] = set()
-
-        class _Outside(cst.CSTVisitor):
-            def visit_If(self, inner: cst.If) -> bool:
-                if inner is node:
-                    names.update(names_in(inner.test))
-                    return False
-                return True
-
-            def visit_Name(self, name: cst.Name) -> None:
-                names.add(name.value)
-
-        fast_visit(function.body, _Outside())
-        return names
-
-    def _assigned_outside(self, function: cst.FunctionDef, node: cst.If) -> set[str]:
-        """Names the function binds outside ``node`` (so they have a value on the other side)."""
-        names: set[str] = set()
-
-        class _Targets(cst.CSTVisitor):
-            def visit_If(self, inner: cst.If) -> bool:
-                return inner is not node
-
-            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-                return inner is function
-
-            def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
-                names.update(names_in(target.target))
-
-            def visit_AnnAssign(self, assign: cst.AnnAssign) -> None:
-                names.update(names_in(assign.target))
-
-            def visit_AugAssign(self, assign: cst.AugAssign) -> None:
-                names.update(names_in(assign.target))
-
-            def visit_For(self, loop: cst.For) -> None:
-                names.update(names_in(loop.target))
-
-        fast_visit(function, _Targets())
-        return names
-
-    def _all_names(self, function: cst.FunctionDef) -> set[str]:
-        # The module's names are the same for every `if`: collect them once per lint.
-        return names_in(function) | self.context.module_names()
 
     # -- conditional expressions -----------------------------------------------
 
@@ -664,24 +539,24 @@ class TensorConditionRule(Rule):
         message = self.MESSAGE.format(construct="conditional expression", condition=code(node.test))
         torch = self.context.module_reference("torch")
         try:
-            self._check_ifexp(node, types, self._layers(function))
+            self._check_ifexp(node, types, self.context.class_layers(function))
             body, orelse = self._guarded_ifexp(node, types, torch)
             select = cst.parse_expression(f"{torch}.where({code(node.test)}, {body}, {orelse})")
             title = "Select with torch.where"
         except Unspeculatable as unspeculatable:
             try:
-                cond = plan_cond(
-                    node.test,
-                    Branch([(RETURN, node.body)]),
-                    Branch([(RETURN, node.orelse)]),
-                    types=types,
-                    qualified_names=self.context.qualified_names,
-                    code=code,
+                site = RewriteSite(
+                    types,
+                    self.context.qualified_names,
+                    code,
                     live=set(),
                     # An expression binds nothing: every local it reads is bound elsewhere.
                     defined_before=set(types.assigned) | set(types.parameters),
                     taken_names=set(),
-                    layers=self._layers(function),
+                    layers=self.context.class_layers(function),
+                )
+                cond = plan_cond(
+                    node.test, Branch([(RETURN, node.body)]), Branch([(RETURN, node.orelse)]), site
                 )
             except Refusal as refusal:
                 reason = (
