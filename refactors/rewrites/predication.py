@@ -282,6 +282,19 @@ class Plan:
     # (target or RETURN, code when true, code when false)
     selects: list[tuple[str, str, str]]
 
+    def statements(self, torch: str) -> list[cst.SimpleStatementLine]:
+        """The plan as statements; ``torch`` is how the file spells the module."""
+        lines = []
+        condition = self.condition_code
+        if self.condition_name:
+            lines.append(f"{self.condition_name} = {condition}")
+            condition = self.condition_name
+        lines.extend(f"{target} = {value}" for target, value in self.hoisted)
+        for target, when_true, when_false in self.selects:
+            select = f"{torch}.where({condition}, {when_true}, {when_false})"
+            lines.append(f"return {select}" if target == RETURN else f"{target} = {select}")
+        return [cst.parse_statement(line + "\n") for line in lines]
+
 
 def plan(
     condition: cst.BaseExpression,
@@ -420,3 +433,49 @@ def _layout(condition, hoisted, selects, *, code, fresh, guard_name=None) -> Pla
         condition_code = condition.value
     final = [(t, inlined.get(a, a), inlined.get(b, b)) for t, a, b in selects]
     return Plan(condition_code, condition_name, remaining, final)
+
+
+# -- conditional expressions -----------------------------------------------------------
+
+
+def select_expression(node: cst.IfExp, site: RewriteSite, torch: str) -> cst.BaseExpression:
+    """``a if c else b`` as ``torch.where(c, a, b)``, or :class:`Refusal`.
+
+    The operands the untaken side must not see are guarded; an expression binds
+    no name to hold the condition, so the guards repeat it (it is effect-free: it
+    was evaluated before either side in the original).
+    """
+    types, names, code = site.types, site.qualified_names, site.code
+    if not types.is_tensor(node.test):
+        raise Refusal(not_a_tensor(node.test, types, code))
+    if not is_single_value(node.test, types, names):
+        raise Refusal(f"the condition `{code(node.test)}` is not provably a single value")
+    if not is_boolean(node.test, types, names):
+        raise Refusal(not_boolean(node.test, code))
+    for value in (node.body, node.orelse):
+        if not types.is_tensor(value):
+            raise Refusal(f"`{code(value)}` is not known to be a tensor")
+    for value in (node.body, node.orelse):
+        try:
+            check_speculatable(value, types, names, code)
+            check_no_inplace_layer(value, site.layers, code)
+        except Impurity as impurity:
+            raise Unspeculatable(
+                f"the untaken branch could fault or have an effect: {impurity}"
+            ) from None
+    test = code(node.test)
+    sides = []
+    for value, taken_when_true in ((node.body, True), (node.orelse, False)):
+
+        def guard(operand, safe, taken_when_true=taken_when_true):
+            pair = (code(operand), safe) if taken_when_true else (safe, code(operand))
+            return cst.parse_expression(f"{torch}.where({test}, {pair[0]}, {pair[1]})")
+
+        try:
+            guarded, _ = guard_untaken(value, types, names, code, guard)
+        except Impurity as impurity:
+            raise Unspeculatable(
+                f"the untaken branch could fault or poison gradients: {impurity}"
+            ) from None
+        sides.append(code(guarded))
+    return cst.parse_expression(f"{torch}.where({test}, {sides[0]}, {sides[1]})")

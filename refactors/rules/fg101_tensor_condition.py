@@ -10,22 +10,16 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analyses.bindings import assigned_outside, mutated_in_place, names_in, names_outside
-from ..analyses.purity import Impurity, check_speculatable
-from ..fast_tree import fast_visit
 from ..rewrites.cond_form import plan_cond
+from ..rewrites.placement import comments_in, put_in_place
 from ..rewrites.predication import (
     RETURN,
     Branch,
     branch_from_block,
-    check_no_inplace_layer,
-    is_boolean,
-    is_single_value,
-    not_a_tensor,
-    not_boolean,
     plan,
+    select_expression,
 )
 from ..rewrites.site import Refusal, RewriteSite, Unspeculatable
-from ..rewrites.untaken import guard_untaken
 from ..rule import Invalid, Rule, Valid
 
 
@@ -43,25 +37,6 @@ def _only_raises(node: cst.If) -> bool:
         and len(body[0].body) == 1
         and isinstance(body[0].body[0], cst.Raise)
     )
-
-
-def _comments(node: cst.CSTNode) -> list[cst.EmptyLine]:
-    """Every comment inside ``node``, as standalone comment lines."""
-    found: list[cst.EmptyLine] = []
-
-    class _Comments(cst.CSTVisitor):
-        def visit_Comment(self, comment: cst.Comment) -> None:
-            found.append(cst.EmptyLine(comment=comment))
-
-    fast_visit(node, _Comments())
-    return found
-
-
-def _statement_comments(block: cst.BaseSuite) -> list[cst.EmptyLine]:
-    """Comments of a block's statements (an indented block's header and footer stay with it)."""
-    if isinstance(block, cst.SimpleStatementSuite):
-        return _comments(block)
-    return [line for statement in block.body for line in _comments(statement)]
 
 
 class TensorConditionRule(Rule):
@@ -455,52 +430,17 @@ class TensorConditionRule(Rule):
                 id(line.comment)
                 for body in (cond.true_body, cond.false_body)
                 for statement in body
-                for line in _comments(statement)
+                for line in comments_in(statement)
             }
             title = "Run only the taken branch with torch.cond"
         else:
             # torch.where returns a new tensor where the original kept the very same object
             # (``if c: y = x``, or the old value of a one-armed ``if``).
             self._check_not_mutated(function, {target for target, _, _ in layout.selects})
-            statements = self._statements(layout)
+            statements = layout.statements(torch)
             kept = set()
             title = "Compute both branches and select with torch.where"
-        # Comments the new statements do not carry move above them.
-        moved = [
-            line
-            for line in _comments(node.with_changes(leading_lines=()))
-            if id(line.comment) not in kept
-        ]
-        if static:
-            # The Python test keeps the static part; comments from the rewritten
-            # branches go above the new statements, inside it.
-            test = static[0]
-            for part in static[1:]:
-                test = cst.BooleanOperation(test, cst.And(), part)
-            body = node.body
-            inner = [line for line in _statement_comments(body) if id(line.comment) not in kept]
-            statements[0] = statements[0].with_changes(
-                leading_lines=[*inner, *statements[0].leading_lines]
-            )
-            block = (
-                cst.IndentedBlock(body=statements)
-                if isinstance(body, cst.SimpleStatementSuite)
-                else body.with_changes(body=statements)
-            )
-            return node.with_changes(test=test, body=block), title
-        leading = [*node.leading_lines, *moved]
-        block = self.context.parent(node)
-        if (
-            isinstance(statements[0], cst.FunctionDef)
-            and isinstance(block, cst.IndentedBlock)
-            and block.body[0] is not node
-            and not (node.leading_lines and node.leading_lines[0].comment is None)
-        ):
-            # A nested function after other statements gets a blank line above it.
-            leading.insert(0, cst.EmptyLine(indent=False))
-        first = statements[0]
-        statements[0] = first.with_changes(leading_lines=[*leading, *first.leading_lines])
-        return cst.FlattenSentinel(statements), title
+        return put_in_place(node, statements, static, kept, self.context.parent(node)), title
 
     def _check_not_mutated(self, function: cst.FunctionDef, names: set[str]) -> None:
         # A later in-place update would no longer reach the tensor the caller holds.
@@ -511,19 +451,6 @@ class TensorConditionRule(Rule):
                 f"{listed} is updated in place later in the function; after the rewrite it "
                 "would be a new tensor instead of the one the branch chose"
             )
-
-    def _statements(self, layout) -> list[cst.SimpleStatementLine]:
-        torch = self.context.module_reference("torch")
-        lines = []
-        condition = layout.condition_code
-        if layout.condition_name:
-            lines.append(f"{layout.condition_name} = {condition}")
-            condition = layout.condition_name
-        lines.extend(f"{target} = {value}" for target, value in layout.hoisted)
-        for target, when_true, when_false in layout.selects:
-            select = f"{torch}.where({condition}, {when_true}, {when_false})"
-            lines.append(f"return {select}" if target == RETURN else f"{target} = {select}")
-        return [cst.parse_statement(line + "\n") for line in lines]
 
     # -- conditional expressions -----------------------------------------------
 
@@ -538,23 +465,21 @@ class TensorConditionRule(Rule):
         code = self.context.code
         message = self.MESSAGE.format(construct="conditional expression", condition=code(node.test))
         torch = self.context.module_reference("torch")
+        site = RewriteSite(
+            types,
+            self.context.qualified_names,
+            code,
+            live=set(),
+            # An expression binds nothing: every local it reads is bound elsewhere.
+            defined_before=set(types.assigned) | set(types.parameters),
+            taken_names=set(),
+            layers=self.context.class_layers(function),
+        )
         try:
-            self._check_ifexp(node, types, self.context.class_layers(function))
-            body, orelse = self._guarded_ifexp(node, types, torch)
-            select = cst.parse_expression(f"{torch}.where({code(node.test)}, {body}, {orelse})")
+            select = select_expression(node, site, torch)
             title = "Select with torch.where"
         except Unspeculatable as unspeculatable:
             try:
-                site = RewriteSite(
-                    types,
-                    self.context.qualified_names,
-                    code,
-                    live=set(),
-                    # An expression binds nothing: every local it reads is bound elsewhere.
-                    defined_before=set(types.assigned) | set(types.parameters),
-                    taken_names=set(),
-                    layers=self.context.class_layers(function),
-                )
                 cond = plan_cond(
                     node.test, Branch([(RETURN, node.body)]), Branch([(RETURN, node.orelse)]), site
                 )
@@ -571,49 +496,6 @@ class TensorConditionRule(Rule):
             self.report(node.test, message, refusal_reason=str(refusal))
             return
         self.report(node.test, message, changes={node: select}, imports=["torch"], fix_title=title)
-
-    def _guarded_ifexp(self, node: cst.IfExp, types, torch: str) -> tuple[str, str]:
-        """Both sides, with the operands the untaken side must not see guarded.
-
-        An expression binds no name to hold the condition, so the guards repeat it
-        (it is effect-free: it was evaluated before either side in the original).
-        """
-        code, test = self.context.code, self.context.code(node.test)
-        sides = []
-        for value, taken_when_true in ((node.body, True), (node.orelse, False)):
-
-            def guard(operand, safe, taken_when_true=taken_when_true):
-                pair = (code(operand), safe) if taken_when_true else (safe, code(operand))
-                return cst.parse_expression(f"{torch}.where({test}, {pair[0]}, {pair[1]})")
-
-            try:
-                guarded, _ = guard_untaken(value, types, self.context.qualified_names, code, guard)
-            except Impurity as impurity:
-                raise Unspeculatable(
-                    f"the untaken branch could fault or poison gradients: {impurity}"
-                ) from None
-            sides.append(code(guarded))
-        return sides[0], sides[1]
-
-    def _check_ifexp(self, node: cst.IfExp, types, layers) -> None:
-        names, code = self.context.qualified_names, self.context.code
-        if not types.is_tensor(node.test):
-            raise Refusal(not_a_tensor(node.test, types, code))
-        if not is_single_value(node.test, types, names):
-            raise Refusal(f"the condition `{code(node.test)}` is not provably a single value")
-        if not is_boolean(node.test, types, names):
-            raise Refusal(not_boolean(node.test, code))
-        for value in (node.body, node.orelse):
-            if not types.is_tensor(value):
-                raise Refusal(f"`{code(value)}` is not known to be a tensor")
-        for value in (node.body, node.orelse):
-            try:
-                check_speculatable(value, types, names, code)
-                check_no_inplace_layer(value, layers, code)
-            except Impurity as impurity:
-                raise Unspeculatable(
-                    f"the untaken branch could fault or have an effect: {impurity}"
-                ) from None
 
     # -- while loops -----------------------------------------------------------
 
