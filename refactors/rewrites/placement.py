@@ -5,6 +5,7 @@ that the new statements do not carry themselves (the ``torch.cond`` form keeps
 each branch's statements, and so their comments) move above them.  With a
 static first conjunct (``if self.training and x.sum() > 0``) the ``if`` stays,
 testing only the static part, and the new statements become its body.
+A decorator added to a function (FG102, FG106) goes below the comments above it.
 """
 
 from __future__ import annotations
@@ -83,3 +84,17 @@ def put_in_place(
     first = statements[0]
     statements[0] = first.with_changes(leading_lines=[*leading, *first.leading_lines])
     return cst.FlattenSentinel(statements)
+
+
+def with_decorators(function: cst.FunctionDef, decorators: list[cst.Decorator]) -> cst.FunctionDef:
+    """``function`` with ``decorators``; comments above a bare ``def`` stay above them."""
+    if function.decorators or not function.leading_lines:
+        return function.with_changes(decorators=decorators)
+    # Comments above a bare ``def`` stay above the new decorator.
+    return function.with_changes(
+        decorators=[
+            decorators[0].with_changes(leading_lines=function.leading_lines),
+            *decorators[1:],
+        ],
+        leading_lines=(),
+    )

@@ -12,6 +12,7 @@ import dataclasses
 import libcst as cst
 
 from ..fast_tree import fast_visit
+from ..rewrites.placement import with_decorators
 from ..rule import Invalid, Rule, Valid
 
 SUPPORT = "fullgraph.refactors.support"
@@ -262,20 +263,7 @@ class AddDecorator:
 
     def __call__(self, function: cst.FunctionDef) -> cst.FunctionDef:
         decorators = [*function.decorators, cst.Decorator(cst.Name(self.name))]
-        return _with_decorators(function, decorators)
-
-
-def _with_decorators(function: cst.FunctionDef, decorators: list[cst.Decorator]) -> cst.FunctionDef:
-    if function.decorators or not function.leading_lines:
-        return function.with_changes(decorators=decorators)
-    # Comments above a bare ``def`` stay above the new decorator.
-    return function.with_changes(
-        decorators=[
-            decorators[0].with_changes(leading_lines=function.leading_lines),
-            *decorators[1:],
-        ],
-        leading_lines=(),
-    )
+        return with_decorators(function, decorators)
 
 
 def _is_generator(function: cst.FunctionDef) -> bool:

@@ -10,8 +10,8 @@ import libcst as cst
 
 from ..analyses.hybridization import NO_TENSOR_PARAMETERS, analyze, loggers_in
 from ..fast_tree import fast_visit
+from ..rewrites.placement import with_decorators
 from ..rule import Invalid, Rule, Valid
-from .fg102_python_side_effect import _with_decorators
 
 RUNTIME = "fullgraph.runtime"
 
@@ -253,7 +253,7 @@ class HybridizationRule(Rule):
             return
         runtime = self.context.module_reference(RUNTIME)
         decorator = cst.Decorator(cst.parse_expression(f"{runtime}.compile"))
-        changed = _with_decorators(node, [*node.decorators, decorator])
+        changed = with_decorators(node, [*node.decorators, decorator])
         self.report(
             node.name,
             message,
