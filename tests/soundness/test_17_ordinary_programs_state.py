@@ -1,0 +1,625 @@
+"""Class 17: more ordinary programs: in-place changes of an input's metadata,
+lazy initialisation inside ``forward``, results that are the input itself,
+output strides, module containers grown between calls, Python floats that
+become sizes, sort keys computed from tensors.
+
+Same style as class 16: several calls, the state changed between them with
+``Do`` steps, the record replayed after the change.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from harness import Call, Case, Do, Env, backends, calls, program_env, run_case
+
+
+def vec(env):
+    return torch.randn(4)
+
+
+def mat(env):
+    return torch.randn(2, 4)
+
+
+def prog(source: str, target: str = "f", name: str = "ordinary17", seed: int = 0):
+    def build() -> Env:
+        torch.manual_seed(seed)
+        return program_env(source, target, name)
+
+    return build
+
+
+def execg(code: str):
+    """A Do step: run ``code`` in the twin's program namespace."""
+
+    def action(env):
+        exec(code, vars(env.ns))  # noqa: S102 - test programs
+
+    return Do(action, code)
+
+
+# ---------------------------------------------------------------------------
+# In-place changes of an input's metadata
+
+
+INPLACE_METADATA = """
+import torch
+
+def f(x):
+    x.unsqueeze_(0)
+    x.transpose_(0, 1)
+    return x.shape, x * 2
+"""
+
+
+@backends()
+def test_inplace_view_ops_on_input(backend):
+    run_case(
+        Case(
+            "inplace_view_ops_on_input",
+            prog(INPLACE_METADATA),
+            calls(3, lambda env: torch.randn(3)),
+            watch=lambda env: {},
+        ),
+        backend,
+    )
+
+
+def test_inplace_view_ops_change_the_callers_tensor():
+    """``x.unsqueeze_(0)`` changes the caller's tensor: its shape after the call."""
+    import fullgraph.runtime as fr
+
+    def f(x):
+        x.unsqueeze_(0)
+        return x.sum()
+
+    compiled = fr.compile(f, backend="eager")
+    shapes = []
+    for _ in range(3):
+        x = torch.ones(3)
+        compiled(x)
+        shapes.append(tuple(x.shape))
+    assert shapes == [(1, 3)] * 3
+
+
+def test_resize_of_input_changes_the_callers_tensor():
+    import fullgraph.runtime as fr
+
+    def f(x):
+        x.resize_(2, 2)
+        return x.shape[0]
+
+    compiled = fr.compile(f, backend="eager")
+    shapes = []
+    for _ in range(3):
+        x = torch.ones(4)
+        compiled(x)
+        shapes.append(tuple(x.shape))
+    assert shapes == [(2, 2)] * 3
+
+
+def test_requires_grad_set_on_input_inside():
+    import fullgraph.runtime as fr
+
+    def f(x):
+        x.requires_grad_()
+        return (x * 2).sum()
+
+    compiled = fr.compile(f, backend="eager")
+    flags = []
+    for _ in range(3):
+        x = torch.ones(3)
+        y = compiled(x)
+        flags.append((x.requires_grad, y.requires_grad))
+    assert flags == [(True, True)] * 3
+
+
+def test_data_assigned_on_input_inside():
+    import fullgraph.runtime as fr
+
+    def f(x, y):
+        x.data = y * 2
+        return x.sum()
+
+    compiled = fr.compile(f, backend="eager")
+    seen = []
+    for _ in range(3):
+        x = torch.zeros(3)
+        compiled(x, torch.ones(2))
+        seen.append(x.tolist())
+    assert seen == [[2.0, 2.0]] * 3
+
+
+# ---------------------------------------------------------------------------
+# Lazy initialisation inside forward
+
+
+ACTNORM = """
+import torch
+
+class ActNorm(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.loc = torch.nn.Parameter(torch.zeros(n))
+        self.scale = torch.nn.Parameter(torch.ones(n))
+        self.initialized = False
+
+    def forward(self, x):
+        if not self.initialized:
+            with torch.no_grad():
+                self.loc.copy_(-x.mean(0))
+                self.scale.copy_(1 / (x.std(0) + 1e-6))
+            self.initialized = True
+        return (x + self.loc) * self.scale
+
+net = ActNorm(4)
+"""
+
+
+@backends()
+def test_actnorm_data_dependent_init(backend):
+    def batch(env):
+        return torch.randn(8, 4)
+
+    run_case(
+        Case(
+            "actnorm_data_dependent_init",
+            prog(ACTNORM, "net"),
+            [*calls(3, batch), execg("net.initialized = False"), *calls(3, batch)],
+        ),
+        backend,
+    )
+
+
+LAZY_BUFFER = """
+import torch
+
+class Running(torch.nn.Module):
+    def forward(self, x):
+        if not hasattr(self, "total"):
+            self.register_buffer("total", torch.zeros(x.shape[-1]))
+        self.total.add_(x.sum(0))
+        return x - self.total
+net = Running()
+"""
+
+
+@backends()
+def test_buffer_registered_on_first_forward(backend):
+    run_case(
+        Case(
+            "buffer_registered_on_first_forward",
+            prog(LAZY_BUFFER, "net"),
+            [*calls(3, mat), execg("del net.total"), *calls(2, mat)],
+        ),
+        backend,
+    )
+
+
+LAST_INPUT = """
+import torch
+
+class Remember(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.last = None
+
+    def forward(self, x):
+        y = self.lin(x)
+        prev = self.last
+        self.last = y.detach()
+        if prev is None:
+            return y
+        return y + prev
+net = Remember()
+"""
+
+
+@backends()
+def test_previous_output_kept_on_module(backend):
+    run_case(
+        Case(
+            "previous_output_kept_on_module",
+            prog(LAST_INPUT, "net"),
+            [*calls(4, mat), execg("net.last = None"), *calls(2, mat)],
+            watch=lambda env: {"last": env.ns.net.last},
+        ),
+        backend,
+    )
+
+
+EVAL_INSIDE_FORWARD = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.5)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls >= 3:
+            self.training = False
+        return self.drop(x)
+net = Net()
+"""
+
+
+@backends()
+def test_training_flag_set_inside_forward(backend):
+    run_case(Case("training_flag_set_inside_forward", prog(EVAL_INSIDE_FORWARD, "net"), calls(5, mat)), backend)
+
+
+# ---------------------------------------------------------------------------
+# Results that are the input itself (no-op conversions)
+
+
+NOOP_CONVERSIONS = """
+import torch
+
+def f(x):
+    return x.contiguous(), x.float(), x.to("cpu"), torch.as_tensor(x), x.type(torch.float32)
+"""
+
+
+@backends()
+def test_noop_conversions_return_the_input(backend):
+    run_case(
+        Case(
+            "noop_conversions_return_the_input",
+            prog(NOOP_CONVERSIONS),
+            [
+                *calls(2, lambda env: torch.randn(2, 3)),
+                *calls(2, lambda env: torch.randn(3, 2).t()),
+                *calls(2, lambda env: torch.randn(2, 3).double()),
+                *calls(2, lambda env: torch.randn(2, 3)),
+            ],
+        ),
+        backend,
+    )
+
+
+def test_output_strides_follow_eager():
+    """A caller that calls ``.view`` on the result needs eager's strides."""
+    import fullgraph.runtime as fr
+
+    def f(x):
+        return x * 2, torch.relu(x), x.transpose(1, 2), x.permute(0, 2, 3, 1).contiguous()
+
+    compiled = fr.compile(f, backend="eager")
+    inputs = [
+        torch.randn(2, 3, 4, 5),
+        torch.randn(2, 3, 4, 5),
+        torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
+        torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
+        torch.randn(2, 5, 4, 3).permute(0, 3, 2, 1),
+        torch.randn(2, 5, 4, 3).permute(0, 3, 2, 1),
+    ]
+    for x in inputs:
+        expected = [t.stride() for t in f(x)]
+        got = [t.stride() for t in compiled(x)]
+        assert got == expected, (x.stride(), got, expected)
+    assert compiled.stats.hits >= 1
+
+
+# ---------------------------------------------------------------------------
+# Module containers changed between calls
+
+
+CONTAINERS = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 4))
+        self.extra = torch.nn.ParameterList([torch.nn.Parameter(torch.ones(4))])
+        self.gates = torch.nn.ParameterDict({"a": torch.nn.Parameter(torch.ones(4))})
+        self.depth = 3
+
+    def forward(self, x):
+        x = self.blocks[: self.depth](x)
+        for p in self.extra:
+            x = x * p
+        for name in sorted(self.gates):
+            x = x + self.gates[name]
+        return x, sum(p.numel() for p in self.parameters())
+
+net = Net()
+"""
+
+
+@backends(xfail="F56: sorted()/list() of a ParameterDict or ModuleDict does not guard its keys")
+def test_sequential_slice_parameter_list_and_dict_change(backend):
+    run_case(
+        Case(
+            "sequential_slice_parameter_list_and_dict_change",
+            prog(CONTAINERS, "net"),
+            [
+                *calls(2, mat),
+                execg("net.depth = 1"),
+                *calls(2, mat),
+                execg("net.extra.append(torch.nn.Parameter(torch.full((4,), 2.0)))"),
+                *calls(2, mat),
+                execg("net.gates['b'] = torch.nn.Parameter(torch.full((4,), -1.0))"),
+                *calls(2, mat),
+                execg("net.blocks.append(torch.nn.ReLU()); net.depth = 4"),
+                *calls(2, mat),
+                execg("net.register_parameter('unused', torch.nn.Parameter(torch.zeros(3)))"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+DYNAMIC_GETATTR = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer0 = torch.nn.Linear(4, 4)
+        self.layer1 = torch.nn.Linear(4, 4)
+        self.use = 0
+
+    def forward(self, x):
+        return getattr(self, f"layer{self.use}")(x)
+
+net = Net()
+"""
+
+
+@backends()
+def test_submodule_chosen_by_name(backend):
+    run_case(
+        Case(
+            "submodule_chosen_by_name",
+            prog(DYNAMIC_GETATTR, "net"),
+            [
+                *calls(2, mat),
+                execg("net.use = 1"),
+                *calls(2, mat),
+                execg("net.layer1 = torch.nn.Identity()"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Python floats that become sizes or values after they vary
+
+
+LIFTED_FLOAT_SIZES = """
+import torch
+
+def f(x, s):
+    r = torch.arange(0, s, 0.5)
+    l = torch.linspace(0, s, 3)
+    return x.clamp(min=s) + x.pow(s), r, l, torch.full((2,), s), x.new_full((2,), s)
+"""
+
+
+@backends()
+def test_lifted_float_in_factories(backend):
+    run_case(
+        Case(
+            "lifted_float_in_factories",
+            prog(LIFTED_FLOAT_SIZES),
+            [
+                Call(lambda env, s=s: (torch.rand(3) + 0.5, s), label=f"s={s}")
+                for s in (1.0, 1.5, 2.0, 3.0, 2.25, 1.0)
+            ],
+        ),
+        backend,
+    )
+
+
+LIFTED_DROPOUT = """
+import torch
+import torch.nn.functional as F
+
+def f(x, p):
+    return F.dropout(x, p=p, training=True), torch.rand(2)
+"""
+
+
+@backends()
+def test_lifted_dropout_probability(backend):
+    run_case(
+        Case(
+            "lifted_dropout_probability",
+            prog(LIFTED_DROPOUT),
+            [Call(lambda env, p=p: (torch.ones(8), p), label=f"p={p}") for p in (0.1, 0.2, 0.5, 0.0, 0.9, 0.1)],
+        ),
+        backend,
+    )
+
+
+LIFTED_INT_MIXED = """
+import torch
+
+def f(x, n):
+    return x * n, x // n, x ** n, n * 0.5, n // 2, -n, abs(n), n > 3
+"""
+
+
+@backends(xfail="F55: a lifted int does not raise where eager raises (negative integer power)")
+def test_lifted_int_python_arithmetic(backend):
+    run_case(
+        Case(
+            "lifted_int_python_arithmetic",
+            prog(LIFTED_INT_MIXED),
+            [Call(lambda env, n=n: (torch.arange(1, 5), n), label=f"n={n}") for n in (2, 3, 5, 1, 7, -2, 4)],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Sorting and choosing with keys computed from tensors
+
+
+SORT_BY_TENSOR = """
+import torch
+
+def f(xs):
+    ranked = sorted(xs, key=lambda t: t.sum().item())
+    best = max(range(len(xs)), key=lambda i: xs[i].max().item())
+    return torch.stack(ranked), best
+"""
+
+
+@backends()
+def test_sorted_by_tensor_key(backend):
+    run_case(
+        Case(
+            "sorted_by_tensor_key",
+            prog(SORT_BY_TENSOR),
+            calls(5, lambda env: [torch.randn(3) for _ in range(3)]),
+        ),
+        backend,
+    )
+
+
+FORMAT_VALUES = """
+import torch
+
+def f(x):
+    loss = (x ** 2).mean()
+    msg = f"loss={loss.item():.4f} n={x.numel()} dtype={x.dtype}"
+    print(msg)
+    return loss, msg, str(x.shape), repr(x.dtype)
+"""
+
+
+@backends()
+def test_formatted_values_returned_and_printed(backend):
+    run_case(
+        Case(
+            "formatted_values_returned_and_printed",
+            prog(FORMAT_VALUES),
+            [*calls(3, vec), Call(lambda env: torch.randn(6)), Call(lambda env: torch.randn(6).double())],
+        ),
+        backend,
+    )
+
+
+CLOSURES_PER_CALL = """
+import torch
+
+def f(x, n):
+    fns = [lambda v, i=i: v * i for i in range(n)]
+    late = [lambda v: v * i for i in range(n)]
+    def add(v):
+        return v + n
+    return sum(fn(x) for fn in fns), sum(fn(x) for fn in late), list(map(add, [x, x]))
+"""
+
+
+@backends(xfail="F53: a closure over an int argument that varies replays the wrong record")
+def test_closures_made_per_call(backend):
+    run_case(
+        Case(
+            "closures_made_per_call",
+            prog(CLOSURES_PER_CALL),
+            [Call(lambda env, n=n: (torch.ones(2), n), label=f"n={n}") for n in (2, 2, 3, 3, 1, 4)],
+        ),
+        backend,
+    )
+
+
+ID_CACHE = """
+import torch
+
+weights = {}
+
+def f(x, w):
+    key = id(w)
+    if key not in weights:
+        weights[key] = w.t().contiguous()
+    return x @ weights[key]
+"""
+
+
+@backends(xfail="F54: id() of an argument is frozen into the record")
+def test_cache_keyed_by_id(backend):
+    def build():
+        env = prog(ID_CACHE)()
+        torch.manual_seed(3)
+        env.w1 = torch.randn(4, 4)
+        env.w2 = torch.randn(4, 4)
+        return env
+
+    run_case(
+        Case(
+            "cache_keyed_by_id",
+            build,
+            [
+                Call(lambda env: (torch.randn(2, 4), env.w1)),
+                Call(lambda env: (torch.randn(2, 4), env.w1)),
+                Call(lambda env: (torch.randn(2, 4), env.w2)),
+                Call(lambda env: (torch.randn(2, 4), env.w2)),
+                Call(lambda env: (torch.randn(2, 4), env.w1)),
+            ],
+            watch=lambda env: {"n": len(env.ns.weights)},
+        ),
+        backend,
+    )
+
+
+RETAIN_GRAD = """
+import torch
+
+w = torch.nn.Parameter(torch.ones(3))
+
+def f(x):
+    h = x * w
+    h.retain_grad()
+    loss = (h ** 2).sum()
+    return loss, h
+"""
+
+
+def test_retain_grad_on_intermediate_survives_replay():
+    import fullgraph.runtime as fr
+
+    ns = {}
+    exec(RETAIN_GRAD, ns)  # noqa: S102
+    compiled = fr.compile(ns["f"], backend="eager")
+    grads = []
+    for _ in range(3):
+        loss, h = compiled(torch.full((3,), 2.0))
+        loss.backward()
+        grads.append(None if h.grad is None else h.grad.tolist())
+    assert grads == [[4.0, 4.0, 4.0]] * 3
+
+
+NUMEL_PROD = """
+import math
+import functools
+import operator
+import torch
+
+def f(x):
+    n = math.prod(x.shape)
+    m = functools.reduce(operator.mul, x.shape, 1)
+    return x.reshape(n) * m, len(x), x.size(-1), x.dim()
+"""
+
+
+@backends()
+def test_shape_products_with_changing_sizes(backend):
+    run_case(
+        Case(
+            "shape_products_with_changing_sizes",
+            prog(NUMEL_PROD),
+            [Call(lambda env, s=s: torch.randn(*s), label=str(s)) for s in ((2, 3), (2, 3), (3, 3), (4, 3), (2, 5), (2, 3, 1))],
+        ),
+        backend,
+    )
