@@ -42,7 +42,7 @@ $(STAMP): pyproject.toml requirements-dev.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m fullgraph.lsp_server.demo
+	$(PY) -m fullgraph.lsp_server.cli.demo
 
 test: test-python test-py310 test-py312 test-py313 test-extension
 

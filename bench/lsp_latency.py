@@ -71,13 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     options = parser.parse_args(argv)
 
-    from fullgraph.lsp_server.features.findings import static_finding, to_diagnostic
+    from fullgraph.lsp_server.diagnostic import Diagnostic
     from fullgraph.lsp_server.positions import PositionMapper
+    from fullgraph.lsp_server.server.features.findings import to_diagnostic
     from fullgraph.refactors import RULES, IncrementalLinter, lint_source
 
     def diagnostics_of(text: str, raw: list) -> list:
         mapper = PositionMapper(text, "utf-16")
-        findings = [static_finding(f, RULES) for f in raw]
+        findings = [Diagnostic.from_finding(f, rules=RULES) for f in raw]
         return [to_diagnostic(f, mapper, root=None, docs_base_url="https://x") for f in findings]
 
     source = generate(options.lines)

@@ -2,7 +2,7 @@
 
 import sys
 
-from fullgraph.lsp_server.server import main
+from fullgraph.lsp_server.server.main import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

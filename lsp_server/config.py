@@ -4,9 +4,9 @@ The table lives in the project's ``pyproject.toml``; the model and its
 structuring are :mod:`fullgraph.lsp_server.settings`, the same the language
 server reads (:data:`Config` is :class:`~fullgraph.lsp_server.settings.Settings`).
 The CLI is stricter than the server in one way: a bad value is a
-:class:`ConfigError` that names the key, the value found and what was
-expected (exit code 2), so the user can fix the file without reading our
-code.  An unknown key is a warning naming it and the known keys, never a
+:class:`~fullgraph.lsp_server.errors.ConfigError` that names the key, the
+value found and what was expected (exit code 2), so the user can fix the file
+without reading our code.  An unknown key is a warning naming it and the known keys, never a
 refusal: the table is shared with the editor's settings.
 """
 
@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fullgraph.lsp_server.entrypoints import parse_entrypoint
+from fullgraph.lsp_server.errors import ConfigError
 from fullgraph.lsp_server.settings import Settings, merge
 
 if sys.version_info >= (3, 11):
@@ -26,28 +28,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 TABLE = "tool.fullgraph"
 BACKENDS = ("inductor", "eager")
-
-
-class ConfigError(Exception):
-    """A configuration value is missing, malformed or of the wrong kind."""
-
-    def __init__(self, key: str, value: Any, expected: str, *, source: str | None = None):
-        self.key = key
-        self.value = value
-        self.expected = expected
-        self.source = source
-        where = f"{source}: " if source else ""
-        super().__init__(f"{where}{key} = {value!r}: expected {expected}")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "type": "ConfigError",
-            "message": str(self),
-            "traceback": "",
-            "key": self.key,
-            "value": _jsonable(self.value),
-            "expected": self.expected,
-        }
 
 
 # The CLI and the language server read one model (docs/configuration.md).
@@ -120,20 +100,8 @@ def load_config(
 
 def _validate(config: Config, table: str, source: str | None) -> None:
     """Checks the types cannot express: each entrypoint's syntax."""
-    from fullgraph.lsp_server.entrypoints import parse_entrypoint
-
     for index, text in enumerate(config.entrypoints):
         parse_entrypoint(text, key=f"{table}.entrypoints[{index}]", source=source)
 
 
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return repr(value)
-
-
-__all__ = ["BACKENDS", "Config", "ConfigError", "config_from_mapping", "load_config"]
+__all__ = ["BACKENDS", "Config", "config_from_mapping", "load_config"]

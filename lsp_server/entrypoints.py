@@ -5,7 +5,7 @@ model and sample inputs and returns ``(callable, args)`` or
 ``(callable, args, kwargs)`` (docs/entrypoints.md).  Parsing happens in the
 calling process (no user code runs); :func:`load_entrypoint` imports and calls
 it, and runs only inside the analysis worker.  Every way an entrypoint can be
-wrong is a :class:`~fullgraph.lsp_server.config.ConfigError` naming the key,
+wrong is a :class:`~fullgraph.lsp_server.errors.ConfigError` naming the key,
 the value and what was expected; an exception raised *by* the user's code is
 not, and propagates unchanged.
 """
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fullgraph.lsp_server.config import ConfigError
+from fullgraph.lsp_server.errors import ConfigError
 
 FORMAT = '"package.module:function" (a zero-argument function, see docs/entrypoints.md)'
 RETURN_SHAPE = "the entrypoint to return (callable, args) or (callable, args, kwargs)"

@@ -1,7 +1,7 @@
 """The analysis service: one API for the CLI and the language server.
 
 ``AnalysisService(root, config)`` runs entrypoints in a warm worker process
-(:mod:`fullgraph.lsp_server.worker`) and static rules in-process.  Policy lives
+(:mod:`fullgraph.lsp_server.analysis.worker`) and static rules in-process.  Policy lives
 here: a per-entrypoint timeout, cancellation through a ``threading.Event``, a
 memory cap handed to the worker, and a fresh worker whenever the old one died,
 was stopped, or the project's ``.py`` files changed since it started (it has
@@ -22,16 +22,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fullgraph.lsp_server.config import Config, ConfigError
-from fullgraph.lsp_server.entrypoints import parse_entrypoint
-from fullgraph.lsp_server.ipynb import lint_notebook_file
-from fullgraph.lsp_server.sources import SOURCE_SUFFIXES, iter_python_files, snapshot_mtimes
-from fullgraph.lsp_server.worker_process import (
+from fullgraph.lsp_server.analysis.worker_process import (
     WaitCancelled,
     WaitTimeout,
     WorkerGone,
     WorkerProcess,
 )
+from fullgraph.lsp_server.config import Config
+from fullgraph.lsp_server.entrypoints import parse_entrypoint
+from fullgraph.lsp_server.errors import ConfigError
+from fullgraph.lsp_server.ipynb import lint_notebook_file
+from fullgraph.lsp_server.sources import SOURCE_SUFFIXES, iter_python_files, snapshot_mtimes
 from fullgraph.lsp_server.workspace_calls import WorkspaceCalls
 
 if TYPE_CHECKING:

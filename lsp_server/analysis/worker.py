@@ -1,7 +1,7 @@
 """The analysis worker: the only place where user code runs.
 
-Started by :mod:`fullgraph.lsp_server.service` as
-``python -m fullgraph.lsp_server.worker --request-fd R --result-fd W --root DIR``
+Started by :mod:`fullgraph.lsp_server.analysis.service` as
+``python -m fullgraph.lsp_server.analysis.worker --request-fd R --result-fd W --root DIR``
 under the user's interpreter.  It caps its own memory, imports torch and
 the runtime once (the slow part, so the process is kept warm between
 analyses), then serves requests: one JSON object per line on fd ``R``, one JSON
@@ -19,22 +19,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import faulthandler
 import functools
 import importlib
-import inspect
 import json
 import os
 import sys
 import threading
 import time
 import traceback
-import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from fullgraph.lsp_server.tracebacks import without_frames
+from fullgraph.lsp_server.analysis.tracebacks import without_frames
+from fullgraph.lsp_server.entrypoints import build_target, parse_entrypoint, reached_functions
+from fullgraph.lsp_server.errors import ConfigError
 
 PROTOCOL_VERSION = 1
 
@@ -138,11 +139,16 @@ def _error(exc: BaseException, *, user: bool = False, root: Path | None = None) 
 @functools.lru_cache(maxsize=1)
 def _tool_dirs() -> tuple[str, ...]:
     """Source folders of fullgraph itself: frames there are not the user's."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # lsp_server/, not only analysis/
     dirs = [str(here)]
-    for name in ("fullgraph.runtime", "fullgraph.refactors"):
-        with contextlib.suppress(Exception):
-            dirs.extend(str(Path(p).resolve()) for p in importlib.import_module(name).__path__)
+    with contextlib.suppress(Exception):  # no torch: the runtime's frames cannot occur
+        import fullgraph.runtime
+
+        dirs.extend(str(Path(p).resolve()) for p in fullgraph.runtime.__path__)
+    with contextlib.suppress(Exception):
+        import fullgraph.refactors
+
+        dirs.extend(str(Path(p).resolve()) for p in fullgraph.refactors.__path__)
     return tuple(dirs)
 
 
@@ -153,8 +159,6 @@ def _is_tool_frame(filename: str) -> bool:
 
 def reached(target: Any) -> list[dict[str, str]]:
     """The functions an analysis of ``target`` runs (never fails the analysis)."""
-    from fullgraph.lsp_server.entrypoints import reached_functions
-
     try:
         return reached_functions(target)
     except Exception:  # noqa: BLE001 - a user object's odd attributes cost only this list
@@ -194,14 +198,9 @@ class Worker:
 
     def __init__(self, root: Path):
         self.root = root.resolve()
-        self._functions: dict[str, Callable[..., Any]] = {}
-        for name in ("explain", "generate_wrapper"):
-            self._api(name)
+        self._runtime = _runtime_api()
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        from fullgraph.lsp_server.config import ConfigError
-        from fullgraph.lsp_server.entrypoints import build_target, parse_entrypoint
-
         answer: dict[str, Any] = {"id": request.get("id"), "report": None, "error": None}
         op = request.get("op")
         importlib.invalidate_caches()  # a module created since the last request is found
@@ -231,24 +230,6 @@ class Worker:
                 },
             }
 
-    def _api(self, name: str) -> Callable[..., Any] | None:
-        """A public runtime function, looked up once.
-
-        Kept from the first lookup because a submodule of the same name, once
-        imported, replaces the package attribute (``fullgraph.runtime.explain``
-        the function vs. the module); the function is what we call.
-        """
-        if name not in self._functions:
-            try:
-                runtime = importlib.import_module("fullgraph.runtime")
-            except ImportError:
-                return None
-            function = getattr(runtime, name, None)
-            if not callable(function) or isinstance(function, types.ModuleType):
-                return None
-            self._functions[name] = function
-        return self._functions[name]
-
     def _tool_failure(self, exc: BaseException, what: str) -> dict[str, Any]:
         """An exception escaping the runtime: the user's if raised in user code."""
         if _passes_through(exc, self.root):
@@ -268,11 +249,10 @@ class Worker:
         }
 
     def _analyze(self, target: Any) -> dict[str, Any]:
-        explain = self._api("explain")
-        if explain is None:
+        if self._runtime is None:
             return self._missing("explain")
         try:
-            report = explain(target.fn, *target.args, **target.kwargs)
+            report = self._runtime.explain(target.fn, *target.args, **target.kwargs)
             data = report.to_json()
         except BaseException as exc:  # noqa: BLE001
             return self._tool_failure(exc, "explain")
@@ -284,31 +264,44 @@ class Worker:
         return {"status": status, "report": data, "error": error, "reached": reached(target)}
 
     def _compile_wrapper(self, target: Any, entry: str) -> dict[str, Any]:
-        generate_wrapper = self._api("generate_wrapper")
-        if generate_wrapper is None:
+        if self._runtime is None:
             return self._missing("generate_wrapper")
-        # The entrypoint lets the generated module rebuild the model in a fresh
-        # process; older runtimes did not take it.
-        extra = {}
-        with contextlib.suppress(TypeError, ValueError):
-            if "entrypoint" in inspect.signature(generate_wrapper).parameters:
-                extra["entrypoint"] = entry
         try:
-            source = generate_wrapper(target.fn, *target.args, **target.kwargs, **extra)
+            # The entrypoint lets the generated module rebuild the model in a fresh process.
+            source = self._runtime.generate_wrapper(
+                target.fn, *target.args, entrypoint=entry, **target.kwargs
+            )
         except BaseException as exc:  # noqa: BLE001
             return self._tool_failure(exc, "generate_wrapper")
         return {"status": "ok", "wrapper": source}
 
 
-def _warm_up() -> dict[str, bool]:
-    """Import the slow parts now, so the first analysis does not pay for them."""
-    capabilities = {"explain": False, "generate_wrapper": False}
+@dataclasses.dataclass(frozen=True)
+class RuntimeAPI:
+    """The two public runtime functions the worker calls.
+
+    Imported once, at start: a submodule of the same name, once imported,
+    replaces the package attribute (``fullgraph.runtime.explain`` the function
+    vs. the module); the function is what we call.
+    """
+
+    explain: Callable[..., Any]
+    generate_wrapper: Callable[..., Any]
+
+
+def _runtime_api() -> RuntimeAPI | None:
+    """The runtime's API, or None where it cannot be imported (no torch: reported per request)."""
     try:
-        runtime = importlib.import_module("fullgraph.runtime")
-        importlib.import_module("torch")
-    except Exception:  # noqa: BLE001 - reported per request instead
-        return capabilities
-    return {name: hasattr(runtime, name) for name in capabilities}
+        from fullgraph.runtime import explain, generate_wrapper
+    except Exception:  # noqa: BLE001 - a broken install is reported per request instead
+        return None
+    return RuntimeAPI(explain, generate_wrapper)
+
+
+def _warm_up() -> dict[str, bool]:
+    """Import the slow parts now (torch, the runtime), so the first analysis does not pay."""
+    available = _runtime_api() is not None
+    return {"explain": available, "generate_wrapper": available}
 
 
 def main(argv: list[str] | None = None) -> int:

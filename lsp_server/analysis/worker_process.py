@@ -1,8 +1,9 @@
 """The service's handle on one analysis worker process.
 
-Spawns ``python -m fullgraph.lsp_server.worker`` with two private pipes (requests
-in, answers out) and waits for answers without ever blocking past a deadline or
-a cancellation: the wait polls the answer pipe in short slices.  The worker is
+Spawns ``python -m fullgraph.lsp_server.analysis.worker`` with two private
+pipes (requests in, answers out) and waits for answers without ever blocking
+past a deadline or a cancellation: the wait polls the answer pipe in short
+slices.  The worker is
 the leader of its own process group, so killing it also stops any compiler
 subprocesses user code started.  The worker's own stdout/stderr (outside a
 request) go to a log file whose tail explains a start-up failure.
@@ -62,7 +63,7 @@ class WorkerProcess:
         command = [
             python,
             "-m",
-            "fullgraph.lsp_server.worker",
+            "fullgraph.lsp_server.analysis.worker",
             "--request-fd",
             str(request_read),
             "--result-fd",

@@ -2,11 +2,13 @@
 
 The text, JSON and SARIF printers all read a :class:`CheckRun`, so they agree
 on what was found.  Static findings (``FG1xx``) and runtime breaks (``FG2xx``)
-become one list of :class:`Diagnostic` values; a runtime break reached from
-several entrypoints is one diagnostic (breaks are counted by distinct source
-location, :mod:`.break_sites`, as in the editor), with the hint that fits its
-statement (:mod:`.break_hints`).  Positions keep the project convention: 1-based lines, 0-based
-code-point columns; printers convert.
+become one list of :class:`~fullgraph.lsp_server.diagnostic.Diagnostic`
+values; a runtime break reached from several entrypoints is one diagnostic
+(breaks are counted by distinct source location,
+:mod:`fullgraph.lsp_server.break_sites`, as in the editor), with the hint that
+fits its statement (:mod:`fullgraph.lsp_server.break_hints`).  Positions keep
+the project convention: 1-based lines, 0-based code-point columns; printers
+convert.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fullgraph.lsp_server.break_hints import hint_for
-from fullgraph.lsp_server.break_sites import break_key, by_site, frame_names
-from fullgraph.lsp_server.service import AnalysisResult
+from fullgraph.lsp_server.analysis.service import AnalysisResult
+from fullgraph.lsp_server.break_sites import break_key, by_site
+from fullgraph.lsp_server.diagnostic import Diagnostic
 
 SCHEMA_VERSION = 1
 # Exit codes, as documented in docs/cli.md.
@@ -30,34 +32,6 @@ FAILED_STATUSES = ("user_exception", "timeout", "crashed", "cancelled")
 # Most severe first.  By default a check shows (and fails on) warnings and errors;
 # "information" and "hint" findings (e.g. hybridization candidates) are advice.
 SEVERITIES = ("error", "warning", "information", "hint")
-# A file the static rules could not parse (docs/codes/FG001.md).
-SYNTAX_ERROR_CODE = "FG001"
-
-
-@dataclasses.dataclass
-class Diagnostic:
-    path: Path
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    code: str
-    message: str
-    severity: str  # "error" | "warning" | "information" | "hint"
-    origin: str  # "static" | "runtime"
-    fixable: bool = False
-    category: str | None = None  # runtime break category name
-    hint: str = ""
-    doc_path: str = ""
-    stack: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    entries: list[str] = dataclasses.field(default_factory=list)  # entrypoints reaching it
-    # A notebook's cell (1-based, counting every cell); ``line`` is then the cell's line.
-    cell: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["path"] = str(self.path)
-        return data
 
 
 def tool_version() -> str:
@@ -104,9 +78,9 @@ class CheckRun:
             ]
         breaks = []
         for (brk, severity), entries in by_site(found, key=lambda item: break_key(item[0])):
-            diagnostic = self._from_break(brk, severity)
-            diagnostic.entries = entries
-            breaks.append(diagnostic)
+            breaks.append(
+                dataclasses.replace(Diagnostic.from_break(brk, severity), entries=entries)
+            )
         diagnostics.extend(breaks)
         diagnostics.sort(key=lambda d: (str(d.path), d.cell or 0, d.line, d.column, d.code))
         return diagnostics
@@ -116,42 +90,8 @@ class CheckRun:
         cell = None
         if hasattr(finding, "cell") and hasattr(finding, "finding"):  # notebooks.CellFinding
             cell, finding = finding.cell + 1, finding.finding
-        return Diagnostic(
-            cell=cell,
-            path=path.resolve(),  # runtime breaks carry absolute paths; sort them together
-            line=finding.line,
-            column=finding.column,
-            end_line=finding.end_line,
-            end_column=finding.end_column,
-            code=finding.code,
-            message=finding.message,
-            severity=finding.severity,
-            origin="static",
-            fixable=finding.fix is not None,
-            hint=finding.refusal_reason or "",
-            doc_path=getattr(finding, "doc_path", f"docs/rules/{finding.code}.md"),
-        )
-
-    @staticmethod
-    def _from_break(brk: dict[str, Any], severity: str = "warning") -> Diagnostic:
-        stack = [dict(frame) for frame in brk.get("stack", [])]
-        for frame, name in zip(stack, frame_names(stack)):
-            frame["qualname"] = name  # Block.forward, where the report says forward
-        return Diagnostic(
-            path=Path(brk["file"]),
-            line=brk["line"],
-            column=brk["column"],
-            end_line=brk.get("end_line", brk["line"]),
-            end_column=brk.get("end_column", brk["column"]),
-            code=brk["code"],
-            message=brk["message"],
-            severity=severity,
-            origin="runtime",
-            category=brk.get("category"),
-            hint=hint_for(brk),
-            doc_path=f"docs/codes/{brk['code']}.md",
-            stack=stack,
-        )
+        # Runtime breaks carry absolute paths; sort them together.
+        return Diagnostic.from_finding(finding, path=path.resolve(), cell=cell)
 
     def failed(self) -> list[AnalysisResult]:
         return [r for r in self.results if r.status in FAILED_STATUSES]

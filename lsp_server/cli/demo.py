@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: lsp_server/cli/demo.py
 
 
 def _project_root() -> Path:
@@ -47,10 +47,10 @@ def _project_root() -> Path:
 
 def analyze(root: Path, entries: list[str], timeout: float) -> dict[str, int]:
     """Print static findings and runtime breaks; return graph counts per entrypoint."""
-    from fullgraph.lsp_server import text_report
-    from fullgraph.lsp_server.check_run import CheckRun
+    from fullgraph.lsp_server.analysis.service import AnalysisService
+    from fullgraph.lsp_server.cli import text_report
+    from fullgraph.lsp_server.cli.check_run import CheckRun
     from fullgraph.lsp_server.config import Config
-    from fullgraph.lsp_server.service import AnalysisService
 
     print("== 1. Graph breaks (static rules + one monitoring run per example) ==\n")
     run = CheckRun(root=root)
@@ -78,7 +78,7 @@ FIXED_PACKAGE = "examples_fixed"
 
 def fix_copy(root: Path) -> Path:
     """Copy ``examples/`` to ``.cache/demo/examples_fixed``, fix the copy, print the diff."""
-    from fullgraph.lsp_server.cli import patch_text
+    from fullgraph.lsp_server.cli.main import patch_text
     from fullgraph.refactors import fix_source
 
     print("\n== 2. fullgraph fix, applied to a copy of examples/ ==\n")

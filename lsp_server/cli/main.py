@@ -18,18 +18,21 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from fullgraph.lsp_server.check_run import (
+from fullgraph.lsp_server.analysis.service import AnalysisFailed, AnalysisService
+from fullgraph.lsp_server.cli import text_report
+from fullgraph.lsp_server.cli.check_run import (
     EXIT_CLEAN,
     EXIT_CONFIG,
     EXIT_PROBLEMS,
     SEVERITIES,
     CheckRun,
 )
-from fullgraph.lsp_server.config import Config, ConfigError, load_config
+from fullgraph.lsp_server.cli.sarif import to_sarif
+from fullgraph.lsp_server.config import Config, load_config
 from fullgraph.lsp_server.entrypoints import Entrypoint, parse_entrypoint
+from fullgraph.lsp_server.errors import ConfigError
 from fullgraph.lsp_server.ipynb import fix_notebook, read_cells
 from fullgraph.lsp_server.notebooks import NotebookError, combine
-from fullgraph.lsp_server.service import AnalysisFailed, AnalysisService
 from fullgraph.lsp_server.sources import SOURCE_SUFFIXES, iter_python_files
 
 
@@ -107,8 +110,6 @@ def _entries_for(args: argparse.Namespace, root: Path, config: Config) -> list[t
 def cmd_check(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from fullgraph.lsp_server import text_report
-
     root, config = _project(args)
     paths = [Path(p) for p in args.paths] or [Path.cwd()]
     missing = [str(p) for p in paths if not p.exists()]
@@ -148,8 +149,6 @@ def cmd_check(args: argparse.Namespace) -> int:
             run.results.append(service.analyze(entry, key=key))
 
     if args.sarif:
-        from fullgraph.lsp_server.sarif import to_sarif
-
         print(json.dumps(to_sarif(run), indent=2))
     elif args.json:
         print(json.dumps(run.to_json(), indent=2))
@@ -170,8 +169,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from fullgraph.lsp_server import text_report
-
     parse_entrypoint(args.entry)
     root, config = _project(args)
     with _service(root, config) as service:
@@ -238,9 +235,7 @@ def patch_text(path: Path, source: str, fixed: str) -> list[str]:
     form PATHS had; a file outside the working directory keeps its absolute
     path.  A last line without a newline gets the standard marker.
     """
-    from fullgraph.lsp_server.text_report import display_path
-
-    shown = Path(display_path(path)).as_posix()
+    shown = Path(text_report.display_path(path)).as_posix()
     lines = list(
         difflib.unified_diff(
             source.splitlines(keepends=True),
@@ -318,7 +313,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
 
 def cmd_lsp(args: argparse.Namespace) -> int:
     try:
-        from fullgraph.lsp_server.server import main as server_main
+        from fullgraph.lsp_server.server.main import main as server_main
     except ImportError as exc:
         _error(f"the language server is not available in this installation ({exc})")
         return EXIT_CONFIG
@@ -409,7 +404,3 @@ def main(argv: list[str] | None = None) -> int:
         # The reader (e.g. `| head`) went away; don't add a traceback to its output.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_PROBLEMS
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fullgraph.lsp_server.check_run import SYNTAX_ERROR_CODE, CheckRun, Diagnostic, tool_version
+from fullgraph.lsp_server.cli.check_run import CheckRun, tool_version
+from fullgraph.lsp_server.diagnostic import SYNTAX_ERROR_CODE, Diagnostic
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -145,10 +146,10 @@ def _result(diagnostic: Diagnostic, rule_index: dict[str, int], root: Path) -> d
         frames = [
             {
                 "location": _location(
-                    Path(frame["file"]),
+                    frame.path,
                     root,
-                    {"startLine": frame["line"], "startColumn": frame["column"] + 1},
-                    f"in {frame['function']}",
+                    {"startLine": frame.line, "startColumn": frame.column + 1},
+                    f"in {frame.function}",
                 )
             }
             for frame in reversed(diagnostic.stack)

@@ -14,10 +14,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from fullgraph.lsp_server.analysis.service import AnalysisResult
 from fullgraph.lsp_server.break_hints import hint_for
 from fullgraph.lsp_server.break_sites import caller_chain, frame_names
-from fullgraph.lsp_server.check_run import SYNTAX_ERROR_CODE, CheckRun, Diagnostic
-from fullgraph.lsp_server.service import AnalysisResult
+from fullgraph.lsp_server.cli.check_run import CheckRun
+from fullgraph.lsp_server.diagnostic import SYNTAX_ERROR_CODE, Diagnostic
 
 INDENT = "    "
 
@@ -49,9 +50,7 @@ def diagnostic_lines(diagnostic: Diagnostic, cwd: Path | None = None) -> list[st
     lines = [diagnostic_line(diagnostic, cwd)]
     if diagnostic.origin == "runtime":
         if diagnostic.stack:
-            chain = caller_chain(
-                frame.get("qualname") or frame["function"] for frame in diagnostic.stack
-            )
+            chain = caller_chain(frame.name for frame in diagnostic.stack)
             lines.append(f"{INDENT}reached as {chain} from {', '.join(diagnostic.entries)}")
         if diagnostic.hint:
             lines.append(f"{INDENT}hint: {diagnostic.hint}")

@@ -1,38 +1,25 @@
-"""The fullgraph language server: state shared by the features, and ``main()``.
+"""The fullgraph language server: the pygls server and the state its features share.
 
 The server itself is thin.  Each LSP feature is a plain function in
-``fullgraph.lsp_server.features.<feature>`` registered on :data:`SERVER`;
-the work behind it lives in pure helpers.  This module holds what the features
-share: the merged settings, per-document analysis state, the runtime results
-of the entrypoints, and lazy access to the two back ends:
-
-- the refactors API (``fullgraph.refactors.lint_source`` / ``fix_source``),
-  run in-process because it only parses source;
-- the analysis service (``fullgraph.lsp_server.service.AnalysisService``),
-  which runs user code in a worker subprocess.  User code never runs here.
-
-Both back ends are imported lazily so the server starts, and keeps serving,
-when one of them is missing or broken; the user is told once.
-
-The protocol owns the process's real stdin and stdout.  :func:`main` moves
-them to private descriptors and points file descriptors 0 and 1 at
-``/dev/null`` and stderr, so a stray ``print`` (ours, a library's, or a
-child process's that inherited fd 1) lands in the log instead of corrupting
-the JSON-RPC stream.
+``fullgraph.lsp_server.server.features.<feature>``, registered on a
+:class:`FullgraphServer` by :mod:`.main`; the work behind it lives in pure
+helpers.  This module holds what the features share: the merged settings,
+per-document analysis state (typed in :mod:`.state`), the runtime results of
+the entrypoints, and the analysis service
+(:class:`~fullgraph.lsp_server.analysis.service.AnalysisService`), which runs
+user code in a worker subprocess.  User code never runs here; the static rules
+(``fullgraph.refactors``) run in-process because they only parse source.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import logging
-import os
-import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -40,7 +27,15 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from fullgraph.lsp_server import settings as settings_module
+from fullgraph.lsp_server.analysis.service import AnalysisService
 from fullgraph.lsp_server.positions import PositionMapper
+from fullgraph.lsp_server.server.state import (
+    DocumentState,
+    EntryResult,
+    NotebookState,
+    SaveAnalyses,
+)
+from fullgraph.lsp_server.workspace_calls import WorkspaceCalls
 
 log = logging.getLogger("fullgraph.lsp_server")
 
@@ -54,15 +49,6 @@ def _version() -> str:
         return version("fullgraph")
     except Exception:  # an uninstalled checkout still serves
         return "0.0.0+unknown"
-
-
-@dataclasses.dataclass
-class Backend:
-    """A lazily imported back end: the module, or why it is unavailable."""
-
-    module: Any = None
-    problem: str | None = None
-    reported: bool = False
 
 
 class FullgraphServer(LanguageServer):
@@ -85,27 +71,28 @@ class FullgraphServer(LanguageServer):
             ),
         )
         self.settings = settings_module.Settings()
+        # The client's own settings as it sent them (JSON), before merging.
         self.client_settings: Any = None
         # Entrypoints added with fullgraph.addEntrypoint this session: they count
         # before the user saves the pyproject.toml edit.
         self.added_entrypoints: list[str] = []
         self.root: Path = Path.cwd()
-        self._workspace_calls: Any = None  # WorkspaceCalls of self.root, made on first use
-        # uri -> diagnostics state of an open document (features.diagnostics.DocumentState)
-        self.documents: dict[str, Any] = {}
-        # notebook uri -> features.notebook_cells.NotebookState (its cells are in `documents`)
-        self.notebooks: dict[str, Any] = {}
-        # entry -> features.runtime.EntryResult of its last analysis
-        self.entry_results: dict[str, Any] = {}
+        self._workspace_calls: WorkspaceCalls | None = None  # of self.root, made on first use
+        # uri -> static state of an open document (a file or a notebook cell)
+        self.documents: dict[str, DocumentState] = {}
+        # notebook uri -> its state (its cells are in `documents`)
+        self.notebooks: dict[str, NotebookState] = {}
+        # entry -> its last analysis
+        self.entry_results: dict[str, EntryResult] = {}
         self.debounce_handles: dict[str, asyncio.TimerHandle] = {}
         self.lints_in_flight: dict[str, asyncio.Future] = {}
         self.lint_failures_reported: set[str] = set()
+        self.save_analyses = SaveAnalyses()
         self.loop: asyncio.AbstractEventLoop | None = None  # set at initialize
         self.analysis_lock = asyncio.Lock()
-        self._service: Any = None
-        self._service_key: Any = None
+        self._service: AnalysisService | None = None
+        self._service_key: tuple | None = None
         self._service_lock = threading.Lock()
-        self._backends: dict[str, Backend] = {}
 
     # -- client capabilities ------------------------------------------------
     @property
@@ -210,50 +197,17 @@ class FullgraphServer(LanguageServer):
             self.show(problem.message)
 
     # -- back ends ----------------------------------------------------------
-    def _backend(self, module_name: str, required: tuple[str, ...], what: str) -> Any:
-        backend = self._backends.setdefault(module_name, Backend())
-        if backend.module is None and backend.problem is None:
-            try:
-                module = importlib.import_module(module_name)
-                missing = [name for name in required if not hasattr(module, name)]
-                if missing:
-                    backend.problem = f"{module_name} has no {', '.join(missing)} yet"
-                else:
-                    backend.module = module
-            except Exception as error:  # a broken back end must not take the server down
-                backend.problem = f"cannot import {module_name}: {error!r}"
-                log.error("%s", traceback.format_exc())
-        if backend.module is None and not backend.reported:
-            backend.reported = True
-            self.show(f"fullgraph: {what} unavailable ({backend.problem})")
-        return backend.module
-
-    def refactors(self) -> Any:
-        """The refactors API module, or None when it is unavailable (told once)."""
-        return self._backend(
-            "fullgraph.refactors",
-            ("lint_source", "fix_source", "SourceSyntaxError"),
-            "static rules",
-        )
-
-    def workspace_calls(self) -> Any:
+    def workspace_calls(self) -> WorkspaceCalls:
         """The cached scan of which functions compiled code in other files calls."""
-        from fullgraph.lsp_server.workspace_calls import WorkspaceCalls
-
         if self._workspace_calls is None or self._workspace_calls.root != self.root:
             self._workspace_calls = WorkspaceCalls(self.root)
         return self._workspace_calls
 
-    def service(self) -> Any:
-        """An AnalysisService for the current settings, or None (told once).
+    def service(self) -> AnalysisService:
+        """An AnalysisService for the current settings.
 
         Recreated when the root or the settings the worker starts with change.
         """
-        module = self._backend(
-            "fullgraph.lsp_server.service", ("AnalysisService",), "runtime analysis"
-        )
-        if module is None:
-            return None
         # Entrypoints and the timeout travel with each call; only what the worker
         # is started with forces a new one (and a new, slow torch import).
         key = (self.root, self.settings.memory_mb, self.settings.backend, self.settings.python)
@@ -262,7 +216,7 @@ class FullgraphServer(LanguageServer):
                 return self._service
             self.close_service()
             # The settings are the service's configuration: one model for both.
-            self._service = module.AnalysisService(self.root, self.settings)
+            self._service = AnalysisService(self.root, self.settings)
             self._service_key = key
             return self._service
 
@@ -275,43 +229,7 @@ class FullgraphServer(LanguageServer):
             self._service = None
 
 
-SERVER = FullgraphServer()
-
-
-def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
-    """Take the real stdin/stdout for the protocol; leave harmless stand-ins behind.
-
-    After this, file descriptor 1 is a copy of stderr and descriptor 0 reads
-    /dev/null, for this process and every child it starts.
-    """
-    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    protocol_in = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
-    sys.stdout.flush()
-    os.dup2(sys.stderr.fileno(), 1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    sys.stdout = sys.stderr
-    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-    return protocol_in, protocol_out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Serve LSP over stdio (``python -m fullgraph.lsp_server``, ``fullgraph lsp``)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="fullgraph lsp", description=__doc__.splitlines()[0])
-    parser.add_argument("--log-level", default=os.environ.get("FULLGRAPH_LSP_LOG", "WARNING"))
-    # `fullgraph lsp` may hand over its own leftover arguments; ignore what isn't ours.
-    options, _ = parser.parse_known_args(argv or [])
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=options.log_level.upper(),
-        format="fullgraph-lsp %(levelname)s %(name)s: %(message)s",
-    )
-    protocol_in, protocol_out = _claim_stdio()
-    import fullgraph.lsp_server.features  # noqa: F401 - registers every feature on SERVER
-
-    SERVER.start_io(protocol_in, protocol_out)
-    SERVER.close_service()
-    return 0
+def path_of(uri: str) -> Path | None:
+    """The resolved file system path of a ``file:`` URI, else None."""
+    path = to_fs_path(uri)
+    return Path(path).resolve() if path else None

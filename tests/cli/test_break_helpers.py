@@ -9,7 +9,7 @@ import pytest
 
 from fullgraph.lsp_server.break_hints import HINTS, hint_for, kind_at
 from fullgraph.lsp_server.break_sites import by_site, caller_chain, qualified_name
-from fullgraph.lsp_server.tracebacks import without_frames
+from fullgraph.lsp_server.analysis.tracebacks import without_frames
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_sites_are_grouped_with_every_entrypoint_in_order():
 
 TRACEBACK = """\
 Traceback (most recent call last):
-  File "/x/fullgraph/runtime/monitor.py", line 45, in execute
+  File "/x/fullgraph/runtime/monitor/driver.py", line 45, in execute
     return fn(*args)
            ^^^^^^^^^
   File "/venv/site-packages/torch/nn/modules/module.py", line 1778, in _wrapped_call_impl

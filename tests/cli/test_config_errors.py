@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import ISOLATION, json_output, run_cli
 
-from fullgraph.lsp_server.config import Config, ConfigError, load_config
+from fullgraph.lsp_server.config import Config, load_config
+from fullgraph.lsp_server.errors import ConfigError
 
 
 def write_project(root: Path, table: str) -> Path:

@@ -1,4 +1,4 @@
-"""``make demo`` runs ``python -m fullgraph.lsp_server.demo``; a short version of it here.
+"""``make demo`` runs ``python -m fullgraph.lsp_server.cli.demo``; a short version of it here.
 
 One example, the eager backend and a few iterations keep it quick; the full
 demo (Inductor, every example) is what ``make demo`` runs.
@@ -22,7 +22,7 @@ def test_demo_shows_breaks_the_fix_graphs_and_speed_before_and_after():
         [
             sys.executable,
             "-m",
-            "fullgraph.lsp_server.demo",
+            "fullgraph.lsp_server.cli.demo",
             "--entry",
             "examples.print_in_forward:entry",
             "--backend",

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import jsonschema
 from cli_helpers import SCHEMA_PATH
-from fullgraph.lsp_server.check_run import CheckRun
-from fullgraph.lsp_server.sarif import to_sarif
-from fullgraph.lsp_server.service import AnalysisResult
-from fullgraph.lsp_server.text_report import diagnostic_line, format_report, summary_line
+from fullgraph.lsp_server.cli.check_run import CheckRun
+from fullgraph.lsp_server.cli.sarif import to_sarif
+from fullgraph.lsp_server.analysis.service import AnalysisResult
+from fullgraph.lsp_server.cli.text_report import diagnostic_line, format_report, summary_line
 
 
 def report(root: Path) -> dict:

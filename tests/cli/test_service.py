@@ -16,7 +16,7 @@ import pytest
 from cli_helpers import ISOLATION
 
 from fullgraph.lsp_server.config import Config
-from fullgraph.lsp_server.service import AnalysisFailed, AnalysisService
+from fullgraph.lsp_server.analysis.service import AnalysisFailed, AnalysisService
 
 
 @pytest.fixture

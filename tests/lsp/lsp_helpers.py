@@ -44,7 +44,7 @@ RUNTIME_UNAVAILABLE = _runtime_unavailable()
 HAVE_RUNTIME = (
     RUNTIME_UNAVAILABLE is None
     and _has("fullgraph.runtime", "explain")
-    and _has("fullgraph.lsp_server.service", "AnalysisService")
+    and _has("fullgraph.lsp_server.analysis.service", "AnalysisService")
 )
 
 

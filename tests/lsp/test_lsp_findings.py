@@ -7,22 +7,18 @@ from types import SimpleNamespace
 
 from lsprotocol import types
 
-from fullgraph.lsp_server.features.commands import with_entrypoint, wrapper_path
-from fullgraph.lsp_server.features.findings import (
-    StaticFinding,
-    carry_over,
-    doc_href,
-    to_diagnostic,
-)
-from fullgraph.lsp_server.features.runtime import entry_result
+from fullgraph.lsp_server.diagnostic import Diagnostic
 from fullgraph.lsp_server.locations import definitions, entry_definition, module_name
 from fullgraph.lsp_server.positions import PositionMapper
+from fullgraph.lsp_server.server.features.commands import with_entrypoint, wrapper_path
+from fullgraph.lsp_server.server.features.findings import carry_over, doc_href, to_diagnostic
+from fullgraph.lsp_server.server.features.runtime import entry_result
 
 OLD = "a = 1\nb = 2\nc = 3\nd = 4\n"
 
 
 def finding(line, end_line=None, code="FG101"):
-    return StaticFinding(code, "msg", line, 0, end_line or line, 5, "warning", fix=object())
+    return Diagnostic(code, "msg", line, 0, end_line or line, 5, "warning", fix=object())
 
 
 def test_carry_over_moves_untouched_findings_and_drops_edited_ones():
@@ -216,20 +212,20 @@ def test_stack_frames_in_other_files_are_converted_with_that_files_text(tmp_path
 
 
 def test_a_crashing_rule_keeps_the_last_good_findings(tmp_path, monkeypatch):
-    from fullgraph.lsp_server.features import diagnostics as diag
-    from fullgraph.lsp_server.server import FullgraphServer
+    from fullgraph.lsp_server.server.features import linting as diag
+    from fullgraph.lsp_server.server.language_server import FullgraphServer
 
-    class Rules:
-        class SourceSyntaxError(Exception):
-            pass
+    class Linter:
+        """Stands in for the refactors' IncrementalLinter: a rule that crashes on the second lint."""
 
-        RULES: dict = {}
         calls = 0
 
-        @classmethod
-        def lint_source(cls, text, path):
-            cls.calls += 1
-            if cls.calls > 1:
+        def __init__(self, path, entrypoints=()):
+            self.path, self.entrypoints = path, tuple(entrypoints)
+
+        def lint(self, text):
+            type(self).calls += 1
+            if type(self).calls > 1:
                 raise RecursionError("rule bug")
             return [
                 SimpleNamespace(
@@ -245,8 +241,9 @@ def test_a_crashing_rule_keeps_the_last_good_findings(tmp_path, monkeypatch):
                 )
             ]
 
+    monkeypatch.setattr(diag, "IncrementalLinter", Linter)
     server = FullgraphServer()
-    monkeypatch.setattr(server, "refactors", lambda: Rules)
+    server.root = tmp_path  # the workspace scan of cross-file calls reads only tmp_path
     shown = []
     monkeypatch.setattr(server, "show", lambda message, *args: shown.append(message))
     uri = (tmp_path / "m.py").as_uri()

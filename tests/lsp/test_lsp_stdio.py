@@ -11,7 +11,7 @@ import pytest
 
 SCRIPT = r"""
 import os, subprocess, sys
-from fullgraph.lsp_server.server import _claim_stdio
+from fullgraph.lsp_server.server.main import _claim_stdio
 
 protocol_in, protocol_out = _claim_stdio()
 print("print() after the claim")

@@ -294,7 +294,7 @@ def test_dropout_in_training_draws_the_same_random_numbers() -> None:
 
 
 def test_fix_cli_writes_the_cond_form(tmp_path) -> None:
-    cli = pytest.importorskip("fullgraph.lsp_server.cli")
+    cli = pytest.importorskip("fullgraph.lsp_server.cli.main")
     (tmp_path / "pyproject.toml").write_text("[tool.fullgraph]\nentrypoints = []\n")
     target = tmp_path / "model.py"
     fixture = Path(__file__).parent / "fixtures" / "cond_multiple_names.py"

@@ -10,7 +10,7 @@ import pytest
 from fullgraph.refactors import fix_source
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("fullgraph.lsp_server.cli") is None,
+    importlib.util.find_spec("fullgraph.lsp_server.cli.main") is None,
     reason="the fullgraph CLI is not built yet",
 )
 
@@ -25,7 +25,7 @@ def _project(tmp_path: Path) -> Path:
 
 
 def test_fix_diff_shows_the_rewrite_and_leaves_the_file(tmp_path, capsys) -> None:
-    from fullgraph.lsp_server.cli import main
+    from fullgraph.lsp_server.cli.main import main
 
     target = _project(tmp_path)
     before = target.read_text()
@@ -37,7 +37,7 @@ def test_fix_diff_shows_the_rewrite_and_leaves_the_file(tmp_path, capsys) -> Non
 
 
 def test_fix_writes_the_same_text_as_fix_source(tmp_path) -> None:
-    from fullgraph.lsp_server.cli import main
+    from fullgraph.lsp_server.cli.main import main
 
     target = _project(tmp_path)
     expected = fix_source(target.read_text(), str(target))

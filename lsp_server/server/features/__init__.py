@@ -1,17 +1,10 @@
-"""The server's LSP features, one module each; importing this package registers them all.
+"""The server's LSP features; :mod:`fullgraph.lsp_server.server.main` registers them.
 
-Handler modules: configuration, diagnostics, notebook_cells, save, hover,
-code_actions, code_lens, commands.  Helper modules with no LSP registration: findings,
-runtime, analysis (source locations: :mod:`fullgraph.lsp_server.locations`).
+Handler modules (their functions are marked with
+:func:`~fullgraph.lsp_server.server.registry.feature` or ``command``):
+configuration, diagnostics, notebook_cells, save, hover, code_actions,
+code_lens, commands.  Helper modules with no LSP registration: linting and
+notebook_lint (the static rules on a document), findings (diagnostics as LSP
+shows them), runtime (analysis results as diagnostics), analysis (running
+entrypoints with progress), edits (workspace edits).
 """
-
-from fullgraph.lsp_server.features import (  # noqa: F401 - imported for registration
-    code_actions,
-    code_lens,
-    commands,
-    configuration,
-    diagnostics,
-    hover,
-    notebook_cells,
-    save,
-)

@@ -12,17 +12,19 @@ a failure of fullgraph itself is logged and shown, and the server goes on.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import traceback
 import uuid
 from typing import Any
 
-from fullgraph.lsp_server.features.diagnostics import publish_runtime
-from fullgraph.lsp_server.features.runtime import EntryResult, entry_result
-from fullgraph.lsp_server.server import FullgraphServer
 from lsprotocol import types
+
+from fullgraph.lsp_server.analysis.service import AnalysisFailed, AnalysisService
+from fullgraph.lsp_server.server.features.diagnostics import publish_runtime
+from fullgraph.lsp_server.server.features.runtime import entry_result
+from fullgraph.lsp_server.server.language_server import FullgraphServer
+from fullgraph.lsp_server.server.state import EntryResult
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +149,6 @@ async def analyze_entries(
     except Exception:
         _tool_error(server, "starting the analysis service")
         return []
-    if service is None:
-        return []
     results: list[EntryResult] = []
     async with server.analysis_lock:
         async with WorkProgress(server, "fullgraph: analysing entrypoints", cancel) as progress:
@@ -190,8 +190,6 @@ async def compile_entry(
         return None
     cancel = cancel or threading.Event()
     service = await in_thread(server, cancel, server.service)
-    if service is None:
-        return None
     async with server.analysis_lock:
         async with WorkProgress(server, f"fullgraph: compiling {entry}", cancel):
             try:
@@ -200,19 +198,19 @@ async def compile_entry(
                 )
             except asyncio.CancelledError:
                 raise
-            except Exception as error:
-                result = getattr(error, "result", None)
-                if result is None:
-                    _tool_error(server, f"compiling {entry}")
-                    return None
-                store(server, entry_result(result, server.root, server.settings.break_severity))
-                server.show(f"fullgraph: cannot compile {entry}: {error}", types.MessageType.Error)
+            except AnalysisFailed as failure:
+                result = entry_result(failure.result, server.root, server.settings.break_severity)
+                store(server, result)
+                server.show(
+                    f"fullgraph: cannot compile {entry}: {failure}", types.MessageType.Error
+                )
+                return None
+            except Exception:
+                _tool_error(server, f"compiling {entry}")
                 return None
 
 
-def _compile(service: Any, entry: str, timeout: float | None, cancel: threading.Event) -> str:
-    # The shared interface promises (entry, timeout); pass the cancel event only
-    # to a service that accepts one.
-    if "cancel" in inspect.signature(service.compile_wrapper).parameters:
-        return service.compile_wrapper(entry, timeout=timeout, cancel=cancel)
-    return service.compile_wrapper(entry, timeout=timeout)
+def _compile(
+    service: AnalysisService, entry: str, timeout: float | None, cancel: threading.Event
+) -> str:
+    return service.compile_wrapper(entry, timeout=timeout, cancel=cancel)

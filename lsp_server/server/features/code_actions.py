@@ -2,7 +2,7 @@
 
 One quick fix per fixable static finding in the requested range, a
 "disable FGxxx for this line" action per static finding there (a
-``# fullgraph: ignore[FGxxx]`` comment, :mod:`..suppressions`), and
+``# fullgraph: ignore[FGxxx]`` comment, :mod:`fullgraph.lsp_server.suppressions`), and
 ``source.fixAll.fullgraph`` applying every safe fix of the file at once (the
 refactors' ``fix_source``).  The server only proposes edits; the client
 applies them, so nothing here writes a file.
@@ -16,13 +16,18 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from fullgraph.lsp_server.features.diagnostics import path_of, refresh_static
-from fullgraph.lsp_server.features.findings import StaticFinding, to_diagnostic
-from fullgraph.lsp_server.features.notebook_cells import cell_edit, fix_all_edit, notebook_of_cell
+from fullgraph.lsp_server.diagnostic import Diagnostic
 from fullgraph.lsp_server.notebooks import CellFix
 from fullgraph.lsp_server.positions import PositionMapper, overlaps
-from fullgraph.lsp_server.server import SERVER, FullgraphServer
+from fullgraph.lsp_server.server.features.diagnostics import refresh_static
+from fullgraph.lsp_server.server.features.edits import workspace_edit
+from fullgraph.lsp_server.server.features.findings import to_diagnostic
+from fullgraph.lsp_server.server.features.notebook_cells import cell_edit, fix_all_edit
+from fullgraph.lsp_server.server.features.notebook_lint import notebook_of_cell
+from fullgraph.lsp_server.server.language_server import FullgraphServer, path_of
+from fullgraph.lsp_server.server.registry import feature
 from fullgraph.lsp_server.suppressions import suppression_edit
+from fullgraph.refactors import fix_source
 
 FIX_ALL = "source.fixAll.fullgraph"
 
@@ -32,39 +37,6 @@ def wanted(only: list[str] | None, kind: str) -> bool:
     if not only:
         return True
     return any(kind == requested or kind.startswith(f"{requested}.") for requested in only)
-
-
-def workspace_edit(
-    server: FullgraphServer, uri: str, edits: list[types.TextEdit]
-) -> types.WorkspaceEdit:
-    """Edits to one document, versioned when the client supports document changes."""
-    if server.supports_document_changes:
-        identifier = types.OptionalVersionedTextDocumentIdentifier(
-            uri=uri, version=server.document_version(uri)
-        )
-        return types.WorkspaceEdit(
-            document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)]
-        )
-    return types.WorkspaceEdit(changes={uri: edits})
-
-
-def multi_document_edit(
-    server: FullgraphServer, edits: dict[str, list[types.TextEdit]]
-) -> types.WorkspaceEdit:
-    """Edits to several documents (a notebook's cells) in one workspace edit."""
-    if server.supports_document_changes:
-        return types.WorkspaceEdit(
-            document_changes=[
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                        uri=uri, version=server.document_version(uri)
-                    ),
-                    edits=document_edits,
-                )
-                for uri, document_edits in edits.items()
-            ]
-        )
-    return types.WorkspaceEdit(changes=dict(edits))
 
 
 def fix_edits(fix: Any, mapper: PositionMapper) -> list[types.TextEdit]:
@@ -78,7 +50,7 @@ def quick_fixes(
     server: FullgraphServer,
     uri: str,
     text: str,
-    findings: list[StaticFinding],
+    findings: list[Diagnostic],
     requested: types.Range,
 ) -> list[types.CodeAction]:
     mapper = server.mapper(text)
@@ -112,7 +84,7 @@ def quick_fixes(
 
 
 def disable_actions(
-    server: FullgraphServer, uri: str, text: str, finding: StaticFinding, mapper: PositionMapper
+    server: FullgraphServer, uri: str, text: str, finding: Diagnostic, mapper: PositionMapper
 ) -> list[types.CodeAction]:
     """ "Disable FGxxx for this line": a suppression comment on the finding's first line."""
     edit = suppression_edit(text, finding.line, finding.code)
@@ -146,23 +118,21 @@ def fix_all_action(
     )
 
 
-async def notebook_fix_all(server: FullgraphServer, notebook_uri: str, refactors: Any) -> list:
+async def notebook_fix_all(server: FullgraphServer, notebook_uri: str) -> list:
     """ "Apply all safe fixes" for the whole notebook, as whole-cell replacements."""
     state = server.notebooks.get(notebook_uri)
     if state is None or state.combined is None:
         return []
     path = to_fs_path(notebook_uri) or notebook_uri
     loop = asyncio.get_running_loop()
-    fixed = await loop.run_in_executor(
-        server.thread_pool, refactors.fix_source, state.combined.text, path
-    )
+    fixed = await loop.run_in_executor(server.thread_pool, fix_source, state.combined.text, path)
     edit = fix_all_edit(server, state, fixed)
     if edit is None:
         return []
     return [types.CodeAction(title="fullgraph: apply all safe fixes", kind=FIX_ALL, edit=edit)]
 
 
-@SERVER.feature(
+@feature(
     types.TEXT_DOCUMENT_CODE_ACTION,
     types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False
@@ -183,17 +153,14 @@ async def code_action(
         if wanted(only, "quickfix")
         else []
     )
-    refactors = server.refactors()
     notebook_uri = notebook_of_cell(server, uri)
-    if wanted(only, FIX_ALL) and refactors is not None and any(f.fix for f in state.findings):
+    if wanted(only, FIX_ALL) and any(f.fix for f in state.findings):
         path = path_of(uri)
         loop = asyncio.get_running_loop()
         if notebook_uri is not None:
-            actions += await notebook_fix_all(server, notebook_uri, refactors)
+            actions += await notebook_fix_all(server, notebook_uri)
             return actions or None
-        fixed = await loop.run_in_executor(
-            server.thread_pool, refactors.fix_source, text, str(path or uri)
-        )
+        fixed = await loop.run_in_executor(server.thread_pool, fix_source, text, str(path or uri))
         action = fix_all_action(server, uri, text, fixed)
         actions += [action] if action else []
     return actions or None

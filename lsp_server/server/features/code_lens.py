@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fullgraph.lsp_server.features.commands import (
+from lsprotocol import types
+
+from fullgraph.lsp_server.locations import Definition, definitions, entry_for
+from fullgraph.lsp_server.server.features.commands import (
     ADD_ENTRYPOINT,
     ANALYZE,
     COMPILE_FUNCTION,
     entry_reaching,
 )
-from fullgraph.lsp_server.features.diagnostics import path_of
-from fullgraph.lsp_server.locations import Definition, definitions, entry_for
-from fullgraph.lsp_server.server import SERVER, FullgraphServer
-from lsprotocol import types
+from fullgraph.lsp_server.server.language_server import FullgraphServer, path_of
+from fullgraph.lsp_server.server.registry import feature
 
 
 def worth_a_lens(definition: Definition) -> bool:
@@ -69,7 +70,7 @@ def lenses_for(
     return lenses
 
 
-@SERVER.feature(types.TEXT_DOCUMENT_CODE_LENS)
+@feature(types.TEXT_DOCUMENT_CODE_LENS)
 def code_lens(server: FullgraphServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     """Lenses on every function and nn.Module class of the document."""
     uri = params.text_document.uri

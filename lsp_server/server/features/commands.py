@@ -18,12 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
-from fullgraph.lsp_server.features.analysis import analyze_entries, compile_entry
-from fullgraph.lsp_server.features.diagnostics import path_of
-from fullgraph.lsp_server.locations import entry_for, split_entry
-from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
 from pygls.uris import from_fs_path
+
+from fullgraph.lsp_server.analysis.service import AnalysisResult
+from fullgraph.lsp_server.locations import entry_for, split_entry
+from fullgraph.lsp_server.server.features.analysis import analyze_entries, compile_entry
+from fullgraph.lsp_server.server.features.edits import create_file_edit, replace_document_edit
+from fullgraph.lsp_server.server.language_server import FullgraphServer, path_of
+from fullgraph.lsp_server.server.registry import command
+from fullgraph.lsp_server.server.state import EntryResult
 
 log = logging.getLogger(__name__)
 
@@ -111,35 +115,6 @@ def with_entrypoint(pyproject_text: str, entry: str) -> str:
     return tomlkit.dumps(document)
 
 
-def replace_document_edit(
-    server: FullgraphServer, uri: str, old_text: str, new_text: str
-) -> types.WorkspaceEdit:
-    """A workspace edit that replaces the whole of ``uri`` with ``new_text``."""
-    edit = types.TextEdit(range=server.mapper(old_text).whole_document(), new_text=new_text)
-    if server.supports_document_changes:
-        identifier = types.OptionalVersionedTextDocumentIdentifier(
-            uri=uri, version=server.document_version(uri)
-        )
-        return types.WorkspaceEdit(
-            document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])]
-        )
-    return types.WorkspaceEdit(changes={uri: [edit]})
-
-
-def create_file_edit(uri: str, text: str) -> types.WorkspaceEdit:
-    """A workspace edit that creates (or overwrites) ``uri`` holding ``text``."""
-    start = types.Position(line=0, character=0)
-    return types.WorkspaceEdit(
-        document_changes=[
-            types.CreateFile(uri=uri, options=types.CreateFileOptions(overwrite=True)),
-            types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
-                edits=[types.TextEdit(range=types.Range(start=start, end=start), new_text=text)],
-            ),
-        ]
-    )
-
-
 async def apply(server: FullgraphServer, edit: types.WorkspaceEdit, label: str) -> bool:
     """Ask the client to apply ``edit``; False when it cannot or would not."""
     if not server.supports_apply_edit:
@@ -154,7 +129,7 @@ async def apply(server: FullgraphServer, edit: types.WorkspaceEdit, label: str) 
     return bool(result and result.applied)
 
 
-def _summary(result: Any) -> dict[str, Any]:
+def _summary(result: AnalysisResult | EntryResult) -> dict[str, Any]:
     report = result.report or {}
     return {
         "entry": result.entry,
@@ -169,7 +144,7 @@ def _summary(result: Any) -> dict[str, Any]:
 # -- commands -----------------------------------------------------------------
 
 
-@SERVER.command(ANALYZE)
+@command(ANALYZE)
 async def analyze(ls: FullgraphServer, *arguments: Any) -> dict[str, Any]:
     """Analyse the given entrypoints (all configured ones without arguments)."""
     entries, unreached = requested_entries(ls, arguments)
@@ -196,7 +171,7 @@ async def analyze(ls: FullgraphServer, *arguments: Any) -> dict[str, Any]:
     return {"results": [_summary(result) for result in results], "unreached": unreached}
 
 
-@SERVER.command(COMPILE_FUNCTION)
+@command(COMPILE_FUNCTION)
 async def compile_function(ls: FullgraphServer, *arguments: Any) -> dict[str, Any]:
     """Generate the compiled wrapper for an entrypoint and create it as a file."""
     entries, unreached = requested_entries(ls, arguments)
@@ -221,7 +196,7 @@ async def compile_function(ls: FullgraphServer, *arguments: Any) -> dict[str, An
     return {"entry": entry, "uri": uri, "applied": applied, "source": source}
 
 
-@SERVER.command(ADD_ENTRYPOINT)
+@command(ADD_ENTRYPOINT)
 async def add_entrypoint(ls: FullgraphServer, *arguments: Any) -> dict[str, Any]:
     """Add a function to [tool.fullgraph] entrypoints (via the client) and analyse it."""
     entry = None

@@ -4,7 +4,7 @@ The client's settings arrive three ways — ``initializationOptions`` at start,
 the ``settings`` of ``workspace/didChangeConfiguration``, or (when that
 notification carries none, as vscode-languageclient sends it) an answer to
 ``workspace/configuration`` for the ``fullgraph`` section.  Each time, the
-server re-merges them over ``[tool.fullgraph]`` (see :mod:`..settings`).
+server re-merges them over ``[tool.fullgraph]`` (see :mod:`fullgraph.lsp_server.settings`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import asyncio
 import logging
 from pathlib import Path
 
-from fullgraph.lsp_server.features import notebook_cells
-from fullgraph.lsp_server.features.diagnostics import lint_and_publish
-from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
 from pygls.uris import to_fs_path
+
+from fullgraph.lsp_server.server.features import notebook_cells
+from fullgraph.lsp_server.server.features.diagnostics import lint_and_publish
+from fullgraph.lsp_server.server.language_server import FullgraphServer
+from fullgraph.lsp_server.server.registry import feature
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ async def pull_client_settings(server: FullgraphServer) -> None:
         server.reload_settings(answer[0], from_client=True)
 
 
-@SERVER.feature(types.INITIALIZE)
+@feature(types.INITIALIZE)
 def initialize(server: FullgraphServer, params: types.InitializeParams) -> None:
     """Find the workspace root and read the initial settings."""
     server.loop = asyncio.get_running_loop()
@@ -56,14 +58,14 @@ def initialize(server: FullgraphServer, params: types.InitializeParams) -> None:
     server.reload_settings(params.initialization_options, from_client=True)
 
 
-@SERVER.feature(types.INITIALIZED)
+@feature(types.INITIALIZED)
 async def initialized(server: FullgraphServer, params: types.InitializedParams) -> None:
     """Fetch client settings the initialization options did not carry."""
     if server.client_settings is None:
         await pull_client_settings(server)
 
 
-@SERVER.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+@feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def did_change_configuration(
     server: FullgraphServer, params: types.DidChangeConfigurationParams
 ) -> None:
@@ -83,7 +85,7 @@ async def did_change_configuration(
         server.workspace_diagnostic_refresh(None)
 
 
-@SERVER.feature(types.SHUTDOWN)
+@feature(types.SHUTDOWN)
 def shutdown(server: FullgraphServer, params: None) -> None:
     """Stop the analysis worker before the client asks us to exit."""
     server.close_service()

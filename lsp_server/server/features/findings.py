@@ -1,19 +1,15 @@
-"""What the server shows, independent of LSP plumbing: findings and their diagnostics.
+"""Diagnostics as LSP shows them: the shared model converted, and carried over edits.
 
-Two kinds of finding reach the editor:
-
-- :class:`StaticFinding` — a refactors rule (``FG1xx``) matched the source as
-  typed; it may carry a safe fix;
-- :class:`RuntimeFinding` — a runtime analysis of an entrypoint found a graph
-  break (``FG2xx``) at a place in a file, or the analysis itself failed (the
-  user's program raised, crashed or timed out).
-
-Both keep fullgraph's coordinates (1-based lines, code-point columns) and are
-turned into ``lsprotocol`` diagnostics by :func:`to_diagnostic` through the
-position helper.  :func:`carry_over` moves findings computed on an older
-text onto a newer one, dropping those whose lines changed: it is how
-diagnostics survive a syntax error in the middle of an edit, and how runtime
-results stay in place while the user types after a save.
+Two kinds of :class:`~fullgraph.lsp_server.diagnostic.Diagnostic` reach the
+editor: a static rule's finding (``FG1xx``; it may carry a safe fix) and a
+runtime analysis's graph break (``FG2xx``) or failure (no code; the user's
+program raised, crashed or timed out).  Both keep fullgraph's coordinates
+(1-based lines, code-point columns) and are turned into ``lsprotocol``
+diagnostics by :func:`to_diagnostic` through the position helper.
+:func:`carry_over` moves findings computed on an older text onto a newer one,
+dropping those whose lines changed: it is how diagnostics survive a syntax
+error in the middle of an edit, and how runtime results stay in place while
+the user types after a save.
 """
 
 from __future__ import annotations
@@ -28,6 +24,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from fullgraph.lsp_server.break_sites import by_site, caller_chain
+from fullgraph.lsp_server.diagnostic import Diagnostic, StackFrame
 from fullgraph.lsp_server.positions import PositionMapper, split_lines
 
 SOURCE = "fullgraph"
@@ -40,74 +37,8 @@ SEVERITY = {
 }
 
 # The repository's own docs, found when fullgraph runs from a checkout or an
-# editable install (lsp_server/features/findings.py -> repository root).
-_REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclasses.dataclass(frozen=True)
-class StaticFinding:
-    code: str
-    message: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    severity: str
-    fix: Any = None  # refactors.Fix with edits in the same coordinates, or None
-    refusal_reason: str | None = None
-    rule_name: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class StackFrame:
-    path: Path
-    line: int
-    column: int
-    function: str
-    qualname: str = ""  # with its class: "Block.forward" (break_sites.qualified_name)
-
-    @property
-    def name(self) -> str:
-        return self.qualname or self.function
-
-
-@dataclasses.dataclass(frozen=True)
-class RuntimeFinding:
-    entry: str
-    code: str | None  # None for failures of the analysis itself
-    message: str
-    path: Path
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    severity: str
-    stack: tuple[StackFrame, ...] = ()
-    hover: str = ""  # Markdown shown on hover, prepared when the report arrives
-    # Every entrypoint that reached this site (one diagnostic per source location).
-    entries: tuple[str, ...] = ()
-
-    @property
-    def site(self) -> tuple:
-        """What makes two findings one diagnostic: the same code at the same place."""
-        return (self.code, self.path, self.line, self.column)
-
-
-def static_finding(finding: Any, rules: dict[str, Any] | None = None) -> StaticFinding:
-    """Copy a refactors ``Finding`` into the server's own record."""
-    rule = (rules or {}).get(finding.code)
-    return StaticFinding(
-        code=finding.code,
-        message=finding.message,
-        line=finding.line,
-        column=finding.column,
-        end_line=finding.end_line,
-        end_column=finding.end_column,
-        severity=getattr(finding, "severity", "warning"),
-        fix=getattr(finding, "fix", None),
-        refusal_reason=getattr(finding, "refusal_reason", None),
-        rule_name=getattr(rule, "NAME", None),
-    )
+# editable install (lsp_server/server/features/findings.py -> repository root).
+_REPOSITORY_ROOT = Path(__file__).resolve().parents[3]
 
 
 @functools.lru_cache(maxsize=512)
@@ -128,7 +59,7 @@ def doc_href(code: str | None, root: Path | None, base_url: str) -> str | None:
 
 
 def to_diagnostic(
-    finding: StaticFinding | RuntimeFinding,
+    finding: Diagnostic,
     mapper: PositionMapper,
     *,
     root: Path | None,
@@ -137,7 +68,7 @@ def to_diagnostic(
     """The LSP diagnostic for one finding, positioned in the client's encoding."""
     href = doc_href(finding.code, root, docs_base_url)
     related = None
-    if isinstance(finding, RuntimeFinding) and finding.stack:
+    if finding.stack:
         # Each frame names the chain that reached it: "Model.forward → Block.forward".
         names = [frame.name for frame in finding.stack]
         related = [
@@ -150,11 +81,10 @@ def to_diagnostic(
             )
             for index, frame in enumerate(finding.stack, start=1)
         ]
-    kind = "static" if isinstance(finding, StaticFinding) else "runtime"
-    data: dict[str, Any] = {"kind": kind}
-    if isinstance(finding, RuntimeFinding):
+    data: dict[str, Any] = {"kind": finding.origin}
+    if finding.origin == "runtime":
         data["entry"] = finding.entry
-        data["entries"] = list(finding.entries or (finding.entry,))
+        data["entries"] = list(finding.entries or [finding.entry])
     return types.Diagnostic(
         range=mapper.range_of(finding),
         message=finding.message,
@@ -194,15 +124,15 @@ def syntax_diagnostic(error: Any, mapper: PositionMapper) -> types.Diagnostic:
     )
 
 
-def one_per_site(findings: list) -> list:
+def one_per_site(findings: list[Diagnostic]) -> list[Diagnostic]:
     """Runtime findings with one per source location, naming every entrypoint that reached it.
 
-    The same grouping ``fullgraph check`` prints with (:func:`.break_sites.by_site`);
+    The same grouping ``fullgraph check`` prints with (:func:`fullgraph.lsp_server.break_sites.by_site`);
     failures of an analysis (no code) stay one per entrypoint.
     """
-    failures = [f for f in findings if not isinstance(f, RuntimeFinding) or f.code is None]
+    failures = [f for f in findings if f.origin != "runtime" or f.code is None]
     sites = by_site(
-        ((f.entry, f) for f in findings if isinstance(f, RuntimeFinding) and f.code is not None),
+        ((f.entry, f) for f in findings if f.origin == "runtime" and f.code is not None),
         key=lambda finding: finding.site,
     )
     merged = []
@@ -210,7 +140,7 @@ def one_per_site(findings: list) -> list:
         hover = finding.hover
         if len(entries) > 1:
             hover += "\n\n**Reached from entrypoints** " + ", ".join(f"`{e}`" for e in entries)
-        merged.append(dataclasses.replace(finding, entries=tuple(entries), hover=hover))
+        merged.append(dataclasses.replace(finding, entries=list(entries), hover=hover))
     return merged + failures
 
 
@@ -227,7 +157,7 @@ def line_mapping(old_text: str, new_text: str) -> dict[int, int]:
     return mapping
 
 
-def carry_over(findings: list, old_text: str, new_text: str) -> list:
+def carry_over(findings: list[Diagnostic], old_text: str, new_text: str) -> list[Diagnostic]:
     """The findings whose lines are unchanged in ``new_text``, moved to their new lines.
 
     A finding survives only when every line it spans is untouched and still
@@ -243,8 +173,5 @@ def carry_over(findings: list, old_text: str, new_text: str) -> list:
         moved = [mapping.get(line) for line in lines]
         if None in moved or moved[-1] - moved[0] != finding.end_line - finding.line:
             continue
-        changes: dict[str, Any] = {"line": moved[0], "end_line": moved[-1]}
-        if isinstance(finding, StaticFinding):
-            changes["fix"] = None
-        survivors.append(dataclasses.replace(finding, **changes))
+        survivors.append(dataclasses.replace(finding, line=moved[0], end_line=moved[-1], fix=None))
     return survivors

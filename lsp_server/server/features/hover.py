@@ -8,14 +8,17 @@ rule, whether a safe fix exists (or why it was refused) and the doc link.
 
 from __future__ import annotations
 
-from fullgraph.lsp_server.features.diagnostics import path_of, refresh_static, runtime_findings_for
-from fullgraph.lsp_server.features.findings import StaticFinding, doc_href
-from fullgraph.lsp_server.positions import contains
-from fullgraph.lsp_server.server import SERVER, FullgraphServer
 from lsprotocol import types
 
+from fullgraph.lsp_server.diagnostic import Diagnostic
+from fullgraph.lsp_server.positions import contains
+from fullgraph.lsp_server.server.features.diagnostics import refresh_static, runtime_findings_for
+from fullgraph.lsp_server.server.features.findings import doc_href
+from fullgraph.lsp_server.server.language_server import FullgraphServer, path_of
+from fullgraph.lsp_server.server.registry import feature
 
-def static_hover(finding: StaticFinding, href: str | None) -> str:
+
+def static_hover(finding: Diagnostic, href: str | None) -> str:
     """Markdown for hovering a static finding."""
     title = f"**{finding.code}**" + (f" {finding.rule_name}" if finding.rule_name else "")
     parts = [f"{title} — {finding.message}"]
@@ -27,8 +30,8 @@ def static_hover(finding: StaticFinding, href: str | None) -> str:
             "an IPython magic line, or a cell after this one (an import it needs would land "
             "there: move the notebook's imports to its first cell)"
         )
-    elif finding.refusal_reason:
-        parts.append(f"**No automatic fix:** {finding.refusal_reason}")
+    elif finding.hint:  # why the rule offers no fix
+        parts.append(f"**No automatic fix:** {finding.hint}")
     if href:
         parts.append(f"[Documentation for {finding.code}]({href})")
     return "\n\n".join(parts)
@@ -55,7 +58,7 @@ def hover_text(server: FullgraphServer, uri: str, position: types.Position) -> s
     return "\n\n---\n\n".join(sections) if sections else None
 
 
-@SERVER.feature(types.TEXT_DOCUMENT_HOVER)
+@feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(server: FullgraphServer, params: types.HoverParams) -> types.Hover | None:
     """Explain the fullgraph findings under the cursor."""
     await refresh_static(server, params.text_document.uri)

@@ -5,11 +5,9 @@ The client sends ``notebookDocument/didOpen`` / ``didChange`` / ``didSave`` /
 workspace); every request (hover, code actions, diagnostic pulls) names one
 cell's document URI.  Cells' diagnostics are always pushed (:func:`push`
 says why).  A notebook is linted as one module, its Python code
-cells in order (:mod:`fullgraph.lsp_server.notebooks`: names from earlier
-cells are known, IPython magics are skipped), and each finding is stored on
-its cell's document, at the line within that cell, as a
-:class:`.diagnostics.DocumentState`; from there the usual diagnostics, hover
-and code-action features serve cells like files.
+cells in order (:mod:`.notebook_lint`), and each finding is stored on its
+cell's document, at the line within that cell; from there the usual
+diagnostics, hover and code-action features serve cells like files.
 
 A quick fix may edit more than one cell (a fix that needs an import adds it
 to the cell holding the notebook's imports): one ``WorkspaceEdit`` with an
@@ -21,128 +19,28 @@ replaces each changed cell.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from fullgraph.lsp_server import notebooks
-from fullgraph.lsp_server.features.diagnostics import (
-    DocumentState,
-    advance,
-    debounce,
-    document_diagnostics,
-)
-from fullgraph.lsp_server.features.findings import static_finding
-from fullgraph.lsp_server.server import SERVER, FullgraphServer
+from fullgraph.lsp_server.server.features.diagnostics import debounce, document_diagnostics
+from fullgraph.lsp_server.server.features.edits import multi_document_edit
+from fullgraph.lsp_server.server.features.notebook_lint import refresh_notebook
+from fullgraph.lsp_server.server.language_server import FullgraphServer
+from fullgraph.lsp_server.server.registry import feature
+from fullgraph.lsp_server.server.state import NotebookState
 
 log = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass
-class NotebookState:
-    """The static results of one open notebook, for the cell texts in ``key``."""
-
-    key: tuple = ()  # ((cell uri, kind, text), ...) the results belong to
-    combined: notebooks.CombinedSource | None = None
-    cell_uris: tuple[str, ...] = ()  # cell index -> its document URI
-
-
-# -- pure helpers -------------------------------------------------------------
-
-
-def cell_key(server: FullgraphServer, notebook: types.NotebookDocument) -> tuple:
-    """What the results depend on: each cell's URI, kind and current text."""
-    key = []
-    for cell in notebook.cells:
-        document = server.open_document(cell.document)
-        key.append((cell.document, cell.kind, document.source if document else ""))
-    return tuple(key)
-
-
-def cells_of(server: FullgraphServer, key: tuple) -> list[notebooks.Cell]:
-    cells = []
-    for index, (uri, kind, text) in enumerate(key):
-        document = server.open_document(uri)
-        language = getattr(document, "language_id", "python") or "python"
-        python = kind == types.NotebookCellKind.Code and language == "python"
-        cells.append(notebooks.Cell(index, text, python))
-    return cells
-
-
-def lint_cells(
-    server: FullgraphServer, notebook_uri: str, key: tuple
-) -> tuple[NotebookState, dict[str, DocumentState]]:
-    """Lint the notebook (blocking): its state and each cell document's new state."""
-    refactors = server.refactors() if server.settings.diagnostics_static else None
-    uris = tuple(uri for uri, _, _ in key)
-    if refactors is None:
-        return NotebookState(key, None, uris), {uri: DocumentState(text) for uri, _, text in key}
-    path = to_fs_path(notebook_uri) or notebook_uri
-    rules = getattr(refactors, "RULES", {})
-    combined, found = notebooks.lint_notebook(
-        cells_of(server, key),
-        lambda text: refactors.lint_source(text, path),
-        refactors.SourceSyntaxError,
-    )
-    by_cell: dict[int, list] = {index: [] for index in range(len(key))}
-    for item in found:
-        if item.finding.code not in server.settings.ignore:
-            by_cell[item.cell].append(static_finding(item.finding, rules))
-    errors = {error.cell: error for error in combined.syntax_errors}
-    states = {}
-    for index, (uri, _, text) in enumerate(key):
-        previous = server.documents.get(uri) or DocumentState()
-        states[uri] = advance(previous, text, by_cell[index], errors.get(index))
-    return NotebookState(key, combined, uris), states
-
-
-async def refresh_notebook(server: FullgraphServer, notebook_uri: str) -> NotebookState | None:
-    """Bring a notebook's static results up to date with its cells (one lint at a time)."""
-    loop = asyncio.get_running_loop()
-    while True:
-        notebook = server.workspace.get_notebook_document(notebook_uri=notebook_uri)
-        if notebook is None:
-            return None
-        key = cell_key(server, notebook)
-        state = server.notebooks.get(notebook_uri)
-        if state is not None and state.key == key:
-            return state
-        running = server.lints_in_flight.get(notebook_uri)
-        if running is None:
-            break
-        await asyncio.shield(running)
-        await asyncio.sleep(0)  # let the lint's owner record its result first
-    running = loop.run_in_executor(server.thread_pool, lint_cells, server, notebook_uri, key)
-    server.lints_in_flight[notebook_uri] = running
-    try:
-        state, cell_states = await asyncio.shield(running)
-    except Exception:  # a rule bug costs this notebook's squiggles, not the server
-        log.exception("static rules failed on %s", notebook_uri)
-        return None
-    finally:
-        server.lints_in_flight.pop(notebook_uri, None)
-    if server.workspace.get_notebook_document(notebook_uri=notebook_uri) is not None:
-        server.notebooks[notebook_uri] = state
-        for uri, cell_state in cell_states.items():
-            if server.open_document(uri) is not None:
-                server.documents[uri] = cell_state
-    return state
-
-
-def notebook_of_cell(server: FullgraphServer, cell_uri: str) -> str | None:
-    notebook = server.workspace.get_notebook_document(cell_uri=cell_uri)
-    return notebook.uri if notebook is not None else None
+# -- quick fixes ------------------------------------------------------------------
 
 
 def cell_edit(
     server: FullgraphServer, state: NotebookState, fix: notebooks.CellFix
 ) -> types.WorkspaceEdit | None:
     """A notebook fix as one workspace edit with an edit per cell document, or None."""
-    from fullgraph.lsp_server.features.code_actions import multi_document_edit
-
     by_cell = fix.by_cell
     if by_cell is None:
         return None
@@ -161,8 +59,6 @@ def fix_all_edit(
     server: FullgraphServer, state: NotebookState, fixed: str
 ) -> types.WorkspaceEdit | None:
     """Every safe fix of the notebook as whole-cell replacements, or None (nothing, or unsafe)."""
-    from fullgraph.lsp_server.features.code_actions import multi_document_edit
-
     combined = state.combined
     if combined is None or fixed == combined.text:
         return None
@@ -227,7 +123,7 @@ def schedule(server: FullgraphServer, notebook_uri: str) -> None:
 # -- features -----------------------------------------------------------------------
 
 
-@SERVER.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+@feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
 async def did_open_notebook(
     server: FullgraphServer, params: types.DidOpenNotebookDocumentParams
 ) -> None:
@@ -235,7 +131,7 @@ async def did_open_notebook(
     await lint_and_publish(server, params.notebook_document.uri)
 
 
-@SERVER.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+@feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
 def did_change_notebook(
     server: FullgraphServer, params: types.DidChangeNotebookDocumentParams
 ) -> None:
@@ -246,7 +142,7 @@ def did_change_notebook(
     schedule(server, params.notebook_document.uri)
 
 
-@SERVER.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+@feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
 async def did_save_notebook(
     server: FullgraphServer, params: types.DidSaveNotebookDocumentParams
 ) -> None:
@@ -254,7 +150,7 @@ async def did_save_notebook(
     await lint_and_publish(server, params.notebook_document.uri)
 
 
-@SERVER.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+@feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
 def did_close_notebook(
     server: FullgraphServer, params: types.DidCloseNotebookDocumentParams
 ) -> None:

@@ -2,7 +2,7 @@
 
 Pure functions over the service's :class:`AnalysisResult` (its ``report`` is
 the JSON schema of docs/report-schema.md).  A graph break becomes one
-:class:`~.findings.RuntimeFinding` at the break's source range, carrying the
+runtime :class:`~fullgraph.lsp_server.diagnostic.Diagnostic` at the break's source range, carrying the
 user call stack and a Markdown hover: reason, hint, stack, the entrypoint's
 graph count and the guard a later call would check.  An analysis that did not
 finish (the user's program raised, crashed, timed out, or the entrypoint is
@@ -14,63 +14,24 @@ when the traceback names one in the workspace, else at the entrypoint's
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from pathlib import Path
 from typing import Any
 
+from fullgraph.lsp_server.analysis.service import AnalysisResult
 from fullgraph.lsp_server.break_hints import hint_for
 from fullgraph.lsp_server.break_sites import caller_chain, frame_names
-from fullgraph.lsp_server.features.findings import RuntimeFinding, StackFrame
+from fullgraph.lsp_server.diagnostic import Diagnostic
 from fullgraph.lsp_server.locations import entry_definition
+from fullgraph.lsp_server.server.state import FAILURE_TITLES, EntryResult
 
 # Guards can be long; a hover shows their head and says how much is left out.
 GUARD_PREVIEW_LINES = 25
 
-FAILURE_TITLES = {
-    "user_exception": "raised an exception",
-    "timeout": "timed out",
-    "crashed": "crashed",
-    "cancelled": "was cancelled",
-    "config_error": "is misconfigured",
-}
-
 _TRACEBACK_FRAME = re.compile(
     r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$'
 )
-
-
-@dataclasses.dataclass
-class EntryResult:
-    """The server's memory of one entrypoint's last analysis."""
-
-    entry: str
-    status: str
-    report: dict[str, Any] | None
-    error: dict[str, Any] | None
-    findings: list[RuntimeFinding]
-    # The text each file had when it was analysed, to carry findings over edits.
-    texts: dict[Path, str]
-    duration_s: float = 0.0
-    # (file, qualname) of every function the analysis ran: its own, each
-    # submodule's forward, and the frames of its breaks.
-    reached: frozenset[tuple[Path, str]] = frozenset()
-
-    def reaches(self, path: Path, qualname: str) -> bool:
-        """Whether the analysis ran function ``qualname`` of ``path`` (or, for a class, a method)."""
-        return any(
-            file == path and (name == qualname or name.startswith(qualname + "."))
-            for file, name in self.reached
-        )
-
-    @property
-    def summary(self) -> str:
-        if self.status != "ok":
-            return f"{self.entry} {FAILURE_TITLES.get(self.status, self.status)}"
-        report = self.report or {}
-        return (
-            f"{self.entry}: {report.get('graph_count', 0)} graph(s), "
-            f"{report.get('break_count', 0)} break(s)"
-        )
 
 
 def _path(file: str, root: Path) -> Path:
@@ -121,7 +82,7 @@ def break_hover(entry: str, report: dict[str, Any], brk: dict[str, Any], root: P
 
 def break_findings(
     entry: str, report: dict[str, Any], root: Path, severity: str
-) -> list[RuntimeFinding]:
+) -> list[Diagnostic]:
     findings = []
     # Breaks split the graph; data checks and deferred effects do not (information,
     # as in `fullgraph check`), but their advice is the same.
@@ -131,33 +92,14 @@ def break_findings(
     for brk, site_severity, title in sites:
         if not brk.get("file"):
             continue
-        line = int(brk.get("line") or 1)
-        column = int(brk.get("column") or 0)
+        found = Diagnostic.from_break(brk, site_severity, root=root)
         findings.append(
-            RuntimeFinding(
+            dataclasses.replace(
+                found,
+                message=f"{title}: {found.message}" if title == "graph break" else found.message,
+                # An empty range is invisible in an editor: at least one character.
+                end_column=found.end_column or found.column + 1,
                 entry=entry,
-                code=brk.get("code"),
-                message=f"{title}: {brk.get('message', brk.get('category', ''))}"
-                if title == "graph break"
-                else str(brk.get("message", brk.get("category", ""))),
-                path=_path(str(brk["file"]), root),
-                line=line,
-                column=column,
-                end_line=int(brk.get("end_line") or line),
-                end_column=int(brk.get("end_column") or column + 1),
-                severity=site_severity,
-                stack=tuple(
-                    StackFrame(
-                        path=_path(str(frame.get("file", "")), root),
-                        line=int(frame.get("line") or 1),
-                        column=int(frame.get("column") or 0),
-                        function=str(frame.get("function", "?")),
-                        qualname=name,
-                    )
-                    for frame, name in zip(
-                        brk.get("stack") or [], frame_names(brk.get("stack") or [])
-                    )
-                ),
                 hover=break_hover(entry, report, brk, root),
             )
         )
@@ -180,7 +122,7 @@ def _raising_frame(error: dict[str, Any] | None, root: Path) -> tuple[Path, int]
 
 def failure_finding(
     entry: str, status: str, error: dict[str, Any] | None, root: Path
-) -> RuntimeFinding | None:
+) -> Diagnostic | None:
     """The one finding for an analysis that did not produce a report."""
     error = error or {}
     title = FAILURE_TITLES.get(status, status)
@@ -192,33 +134,41 @@ def failure_finding(
     hover = f"**{message}**"
     if error.get("traceback"):
         hover += f"\n\n```\n{str(error['traceback']).rstrip()}\n```"
+    failure = functools.partial(
+        Diagnostic, code=None, message=message, severity="error", origin="runtime"
+    )
     location = _raising_frame(error, root) if status == "user_exception" else None
     if location is not None:
         path, line = location
-        return RuntimeFinding(
-            entry, None, message, path, line, 0, line, 10_000, "error", hover=hover
+        return failure(
+            line=line,
+            column=0,
+            end_line=line,
+            end_column=10_000,
+            path=path,
+            entry=entry,
+            hover=hover,
         )
     found = entry_definition(entry, root)
     if found is None:
         return None
     path, definition = found
     if definition is None:
-        return RuntimeFinding(entry, None, message, path, 1, 0, 1, 0, "error", hover=hover)
-    return RuntimeFinding(
-        entry,
-        None,
-        message,
-        path,
-        definition.line,
-        definition.column,
-        definition.line,
-        definition.end_column,
-        "error",
+        return failure(
+            line=1, column=0, end_line=1, end_column=0, path=path, entry=entry, hover=hover
+        )
+    return failure(
+        line=definition.line,
+        column=definition.column,
+        end_line=definition.line,
+        end_column=definition.end_column,
+        path=path,
+        entry=entry,
         hover=hover,
     )
 
 
-def entry_result(result: Any, root: Path, severity: str) -> EntryResult:
+def entry_result(result: AnalysisResult, root: Path, severity: str) -> EntryResult:
     """Turn the service's AnalysisResult into what the server keeps and shows."""
     report = result.report
     # A report can come with a failure (the program raised after some graphs were
