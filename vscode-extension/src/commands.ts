@@ -178,7 +178,7 @@ export interface ServerConnection {
     codeLenses: LensSource;
 }
 
-/** What `fullgraph.compileFunction` answers (see lsp_server/features/commands.py). */
+/** What `fullgraph.compileFunction` answers (see lsp_server/server/features/commands.py). */
 interface CompileResult {
     applied?: boolean;
     uri?: string;
