@@ -146,6 +146,24 @@ class LenSource(Source):
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
+class IterItemsSource(Source):
+    """``tuple(base)``: the items of a set, deque, range... in iteration order.
+
+    Read when the program iterates an external container whose iteration the
+    monitor does not observe item by item (C code): equal sets can iterate in
+    different orders, so the order is part of what the guard compares.
+    """
+
+    base: Source
+
+    def expr(self) -> str:
+        return f"tuple({self.base.expr()})"
+
+    def local_name(self) -> str:
+        return self.base.local_name() + "_items"
+
+
+@dataclasses.dataclass(frozen=True, eq=True)
 class KeysSource(Source):
     """``tuple(base.keys())``: read when the program iterates a mapping."""
 
@@ -164,6 +182,35 @@ class ContainsSource(Source):
 
     def expr(self) -> str:
         return f"({self.key!r} in {self.base.expr()})"
+
+
+@dataclasses.dataclass(frozen=True, eq=True)
+class ClassAttrSource(Source):
+    """What ``base.name`` finds on ``type(base)``: a method's function, a property
+    object (class access returns the descriptor itself)."""
+
+    base: Source
+    name: str
+
+    def expr(self) -> str:
+        return f"type({self.base.expr()}).{self.name}"
+
+    def local_name(self) -> str:
+        return f"{self.base.local_name()}_class_{self.name}"
+
+
+@dataclasses.dataclass(frozen=True, eq=True)
+class ShadowedSource(Source):
+    """Whether an instance attribute ``name`` shadows the class's method or property."""
+
+    base: Source
+    name: str
+
+    def expr(self) -> str:
+        return f"({self.name!r} in {self.base.expr()}.__dict__)"
+
+    def local_name(self) -> str:
+        return f"{self.base.local_name()}_shadows_{self.name}"
 
 
 @dataclasses.dataclass(frozen=True, eq=True)

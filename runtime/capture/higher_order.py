@@ -123,7 +123,7 @@ def capture_cond(run: MonitorRun, pred, true_fn, false_fn, operands=()):
 def _as_eager(run: MonitorRun, problem: str, pred, true_fn, false_fn, operands):
     """Not capturable: the run is not compiled, and the call does what eager torch.cond does
     (which, for branches that break its rules, is to raise its own error)."""
-    run._unsupported(f"torch.cond not captured: {problem}")
+    run.refuse(f"torch.cond not captured: {problem}")
     with _unobserved(run):
         return torch_internals.cond_function()(pred, true_fn, false_fn, operands)
 

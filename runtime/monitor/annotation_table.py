@@ -31,6 +31,9 @@ class Annotation:
     mutates: tuple[int, ...] = ()
     iterates: str | None = None
     category: breaks.BreakCategory | None = None
+    # Why no record can hold a call to it: it changes what later torch operations
+    # compute in ways the graph can't carry (the default dtype of a factory).
+    refuses: str | None = None
 
 
 PURE = Annotation()
@@ -316,10 +319,44 @@ FUNCTIONS: dict[str, Annotation] = {
     "torch.get_rng_state": READS_HIDDEN_STATE,
     "torch.random.initial_seed": READS_HIDDEN_STATE,
     "torch.random.get_rng_state": READS_HIDDEN_STATE,
+    # Reads of the environment and the file system (their modules are EFFECT, whose
+    # None results go unchecked): replayed, their result checked, None included.
+    **{
+        f"{module}.{name}": READS_HIDDEN_STATE
+        for module, names in [
+            ("os", ["getenv", "getenvb", "getcwd", "getpid", "cpu_count", "listdir", "stat"]),
+            (
+                "posixpath",
+                ["exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime"],
+            ),
+            (
+                "genericpath",
+                ["exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime"],
+            ),
+        ]
+        for name in names
+    },
     "torch.manual_seed": EFFECT,
     "torch.seed": EFFECT,
     "torch.random.manual_seed": EFFECT,
     "torch.cuda.synchronize": EFFECT,
+    # Process-wide settings: replayed in order (the graphs don't depend on them).
+    "torch.set_num_threads": EFFECT,
+    "torch.set_num_interop_threads": EFFECT,
+    "torch.set_printoptions": EFFECT,
+    "torch.set_flush_denormal": EFFECT,
+    "torch.use_deterministic_algorithms": EFFECT,
+    # Settings the operations after them compute with: a graph captured under one
+    # would compute a replay's operations with the caller's setting instead.
+    **{
+        name: Annotation(pure=False, refuses=why)
+        for name, why in [
+            ("torch.set_default_dtype", "changes the dtype later tensors are made with"),
+            ("torch.set_default_tensor_type", "changes the dtype later tensors are made with"),
+            ("torch.set_default_device", "changes the device later tensors are made on"),
+            ("torch.set_float32_matmul_precision", "changes how later matmuls compute"),
+        ]
+    },
     "copy.deepcopy": PURE,
     "functools.partial": PURE,
 }

@@ -146,6 +146,9 @@ class CallHandling:
             if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # noqa: B004
                 return None  # an object with a Python __call__: stepped into
             annotation = annotation_table.UNKNOWN_NATIVE
+        if annotation.refuses is not None:
+            self.refuse(f"{annotation_table.qualified_name(fn)} {annotation.refuses}")
+            return None
         name = getattr(fn, "__name__", "")
         view_of = _module_dict_view(fn, target, name, args)
         if view_of is not None:

@@ -9,28 +9,53 @@ Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Any
 
 import torch
 
+from fullgraph.runtime.monitor.user_code import is_user_code
+from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     ItemSource,
+    IterItemsSource,
     KeysSource,
     LenSource,
     Source,
     is_key_representable,
 )
 
+# Containers whose iteration is pure and repeatable: the guard can re-read the items.
+SNAPSHOT_ITERABLES = (
+    set,
+    frozenset,
+    collections.deque,
+    range,
+    str,
+    bytes,
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+    torch.nn.ParameterDict,
+)
+
+
+def iterates_in_user_code(iterable: Any) -> bool:
+    """Whether ``iter(iterable)`` runs a user-written ``__iter__`` (observed by the monitor)."""
+    method = getattr(type(iterable), "__iter__", None)
+    code = getattr(method, "__code__", None)
+    return code is not None and is_user_code(code)
+
 
 @dataclasses.dataclass
-class _IteratorState:
+class IteratorState:
     kind: str
     source: Source | None
     iterable: Any
     index: int = 0
     keys: tuple | None = None
-    inner: list[_IteratorState] | None = None
+    inner: list[IteratorState] | None = None
 
 
 class IterationTracking:
@@ -46,7 +71,7 @@ class IterationTracking:
             return
         source = self.source_of(iterable)
         if kind in ("enumerate", "zip"):
-            state = _IteratorState(kind, None, iterable)
+            state = IteratorState(kind, None, iterable)
         elif source is None or self.written_external(iterable):
             return
         elif isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in (
@@ -59,16 +84,40 @@ class IterationTracking:
             if not all(is_key_representable(k) for k in keys):
                 return
             self.read(KeysSource(source), keys, symbolic=False)
-            state = _IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
+            state = IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
         elif isinstance(
             iterable,
             (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList),
         ):
-            state = _IteratorState(kind, source, iterable)
+            state = IteratorState(kind, source, iterable)
+        elif iterates_in_user_code(iterable):
+            return  # its __iter__ runs under observation: what it reads is guarded there
         else:
-            return
+            state = self.snapshot_items(iterable, source)
+            if state is None:
+                return
         self.iterators[id(iterator)] = state
         self.keepalive.append(iterator)
+
+    def snapshot_items(self, iterable: Any, source: Source) -> IteratorState | None:
+        """Guard what an external container yields when its iteration is not observed.
+
+        A set, frozenset, deque, range, string or dict view is read as the tuple of
+        its items in iteration order (equal sets can iterate in different orders);
+        an iterator from outside can't be re-read and a replay would not advance it,
+        and an unknown library iterable may have effects when iterated (a data
+        loader): both refuse the record.
+        """
+        if not isinstance(iterable, SNAPSHOT_ITERABLES):
+            what = "an iterator" if iter(iterable) is iterable else type(iterable).__name__
+            self.refuse(f"iteration over {what} from outside the call ({source.expr()})")
+            return None
+        items = tuple(iterable)
+        whole = IterItemsSource(source)
+        if is_literal(items):
+            self.read(whole, items, symbolic=False)  # order, length and values at once
+            return IteratorState("checked", None, items)
+        return IteratorState("iter", whole, items)
 
     def derive_compound(self, iterator: Any, kind: str, inputs: list) -> None:
         inner = []
@@ -90,9 +139,9 @@ class IterationTracking:
                     )
                     and not self.written_external(item)
                 ):
-                    state = _IteratorState("iter", source, item)
+                    state = IteratorState("iter", source, item)
             inner.append(state)
-        self.iterators[id(iterator)] = _IteratorState(kind, None, iterator, inner=inner)
+        self.iterators[id(iterator)] = IteratorState(kind, None, iterator, inner=inner)
         self.keepalive.append(iterator)
 
     def iterator_yielded(self, iterator: Any, item: Any) -> None:
@@ -100,7 +149,7 @@ class IterationTracking:
         if state is not None:
             self._yield(state, item)
 
-    def _yield(self, state: _IteratorState, item: Any) -> None:
+    def _yield(self, state: IteratorState, item: Any) -> None:
         index = state.index
         state.index += 1
         if state.kind == "enumerate":
@@ -110,8 +159,8 @@ class IterationTracking:
             for sub, value in zip(state.inner or [], item if isinstance(item, tuple) else ()):
                 if sub is not None:
                     self._yield(sub, value)
-        elif state.kind in ("keys",):
-            pass  # keys are guarded as a whole
+        elif state.kind in ("keys", "checked"):
+            pass  # guarded as a whole
         elif state.kind == "items":
             key = state.keys[index] if state.keys and index < len(state.keys) else None
             if isinstance(item, tuple) and len(item) == 2:

@@ -250,7 +250,7 @@ def call_function_ex(run, state, ins) -> After:
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None  # stepped into: its frame sees the arguments
-        run._unsupported(f"a call with *arguments from an iterator ({type(args).__name__})")
+        run.refuse(f"a call with *arguments from an iterator ({type(args).__name__})")
         return None
     kwargs = dict(tos(state, kwargs_depth)) if kwargs_depth is not None else {}
     return run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)

@@ -36,7 +36,11 @@ from fullgraph.runtime.capture.tape import (
 )
 from fullgraph.runtime.monitor import annotation_table, autograd_calls
 from fullgraph.runtime.monitor.calls import CallHandling
-from fullgraph.runtime.monitor.iteration import IterationTracking, _IteratorState
+from fullgraph.runtime.monitor.iteration import (
+    SNAPSHOT_ITERABLES,
+    IterationTracking,
+    IteratorState,
+)
 from fullgraph.runtime.monitor.state import FrameState, Mutation
 from fullgraph.runtime.monitor.user_code import (
     has_user_forward,
@@ -48,16 +52,19 @@ from fullgraph.runtime.record.guards import IDENTITY_CHECKED
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
+    ClassAttrSource,
     ContainsSource,
     GlobalHooksSource,
     HasAttrSource,
     HooksSource,
     ItemSource,
+    IterItemsSource,
     KeysSource,
     KwargSource,
     LenSource,
     RootFunctionSource,
     RootModuleSource,
+    ShadowedSource,
     Source,
     base_of,
     global_module_hooks,
@@ -133,7 +140,7 @@ class MonitorRun(CallHandling, IterationTracking):
         self.not_recordable: list[str] = []
         self.mutations: list[Mutation] = []
         self.globals_consts: dict[int, tuple[str, dict]] = {}
-        self.iterators: dict[int, _IteratorState] = {}
+        self.iterators: dict[int, IteratorState] = {}
         self.frames: list[FrameState] = []
         self.paused = False
         self.callout_pending = False
@@ -187,10 +194,19 @@ class MonitorRun(CallHandling, IterationTracking):
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if source is None or not isinstance(target, types.FunctionType):
             return
-        for i, value in enumerate(target.__defaults__ or ()):
-            self.register(value, ItemSource(AttrSource(source, "__defaults__"), i))
-        for name, value in (target.__kwdefaults__ or {}).items():
-            self.register(value, ItemSource(AttrSource(source, "__kwdefaults__"), name))
+        # Read, not only registered: a default replaced (``f.__defaults__ = (3,)``,
+        # ``f.__kwdefaults__["power"] = 3``) is a new value for the call that uses it.
+        # (A function without defaults is not read: giving it some later does not
+        # change a call that passed every argument.)
+        if target.__defaults__:
+            defaults = AttrSource(source, "__defaults__")
+            self.read(LenSource(defaults), len(target.__defaults__), symbolic=False)
+            for i, value in enumerate(target.__defaults__):
+                self.read(ItemSource(defaults, i), value, symbolic=False)
+        if target.__kwdefaults__:
+            kwdefaults = AttrSource(source, "__kwdefaults__")
+            for name, value in target.__kwdefaults__.items():
+                self.read(ItemSource(kwdefaults, name), value, symbolic=False)
 
     def _register_callable(self, fn: Any, source: Source) -> None:
         """The compiled callable and what it carries: a partial's arguments, a method's self."""
@@ -251,6 +267,10 @@ class MonitorRun(CallHandling, IterationTracking):
             return
         self.reads[source] = value
         self.register(value, source)
+        if isinstance(value, types.MethodType):
+            # The guard checks the method's function; which object it is bound to is
+            # read too (``op = a.apply`` rebound to ``b.apply`` of another instance).
+            self.read(AttrSource(source, "__self__"), value.__self__, symbolic=False)
 
     def note_state_change(self, kinds: tuple, call_name: str) -> None:
         """A replayed call changed the plain state of objects of these kinds."""
@@ -294,10 +314,27 @@ class MonitorRun(CallHandling, IterationTracking):
         if source is None or isinstance(owner, types.ModuleType) and name.startswith("__"):
             return
         if isinstance(value, types.MethodType) and value.__self__ is owner:
-            return  # a method: decided by the owner's type, which is guarded
+            self.read_class_attribute(owner, source, name)
+            return  # a method: its function is checked on the owner's class
         if user_property(type(owner), name):
+            self.read_class_attribute(owner, source, name)
             return  # its getter is user code: what it reads is guarded as it runs
         self.read(AttrSource(source, name), value)
+
+    def read_class_attribute(self, owner: Any, source: Source, name: str) -> None:
+        """``owner.name`` found a method or property on the class: guard that the class
+        still holds the same one, and that no instance attribute shadows it since."""
+        if isinstance(owner, (type, types.ModuleType)):
+            return  # a class's or module's own attribute: read as a value elsewhere
+        if not isinstance(getattr(owner, "__dict__", None), dict):
+            return  # no instance dict to shadow it (slots, C types)
+        try:
+            found = getattr(type(owner), name)  # what ClassAttrSource re-reads
+        except Exception:  # noqa: BLE001 - a descriptor refusing class access: not guardable
+            self.refuse(f"{source.expr()}.{name} found on its class, which can't be re-read")
+            return
+        self.read(ShadowedSource(source, name), False, symbolic=False)
+        self.read(ClassAttrSource(source, name), found, symbolic=False)
 
     def written_external(self, container: Any) -> bool:
         """Whether ``container`` came from outside and the run changed it wholesale
@@ -374,6 +411,13 @@ class MonitorRun(CallHandling, IterationTracking):
                 self.read(KeysSource(source), keys, symbolic=False)
                 for key in keys:
                     self.read(ItemSource(source, key), container[key], symbolic=False)
+        elif isinstance(container, SNAPSHOT_ITERABLES):  # sum(a_set), sorted(a_deque)...
+            items = tuple(container)
+            whole = IterItemsSource(source)
+            self.read(whole, items, symbolic=False)
+            if not is_literal(items):
+                for i, item in enumerate(items):
+                    self.read(ItemSource(whole, i), item, symbolic=False)
 
     def resolve_external(self, tensor: torch.Tensor) -> Source | None:
         """Source of a tensor reached inside opaque code (e.g. a torch module's weight)."""
@@ -499,7 +543,7 @@ class MonitorRun(CallHandling, IterationTracking):
             self.symbolic_sources.discard(sym.source)  # back to a guard on its value
             return
         if not is_literal(sym.value):
-            self._unsupported(
+            self.refuse(
                 f"a {type(sym.value).__name__} computed from tensor data is used "
                 "in a way the monitor cannot replay"
             )
@@ -547,7 +591,7 @@ class MonitorRun(CallHandling, IterationTracking):
         """``p.data = v``: recorded as the in-place update ``p.copy_(v)`` in the graph, so
         later ops in the same run see the new values and the mock writes them back."""
         if (owner.shape, owner.dtype, owner.device) != (value.shape, value.dtype, value.device):
-            self._unsupported("`.data` assigned a tensor of another shape, dtype or device")
+            self.refuse("`.data` assigned a tensor of another shape, dtype or device")
             return
         try:
             with torch.no_grad():
@@ -563,13 +607,13 @@ class MonitorRun(CallHandling, IterationTracking):
         if isinstance(key, slice):  # xs[1:] = ...: the list changes wholesale
             self.written_containers.add(id(container))
             if source is not None:
-                self._unsupported(f"slice assignment into {source.expr()}, which came from outside")
+                self.refuse(f"slice assignment into {source.expr()}, which came from outside")
             return
         self.written.add((id(container), key))
         if source is None:
             return
         if not is_key_representable(key):
-            self._unsupported(f"store into {source.expr()} with a key of type {type(key).__name__}")
+            self.refuse(f"store into {source.expr()} with a key of type {type(key).__name__}")
             return
         self._mutate(Mutation("delitem" if delete else "setitem", source, container, key))
 
@@ -795,7 +839,9 @@ class MonitorRun(CallHandling, IterationTracking):
         self.breaks.append(graph_break)
         return graph_break
 
-    def _unsupported(self, detail: str) -> None:
+    def refuse(self, detail: str) -> None:
+        """This run can't become a record: the construct at the current instruction is
+        reported as unsupported and the call falls back (or is monitored again)."""
         if self.tape.unsupported is None:
             self.tape.unsupported = Unsupported(breaks.UNSUPPORTED_CONSTRUCT, detail)
         self.unsupported.append(self.locate("<store>", breaks.UNSUPPORTED_CONSTRUCT, detail))

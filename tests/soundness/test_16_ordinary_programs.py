@@ -197,7 +197,7 @@ def f(x, *, power=2, eps=1e-6):
 """
 
 
-@backends(xfail="F36: __kwdefaults__ is not guarded")
+@backends()
 def test_kwdefaults_changed(backend):
     run_case(
         Case(
@@ -261,7 +261,7 @@ def f(x):
 """
 
 
-@backends(xfail="F34: a bound method's instance is not guarded")
+@backends()
 def test_bound_method_of_another_instance(backend):
     run_case(
         Case(
@@ -297,7 +297,7 @@ net = Net()
 """
 
 
-@backends(xfail="F35: an instance attribute shadowing a method / a property replaced on the class is not guarded")
+@backends()
 def test_method_patched_on_instance_and_class(backend):
     run_case(
         Case(
@@ -368,7 +368,7 @@ def f(x):
 """
 
 
-@backends(xfail="F35: a property replaced on the class is not guarded")
+@backends()
 def test_property_value_changes(backend):
     run_case(
         Case(
@@ -953,7 +953,7 @@ def f(x, s):
 """
 
 
-@backends(xfail="F38: -0.0 passes the guard of a record made for 0.0")
+@backends()
 def test_zero_vs_negative_zero(backend):
     x = torch.arange(4.0)
     run_case(
@@ -1365,7 +1365,7 @@ def f(x):
 """
 
 
-@backends(xfail="F42: set_default_dtype inside the function is not replayed")
+@backends()
 def test_default_dtype_set_inside(backend):
     run_case(Case("default_dtype_set_inside", prog(INNER_DEFAULT_DTYPE), calls(3, vec)), backend)
 
@@ -1524,7 +1524,7 @@ def f(x):
 """
 
 
-@backends(xfail="F43: os.getenv results are frozen into the record")
+@backends()
 def test_environ_membership_and_getenv(backend):
     import os
 
@@ -1867,7 +1867,7 @@ def f(x):
 """
 
 
-@backends(xfail="F39: a set is guarded by equality, not iteration order")
+@backends()
 def test_set_iteration_order_same_contents(backend):
     run_case(
         Case(
@@ -1898,7 +1898,7 @@ def f(x, keys):
 """
 
 
-@backends(xfail="F39: a set is guarded by equality, not iteration order")
+@backends()
 def test_set_argument_iteration_order(backend):
     run_case(
         Case(
@@ -3191,7 +3191,7 @@ def f(x, sl, r):
 """
 
 
-@backends(xfail="F48: slice and range arguments are not guarded")
+@backends()
 def test_slice_and_range_arguments(backend):
     run_case(
         Case(
