@@ -623,3 +623,164 @@ def test_shape_products_with_changing_sizes(backend):
         ),
         backend,
     )
+
+
+# ---------------------------------------------------------------------------
+# Containers and scalars that go straight into a torch call
+
+
+CAT_STACK = """
+import torch
+
+def f(xs, ys):
+    return torch.cat(xs), torch.stack(ys)
+"""
+
+
+@backends(xfail="F57: the length of a list / tuple of tensors passed to torch.cat / stack is not guarded")
+def test_cat_and_stack_of_changing_length(backend):
+    def args(n):
+        return lambda env: ([torch.randn(2) for _ in range(n)], tuple(torch.randn(2) for _ in range(n)))
+
+    run_case(
+        Case(
+            "cat_and_stack_of_changing_length",
+            prog(CAT_STACK),
+            [Call(args(2)), Call(args(2)), Call(args(3)), Call(args(3)), Call(args(1)), Call(args(2))],
+        ),
+        backend,
+    )
+
+
+STAR_LIST = """
+import torch
+
+def f(x, dims, shape):
+    return x.permute(*dims), x.reshape(*shape)
+"""
+
+
+@backends(xfail="F47: a list passed to a torch op (here through *) is guarded by its type only")
+def test_star_unpacked_list_into_torch_call(backend):
+    def args(dims, shape):
+        return lambda env: (torch.randn(2, 3), list(dims), list(shape))
+
+    run_case(
+        Case(
+            "star_unpacked_list_into_torch_call",
+            prog(STAR_LIST),
+            [Call(args((0, 1), (3, 2))), Call(args((0, 1), (3, 2))), Call(args((1, 0), (6, 1))), Call(args((0, 1), (3, 2)))],
+        ),
+        backend,
+    )
+
+
+DOUBLE_STAR = """
+import torch
+import torch.nn.functional as F
+
+def f(x, opts):
+    return F.pad(x, **opts)
+"""
+
+
+@backends(xfail="F60: the values of a dict unpacked with ** into a torch call are not guarded")
+def test_double_star_options_into_torch_call(backend):
+    def args(pad, value=0.0):
+        return lambda env: (torch.randn(2, 3), {"pad": pad, "value": value})
+
+    run_case(
+        Case(
+            "double_star_options_into_torch_call",
+            prog(DOUBLE_STAR),
+            [Call(args((1, 0))), Call(args((1, 0))), Call(args((0, 1))), Call(args((0, 1), 5.0)), Call(args((1, 0)))],
+        ),
+        backend,
+    )
+
+
+NUMPY_SCALARS = """
+import torch
+
+def f(x, s, i):
+    return x * s, x[i]
+"""
+
+
+@backends(xfail="F58: numpy scalar arguments are not guarded by value")
+def test_numpy_scalar_arguments(backend):
+    import numpy as np
+
+    def args(s, i):
+        return lambda env: (torch.arange(6.0), np.float64(s), np.int64(i))
+
+    run_case(
+        Case(
+            "numpy_scalar_arguments",
+            prog(NUMPY_SCALARS),
+            [Call(args(2.0, 1)), Call(args(2.0, 1)), Call(args(3.0, 1)), Call(args(3.0, 4)), Call(args(2.0, 1))],
+        ),
+        backend,
+    )
+
+
+MEMORY_FORMAT = """
+import torch
+
+def f(x, fmt):
+    y = x.contiguous(memory_format=fmt)
+    return y, y.stride(), y.is_contiguous()
+"""
+
+
+@backends(xfail="F59: a torch.memory_format argument is not guarded")
+def test_memory_format_argument(backend):
+    def args(fmt):
+        return lambda env: (torch.randn(1, 2, 3, 3), fmt)
+
+    run_case(
+        Case(
+            "memory_format_argument",
+            prog(MEMORY_FORMAT),
+            [
+                Call(args(torch.contiguous_format)),
+                Call(args(torch.contiguous_format)),
+                Call(args(torch.channels_last)),
+                Call(args(torch.channels_last)),
+                Call(args(torch.preserve_format)),
+                Call(args(torch.contiguous_format)),
+            ],
+        ),
+        backend,
+    )
+
+
+INDEX_TUPLE = """
+import torch
+
+def f(x, index):
+    return x[index]
+"""
+
+
+@backends(xfail="F48: a slice inside an index tuple is not guarded")
+def test_index_tuple_with_slices(backend):
+    def args(index):
+        return lambda env: (torch.arange(12.0).reshape(3, 4), index)
+
+    run_case(
+        Case(
+            "index_tuple_with_slices",
+            prog(INDEX_TUPLE),
+            [
+                Call(args((slice(None), 0))),
+                Call(args((slice(None), 0))),
+                Call(args((slice(None), 2))),
+                Call(args((slice(1, None), 2))),
+                Call(args((0, slice(None, 2)))),
+                Call(args((Ellipsis, 1))),
+                Call(args((slice(None), 0))),
+            ],
+        ),
+        backend,
+    )
