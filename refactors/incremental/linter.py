@@ -30,7 +30,7 @@ import gc
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from ..engine import lint_source, parse_source
 from ..findings import Finding, Fix
@@ -107,7 +107,12 @@ class IncrementalLinter:
     ) -> None:
         self.path = path
         self.codes = frozenset(codes) if codes is not None else None
+        # The names, as given; the rules get the reasons too when ``entrypoints`` is a
+        # mapping (``workspace_entrypoints``: the caller in another file), as lint_source.
         self.entrypoints = tuple(entrypoints)
+        self.entrypoint_reasons: dict[str, str] = (
+            dict(entrypoints) if isinstance(entrypoints, Mapping) else {}
+        )
         self._names: dict[str, ChunkNames] = {}
         self._results: dict[tuple, list[_Found]] = {}
         # The last source that parsed and its chunks: an edit re-parses only what it changed.
@@ -125,7 +130,7 @@ class IncrementalLinter:
             self.relinted = 0
             return []  # as lint_source: every rule is about torch code
         layout = layout_of(source)
-        snapshot = Snapshot(source, chunks, layout, self.path, self.codes, self.entrypoints)
+        snapshot = Snapshot(source, chunks, layout, self.path, self.codes, self._for_rules())
         index = DependencyIndex(chunks, self.entrypoints)
         keys, missing = self._keys(layout, chunks, index), []
         results = {}
@@ -157,6 +162,10 @@ class IncrementalLinter:
                 findings.append(self._place(found, chunk, position, snapshot))
         return findings
 
+    def _for_rules(self) -> Collection[str]:
+        """The entrypoints as the rules take them: with their reasons when there are any."""
+        return self.entrypoint_reasons or self.entrypoints
+
     def _keys(self, layout: Layout, chunks: Sequence[Chunk], index: DependencyIndex) -> list:
         keys = []
         for position in range(len(chunks)):
@@ -166,6 +175,7 @@ class IncrementalLinter:
                     layout,
                     self.codes,
                     self.entrypoints,
+                    tuple(sorted(self.entrypoint_reasons.items())),
                     _inputs(chunks, needed, position),
                     needed.index(position),
                 )
@@ -228,7 +238,7 @@ class IncrementalLinter:
         logger.warning("linting %s as a whole: %s", self.path, reason)
         self._results = {}
         self.relinted = -1
-        return lint_source(source, self.path, codes=self.codes, entrypoints=self.entrypoints)
+        return lint_source(source, self.path, codes=self.codes, entrypoints=self._for_rules())
 
     def _lint_chunks(
         self, snapshot: Snapshot, index: DependencyIndex, missing: list[int]
@@ -268,7 +278,7 @@ class IncrementalLinter:
         for included, positions in groups:
             partial = build_partial(snapshot.layout, snapshot.chunks, included)
             context = lint_partial(
-                partial, snapshot.layout, self.path, self.codes, self.entrypoints
+                partial, snapshot.layout, self.path, self.codes, snapshot.entrypoints
             )
             ordered = sorted(context.findings, key=lambda f: (f.line, f.column, f.code))
             starts = [f.line for f in ordered]

@@ -149,4 +149,5 @@ class Snapshot:
     layout: Layout
     path: str
     codes: frozenset[str] | None
-    entrypoints: tuple[str, ...]
+    # Names, or name -> the reason it is compiled (what the rules were given).
+    entrypoints: Collection[str]

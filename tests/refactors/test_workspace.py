@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fullgraph.refactors import lint_source, workspace_entrypoints
+from fullgraph.refactors import IncrementalLinter, lint_source, workspace_entrypoints
 
 HELPERS = """import logging
 
@@ -71,6 +71,23 @@ def test_functions_called_from_a_compiled_function_elsewhere_are_entrypoints(tmp
     assert "pkg.model.forward" in findings[0].message
     # Alone, the file has no compiled region: every finding is a hint.
     assert all(f.severity == "hint" for f in lint_source(HELPERS) if f.code == "FG102")
+
+
+def test_the_editor_names_the_caller_in_another_file_too(tmp_path):
+    """The incremental linter (the editor's) keeps each entrypoint's reason (issue 18)."""
+    package = _workspace(tmp_path)
+    helpers = (package / "helpers.py").resolve()
+    called = workspace_entrypoints(sorted(package.glob("*.py")), tmp_path)[helpers]
+    linter = IncrementalLinter(str(helpers), entrypoints=called)
+    findings = linter.lint(HELPERS)
+    assert findings == lint_source(HELPERS, str(helpers), entrypoints=called)
+    printed = next(f for f in findings if f.code == "FG102" and f.line == 9)
+    assert "pkg.model.forward" in printed.message
+    assert "a configured entrypoint" not in printed.message
+    # After an edit, the re-linted chunks still name it.
+    edited = HELPERS.replace('print("noisy", x.shape)', 'print("noisy!", x.shape)')
+    printed = next(f for f in linter.lint(edited) if f.code == "FG102" and f.line == 9)
+    assert "pkg.model.forward" in printed.message
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
