@@ -784,3 +784,128 @@ def test_index_tuple_with_slices(backend):
         ),
         backend,
     )
+
+
+# ---------------------------------------------------------------------------
+# Containers the function changes: the value it reads back
+
+
+def with_state(source, make_state):
+    def build():
+        env = prog(source)()
+        env.state = make_state()
+        return env
+
+    return build
+
+
+LIST_POP = """
+import torch
+
+def f(x, stack):
+    v = stack.pop() if stack else None
+    return x if v is None else x + v
+"""
+
+
+@backends(xfail="F61: the value list.pop() returns is frozen into the record")
+def test_list_pop_returns_each_item(backend):
+    run_case(
+        Case(
+            "list_pop_returns_each_item",
+            with_state(LIST_POP, lambda: [1.0, 2.0, 3.0]),
+            calls(4, lambda env: (torch.zeros(1), env.state)),
+        ),
+        backend,
+    )
+
+
+DICT_POP = """
+import torch
+
+def f(x, counts):
+    v = counts.pop("k", 0)
+    counts["k"] = v + 1
+    return x * v
+"""
+
+
+@backends(xfail="F62: dict.pop(key, default) of a key the call sets again is frozen into the record")
+def test_dict_pop_then_set(backend):
+    run_case(
+        Case(
+            "dict_pop_then_set",
+            with_state(DICT_POP, dict),
+            calls(4, lambda env: (torch.ones(1), env.state)),
+        ),
+        backend,
+    )
+
+
+LIST_IADD = """
+import torch
+
+def f(x, log):
+    log += [x.sum().item()]
+    return x * len(log)
+"""
+
+
+@backends(xfail="F63: list += [...] on an argument is replayed as the first call's list")
+def test_list_iadd_on_argument(backend):
+    run_case(
+        Case(
+            "list_iadd_on_argument",
+            with_state(LIST_IADD, list),
+            calls(4, lambda env: (torch.randn(2), env.state)),
+        ),
+        backend,
+    )
+
+
+OTHER_CONTAINER_EFFECTS = """
+import bisect
+import collections
+import heapq
+import torch
+
+def f(x, s):
+    v = x.sum().item()
+    s["ext"].extend([v, 1.0])
+    s["ins"].insert(0, v)
+    heapq.heappush(s["heap"], -v)
+    bisect.insort(s["sorted"], round(v, 3))
+    s["set"].add(len(s["ext"]) % 3)
+    s["deque"].appendleft(v)
+    s["upd"].update({f"k{len(s['upd'])}": v})
+    return x * s["heap"][0], len(s["set"]), list(s["deque"])
+"""
+
+
+@backends()
+def test_container_methods_on_argument(backend):
+    def make():
+        return {
+            "ext": [],
+            "ins": [],
+            "heap": [],
+            "sorted": [],
+            "set": set(),
+            "deque": collections.deque(maxlen=2),
+            "upd": {},
+        }
+
+    import collections
+
+    def watch(env):
+        return {k: (list(v) if isinstance(v, collections.deque) else v) for k, v in env.state.items()}
+
+    run_case(
+        Case(
+            "container_methods_on_argument",
+            with_state(OTHER_CONTAINER_EFFECTS, make),
+            calls(4, lambda env: (torch.randn(2), env.state)),
+            watch=watch,
+        ),
+        backend,
+    )
