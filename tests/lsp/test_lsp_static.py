@@ -165,6 +165,20 @@ async def test_syntax_error_keeps_findings_of_untouched_lines(
     assert list(lenses) == []  # nothing to anchor lenses on until the file parses again
 
 
+async def test_a_syntax_error_is_fg001_with_its_doc_link(client: LanguageClient, workspace: Path):
+    """The editor reports a file that does not parse with the code check and SARIF use."""
+    path = workspace / "models/broken.py"
+    path.write_text("import torch\n\n\ndef forward(self, x):\n    return self.fc(x\n")
+    uri = open_document(client, path)
+    items = await diagnostics(
+        client, uri, lambda items: any("cannot parse" in item.message for item in items)
+    )
+    (syntax,) = [item for item in items if "cannot parse" in item.message]
+    assert syntax.code == "FG001"
+    assert syntax.code_description.href.endswith("docs/codes/FG001.md")
+    assert syntax.severity == types.DiagnosticSeverity.Information
+
+
 async def test_code_lenses_on_functions_and_modules(client: LanguageClient, workspace: Path):
     uri = open_document(client, workspace / "models/net.py")
     lenses = await client.text_document_code_lens_async(

@@ -73,7 +73,7 @@ def document_diagnostics(server: FullgraphServer, uri: str) -> list[types.Diagno
         )
         diagnostics += [to_diagnostic(f, mapper, **options) for f in static]
         if state.syntax_error is not None and state.text == text:
-            diagnostics.append(syntax_diagnostic(state.syntax_error, mapper))
+            diagnostics.append(syntax_diagnostic(state.syntax_error, mapper, **options))
     path = path_of(uri)
     if path is not None:
         diagnostics += [

@@ -24,7 +24,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from fullgraph.lsp_server.break_sites import by_site, caller_chain
-from fullgraph.lsp_server.diagnostic import Diagnostic, StackFrame
+from fullgraph.lsp_server.diagnostic import SYNTAX_ERROR_CODE, Diagnostic, StackFrame
 from fullgraph.lsp_server.positions import PositionMapper, split_lines
 
 SOURCE = "fullgraph"
@@ -109,16 +109,25 @@ def _frame_range(frame: StackFrame, finding_path: Path, mapper: PositionMapper) 
     return mapper.range(frame.line, frame.column, frame.line, frame.column)
 
 
-def syntax_diagnostic(error: Any, mapper: PositionMapper) -> types.Diagnostic:
-    """One information diagnostic saying why the static results are paused."""
+def syntax_diagnostic(
+    error: Any, mapper: PositionMapper, *, root: Path | None, docs_base_url: str
+) -> types.Diagnostic:
+    """One information diagnostic saying why the static results are paused.
+
+    Its code is FG001, as ``fullgraph check`` and SARIF report the same error,
+    linked to docs/codes/FG001.md like every other code.
+    """
     line = getattr(error, "line", 1) or 1
     column = getattr(error, "column", 0) or 0
     message = getattr(error, "message", None) or str(error)
+    href = doc_href(SYNTAX_ERROR_CODE, root, docs_base_url)
     return types.Diagnostic(
         range=mapper.range(line, column, line, column + 1),
         message=f"fullgraph cannot parse this file ({message}); "
         "showing results from the last version that parsed",
         severity=types.DiagnosticSeverity.Information,
+        code=SYNTAX_ERROR_CODE,
+        code_description=types.CodeDescription(href=href) if href else None,
         source=SOURCE,
         data={"kind": "syntax"},
     )
