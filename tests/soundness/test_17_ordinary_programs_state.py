@@ -909,3 +909,139 @@ def test_container_methods_on_argument(backend):
         ),
         backend,
     )
+
+
+# ---------------------------------------------------------------------------
+# Module attributes that go straight into a torch call; compiled code calling
+# compiled code; torch.func transforms
+
+
+PAD_ATTRIBUTE = """
+import torch
+import torch.nn.functional as F
+
+class Padded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pad = [1, 0]
+        self.table = [1.0, 2.0, 3.0]
+
+    def forward(self, x):
+        return F.pad(x, self.pad) * torch.tensor(self.table).sum()
+
+net = Padded()
+"""
+
+
+@backends(xfail="F47: a list attribute passed to a torch op is guarded by its type only")
+def test_list_attribute_into_torch_call(backend):
+    run_case(
+        Case(
+            "list_attribute_into_torch_call",
+            prog(PAD_ATTRIBUTE, "net"),
+            [
+                *calls(2, mat),
+                execg("net.pad = [0, 2]"),
+                *calls(2, mat),
+                execg("net.table[0] = 10.0"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+NESTED_COMPILED = """
+import torch
+import fullgraph.runtime as fr
+
+lin = torch.nn.Linear(4, 4)
+inner = fr.compile(lin, backend="eager")
+SCALE = 2.0
+
+def f(x):
+    return inner(x) * SCALE
+"""
+
+
+@backends()
+def test_compiled_function_calls_compiled_module(backend):
+    run_case(
+        Case(
+            "compiled_function_calls_compiled_module",
+            prog(NESTED_COMPILED),
+            [
+                *calls(2, mat),
+                execg("SCALE = 3.0"),
+                *calls(2, mat),
+                execg("with torch.no_grad(): lin.weight.fill_(0.5)"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+TORCH_FUNC = """
+import torch
+
+def f(x):
+    rows = torch.func.vmap(lambda r: (r * r).sum())(x)
+    g = torch.func.grad(lambda v: (v ** 3).sum())(x[0])
+    return rows, g
+"""
+
+
+@backends()
+def test_torch_func_transforms_inside(backend):
+    run_case(Case("torch_func_transforms_inside", prog(TORCH_FUNC), calls(3, mat)), backend)
+
+
+# ---------------------------------------------------------------------------
+# Warnings a replay issues: where they come from
+
+
+WARNING_PROGRAM = """
+import warnings
+import torch
+
+def f(x):
+    warnings.warn("legacy option")
+    return x * 2
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="F64: a replayed warning is issued from the mock, not the user's line")
+def test_replayed_warning_keeps_its_location():
+    import warnings
+
+    import fullgraph.runtime as fr
+    from harness import load_program
+
+    ns = load_program(WARNING_PROGRAM, "warn_location")
+    compiled = fr.compile(ns.f, backend="eager")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            compiled(torch.ones(2))
+    assert compiled.stats.hits >= 1
+    locations = {(w.filename, w.lineno) for w in caught}
+    assert len(caught) == 3 and len(locations) == 1, locations
+
+
+@pytest.mark.xfail(strict=True, reason="F64: a replayed warning escapes a filter on the user's module")
+def test_replayed_warning_respects_module_filter():
+    import warnings
+
+    import fullgraph.runtime as fr
+    from harness import load_program
+
+    ns = load_program(WARNING_PROGRAM, "warn_filter")
+    compiled = fr.compile(ns.f, backend="eager")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", module=ns.__name__)
+        for _ in range(3):
+            compiled(torch.ones(2))
+    assert compiled.stats.hits >= 1
+    assert [str(w.message) for w in caught] == []
