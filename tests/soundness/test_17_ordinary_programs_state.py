@@ -1045,3 +1045,63 @@ def test_replayed_warning_respects_module_filter():
             compiled(torch.ones(2))
     assert compiled.stats.hits >= 1
     assert [str(w.message) for w in caught] == []
+
+
+# ---------------------------------------------------------------------------
+# The RNG state saved and restored inside the function
+
+
+FORK_RNG = """
+import torch
+
+def f(x):
+    with torch.random.fork_rng():
+        noise = torch.randn(3)
+    return x + noise, torch.rand(1)
+"""
+
+
+@backends(xfail="F65: a restore of the RNG state inside the function (fork_rng) is not replayed")
+def test_fork_rng_inside(backend):
+    run_case(Case("fork_rng_inside", prog(FORK_RNG), calls(3, lambda env: torch.zeros(3))), backend)
+
+
+SAVE_RESTORE_RNG = """
+import torch
+
+def f(x):
+    state = torch.get_rng_state()
+    a = torch.randn(3)
+    torch.set_rng_state(state)
+    b = torch.randn(3)
+    return x + a - b, torch.rand(1)
+"""
+
+
+@backends(xfail="F65: torch.set_rng_state inside the function is not replayed")
+def test_rng_state_saved_and_restored_inside(backend):
+    run_case(
+        Case("rng_state_saved_and_restored_inside", prog(SAVE_RESTORE_RNG), calls(3, lambda env: torch.zeros(3))),
+        backend,
+    )
+
+
+GENERATOR_PER_CALL = """
+import torch
+
+def f(x, seed):
+    g = torch.Generator().manual_seed(seed)
+    return x + torch.randn(3, generator=g), torch.randperm(4, generator=g)
+"""
+
+
+@backends()
+def test_generator_made_per_call(backend):
+    run_case(
+        Case(
+            "generator_made_per_call",
+            prog(GENERATOR_PER_CALL),
+            [Call(lambda env, s=s: (torch.zeros(3), s), label=f"seed={s}") for s in (1, 1, 2, 3, 1)],
+        ),
+        backend,
+    )
