@@ -1105,3 +1105,64 @@ def test_generator_made_per_call(backend):
         ),
         backend,
     )
+
+
+# ---------------------------------------------------------------------------
+# forward replaced (monkeypatched) between calls
+
+
+FORWARD_PATCH = """
+import types
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.lin(x)))
+
+net = Net()
+"""
+
+
+@backends(xfail="F66: a forward replaced on the compiled module, its class or a submodule is not guarded")
+def test_forward_monkeypatched_on_instance(backend):
+    run_case(
+        Case(
+            "forward_monkeypatched_on_instance",
+            prog(FORWARD_PATCH, "net"),
+            [
+                *calls(2, mat),
+                execg("net.forward = types.MethodType(lambda self, x: self.head(self.lin(x)) * 10, net)"),
+                *calls(2, mat),
+            ],
+        ),
+        backend,
+    )
+
+
+@backends(xfail="F66: a forward replaced on the compiled module, its class or a submodule is not guarded")
+def test_forward_monkeypatched_on_class(backend):
+    run_case(
+        Case(
+            "forward_monkeypatched_on_class",
+            prog(FORWARD_PATCH, "net"),
+            [*calls(2, mat), execg("Net.forward = lambda self, x: self.head(x)"), *calls(2, mat)],
+        ),
+        backend,
+    )
+
+
+@backends(xfail="F66: a forward replaced on the compiled module, its class or a submodule is not guarded")
+def test_submodule_forward_monkeypatched(backend):
+    run_case(
+        Case(
+            "submodule_forward_monkeypatched",
+            prog(FORWARD_PATCH, "net"),
+            [*calls(2, mat), execg("net.lin.forward = lambda x: x * 0 - 1"), *calls(2, mat)],
+        ),
+        backend,
+    )
