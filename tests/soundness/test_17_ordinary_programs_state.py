@@ -1166,3 +1166,85 @@ def test_submodule_forward_monkeypatched(backend):
         ),
         backend,
     )
+
+
+CALL_PATCH = """
+import torch
+
+class Affine:
+    def __init__(self):
+        self.k = 2.0
+
+    def __call__(self, x):
+        return x * self.k
+
+aff = Affine()
+"""
+
+
+@backends(xfail="F66: __call__ replaced on the compiled object's class is not guarded")
+def test_call_monkeypatched_on_class(backend):
+    run_case(
+        Case(
+            "call_monkeypatched_on_class",
+            prog(CALL_PATCH, "aff"),
+            [*calls(2, vec), execg("Affine.__call__ = lambda self, x: x * self.k + 100"), *calls(2, vec)],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# A whole training loop as the compiled function: train and eval steps
+
+
+TRAINING_LOOP = """
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Dropout(0.2), torch.nn.Linear(8, 1)
+)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+history = []
+
+def step(x, y, mode):
+    if mode == "train":
+        model.train()
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        history.append(loss.item())
+        return loss.detach(), norm
+    model.eval()
+    with torch.no_grad():
+        out = F.mse_loss(model(x), y)
+    model.train()
+    return out, None
+"""
+
+
+@backends()
+def test_training_loop_with_eval_steps(backend):
+    def batch(mode):
+        return lambda env: (torch.randn(6, 4), torch.randn(6, 1), mode)
+
+    script = []
+    for i in range(8):
+        script.append(Call(batch("train"), label="train"))
+        if i % 3 == 2:
+            script.append(Call(batch("eval"), label="eval"))
+
+    def watch(env):
+        return {
+            "state": dict(env.ns.model.state_dict()),
+            "lr": env.ns.opt.param_groups[0]["lr"],
+            "history": list(env.ns.history),
+        }
+
+    run_case(Case("training_loop_with_eval_steps", prog(TRAINING_LOOP, "step"), script, watch=watch), backend)
