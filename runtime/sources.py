@@ -200,6 +200,32 @@ class ClassAttrSource(Source):
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
+class TypeOfSource(Source):
+    """``type(base)``: the class of an object from outside (``type(self).n += 1``)."""
+
+    base: Source
+
+    def expr(self) -> str:
+        return f"type({self.base.expr()})"
+
+    def local_name(self) -> str:
+        return self.base.local_name() + "_type"
+
+
+@dataclasses.dataclass(frozen=True, eq=True)
+class IdSource(Source):
+    """``id(base)``: read when the program keys something by an object's identity."""
+
+    base: Source
+
+    def expr(self) -> str:
+        return f"id({self.base.expr()})"
+
+    def local_name(self) -> str:
+        return self.base.local_name() + "_id"
+
+
+@dataclasses.dataclass(frozen=True, eq=True)
 class ShadowedSource(Source):
     """Whether an instance attribute ``name`` shadows the class's method or property."""
 

@@ -10,6 +10,7 @@ eagerly).  Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import sys
 import types
@@ -23,13 +24,17 @@ from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture import higher_order
 from fullgraph.runtime.capture.tape import Unsupported
 from fullgraph.runtime.monitor import annotation_table, autograd_calls, warnings_blocks
+from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.state import FrameState, Mutation
 from fullgraph.runtime.monitor.user_code import has_user_forward, is_user_code
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
+    HasAttrSource,
     HooksSource,
+    IdSource,
     LenSource,
+    TypeOfSource,
     is_key_representable,
     module_hooks,
 )
@@ -206,6 +211,13 @@ class CallHandling:
             receiver = args[0]  # an unbound method descriptor called with its receiver first
         if fn is next and args and id(args[0]) in self.iterators:
             return self._next_call(args, result)
+        if fn is id and len(args) == 1 and self.source_of(args[0]) is not None:
+            # ``cache[id(w)]``: the number stands for the object; the guard re-reads it.
+            self.read(IdSource(self.source_of(args[0])), id(args[0]), symbolic=False)
+            return None
+        if fn is type and len(args) == 1 and self.source_of(args[0]) is not None:
+            source = TypeOfSource(self.source_of(args[0]))
+            return lambda: self.register(result(), source)  # ``type(self).n += 1``
         if fn is len and args:
             source = self.source_of(args[0])
             if (
@@ -281,7 +293,7 @@ class CallHandling:
         builtin = isinstance(fn, types.BuiltinFunctionType) and fn.__self__ is not None
         if builtin or builtin_type:  # list(xs), sorted(xs), map(f, xs): all of xs is read
             for value in args:
-                if isinstance(value, (list, tuple, dict)):
+                if isinstance(value, _READ_WHOLE_BY_BUILTINS):
                     self.read_whole(value)
         return None
 
@@ -366,17 +378,17 @@ class CallHandling:
 
     def _getattr_read(self, fn, owner, attr, value) -> None:
         source = self.source_of(owner)
-        if source is None or isinstance(owner, torch.Tensor) or (id(owner), attr) in self.written:
+        if isinstance(owner, torch.Tensor):
+            if hasattr(type(owner), attr):
+                return  # torch's own attributes: metadata the capture sees
+            source = source or self.resolve_external(owner)  # ``getattr(x, "scale", 1.0)``
+        if source is None or (id(owner), attr) in self.written:
             return
         if fn is hasattr:
-            from fullgraph.runtime.sources import HasAttrSource
-
             self.read(HasAttrSource(source, attr), value)
         elif hasattr(owner, attr):
             self.read_attr(owner, attr, value)
         else:
-            from fullgraph.runtime.sources import HasAttrSource
-
             self.read(HasAttrSource(source, attr), False)
 
     def _check_replayable_receiver(self, fn: Any, name: str) -> None:
@@ -465,6 +477,10 @@ class CallHandling:
             callout.arg_syms = arg_syms
 
         return after
+
+
+# What a builtin (``sum``, ``sorted``, ``next``, ``list``) reads all of when handed it.
+_READ_WHOLE_BY_BUILTINS = (list, tuple, dict, *SNAPSHOT_ITERABLES, collections.abc.Iterator)
 
 
 def _detaching_variable(args: tuple, kwargs: dict) -> bool:

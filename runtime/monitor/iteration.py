@@ -38,6 +38,7 @@ SNAPSHOT_ITERABLES = (
     type({}.values()),
     type({}.items()),
     torch.nn.ParameterDict,
+    torch.nn.ModuleDict,  # iterating yields its keys
 )
 
 

@@ -184,6 +184,14 @@ def get_iter(run, state, ins) -> After:
     return after
 
 
+@handles("GET_YIELD_FROM_ITER")
+def get_yield_from_iter(run, state, ins) -> After:
+    """``yield from xs``: the items go to the caller through SEND, unobserved one by
+    one, so an external container is read whole."""
+    run.read_whole(tos(state))
+    return None
+
+
 @handles("FOR_ITER")
 def for_iter(run, state, ins) -> After:
     iterator = tos(state)
@@ -242,7 +250,8 @@ def call(run, state, ins) -> After:
 def call_function_ex(run, state, ins) -> After:
     fn_depth, args_depth, kwargs_depth = cpython.call_ex_layout(ins)
     fn, args = tos(state, fn_depth), tos(state, args_depth)
-    if isinstance(args, list):
+    if isinstance(args, (list, tuple)):
+        run.read_whole(args)  # f(*dims) with dims from outside: its items become arguments
         args = tuple(args)
     elif not isinstance(args, tuple):
         # f(*iterator): the interpreter consumes it as the call starts (running a
@@ -252,5 +261,16 @@ def call_function_ex(run, state, ins) -> After:
             return None  # stepped into: its frame sees the arguments
         run.refuse(f"a call with *arguments from an iterator ({type(args).__name__})")
         return None
-    kwargs = dict(tos(state, kwargs_depth)) if kwargs_depth is not None else {}
+    kwargs = tos(state, kwargs_depth) if kwargs_depth is not None else {}
+    if isinstance(kwargs, dict):
+        run.read_whole(kwargs)  # f(**cfg) with cfg from outside
+    kwargs = dict(kwargs)
     return run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)
+
+
+@handles("LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE")
+def unpack_into(run, state, ins) -> After:
+    """``[*xs, 1]``, ``f(a, *dims)``, ``{**cfg}``, ``f(**cfg, k=1)``: the interpreter copies
+    all of an external container, unobserved item by item."""
+    run.read_whole(tos(state))
+    return None

@@ -17,6 +17,7 @@ the instruction that read it.
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import linecache
 import re
@@ -309,6 +310,10 @@ class MonitorRun(CallHandling, IterationTracking):
                 source = self.source_of(owner) or self.resolve_external(owner)
                 if source is not None:
                     self.read(AttrSource(source, "data"), value)
+            elif user_tensor_attribute(owner, name):  # ``x.scale`` set by the caller
+                source = self.source_of(owner) or self.resolve_external(owner)
+                if source is not None:
+                    self.read(AttrSource(source, name), value)
             return
         source = self.source_of(owner)
         if source is None or isinstance(owner, types.ModuleType) and name.startswith("__"):
@@ -374,14 +379,15 @@ class MonitorRun(CallHandling, IterationTracking):
 
     def read_missing_attr(self, owner: Any, name: str, error: BaseException) -> None:
         """``owner.name`` raised AttributeError: guard that the attribute is still missing."""
-        source = self.source_of(owner)
-        if (
-            source is None
-            or not isinstance(error, AttributeError)
-            or isinstance(owner, torch.Tensor)
-        ):
+        if not isinstance(error, AttributeError):
             return
-        self.read(HasAttrSource(source, name), False)
+        source = self.source_of(owner)
+        if isinstance(owner, torch.Tensor):
+            if hasattr(type(owner), name):
+                return  # a torch property that raised: not an attribute the caller sets
+            source = source or self.resolve_external(owner)
+        if source is not None:
+            self.read(HasAttrSource(source, name), False)
 
     def read_membership(self, container: Any, item: Any, result: Any) -> None:
         source = self.source_of(container)
@@ -399,6 +405,13 @@ class MonitorRun(CallHandling, IterationTracking):
         source = self.source_of(container)
         if source is None or self.written_external(container):
             return
+        if isinstance(container, collections.abc.Iterator) and not isinstance(
+            container, torch.Tensor
+        ):
+            # ``sum(it)``, ``next(counter)``: a replay would neither see the items an
+            # iterator from outside yields next nor advance it.
+            self.refuse(f"{source.expr()} is an iterator from outside the call, advanced by it")
+            return
         # Items read wholesale reach the program without a symbol the monitor follows:
         # guarded by value, never lifted.
         if isinstance(container, (list, tuple)):
@@ -411,13 +424,23 @@ class MonitorRun(CallHandling, IterationTracking):
                 self.read(KeysSource(source), keys, symbolic=False)
                 for key in keys:
                     self.read(ItemSource(source, key), container[key], symbolic=False)
-        elif isinstance(container, SNAPSHOT_ITERABLES):  # sum(a_set), sorted(a_deque)...
+        elif isinstance(container, SNAPSHOT_ITERABLES) and not isinstance(container, (str, bytes)):
+            # sum(a_set), sorted(a_deque)...  (strings are guarded by value already)
             items = tuple(container)
             whole = IterItemsSource(source)
             self.read(whole, items, symbolic=False)
             if not is_literal(items):
                 for i, item in enumerate(items):
                     self.read(ItemSource(whole, i), item, symbolic=False)
+
+    def read_nested(self, container: Any, depth: int = 0) -> None:
+        """read_whole, and the same for the lists and dicts inside it (a list of lists)."""
+        self.read_whole(container)
+        if depth < 4:
+            items = container.values() if isinstance(container, dict) else container
+            for item in items:
+                if isinstance(item, (list, tuple, dict)) and id(item) in self.sources:
+                    self.read_nested(item, depth + 1)
 
     def resolve_external(self, tensor: torch.Tensor) -> Source | None:
         """Source of a tensor reached inside opaque code (e.g. a torch module's weight)."""
@@ -525,6 +548,14 @@ class MonitorRun(CallHandling, IterationTracking):
         offset = 1 if self.module is not None else 0
         syms: dict[int, Sym] = {}
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        # An argument a nested function closes over (``lambda v: v + n``) lives in a
+        # cell, where no symbol follows it: guarded by value instead.
+        for i, name in enumerate(names):
+            if name in code.co_cellvars:
+                position = i - offset
+                if 0 <= position < len(self.args):
+                    self.symbolic_sources.discard(ArgSource(position))
+                self.symbolic_sources.discard(KwargSource(name))
         for i, value in enumerate(self.args):
             source = ArgSource(i)
             if source in self.symbolic_sources and i + offset < code.co_argcount:
@@ -580,10 +611,16 @@ class MonitorRun(CallHandling, IterationTracking):
             if name == "data" and isinstance(value, torch.Tensor):
                 self._store_data(owner, value)
                 return
-            if source is None and name in _TENSOR_STATE:
+            user_attribute = not hasattr(type(owner), name)
+            if source is None and (name in _TENSOR_STATE or user_attribute):
                 source = self.resolve_external(owner)
-            if source is None or name not in _TENSOR_STATE:
-                return  # attributes of intermediate tensors die with them
+            if source is None and user_attribute:
+                # ``y.tag = ...`` on a tensor the function made: it may be returned or
+                # kept, and a replay's tensors (graph outputs) would not carry it.
+                self.refuse(f"attribute {name!r} set on a tensor the function made")
+                return
+            if source is None or not (name in _TENSOR_STATE or user_attribute):
+                return  # torch's own flags of intermediate tensors die with them
         if source is not None:
             self._mutate(Mutation("delattr" if delete else "setattr", source, owner, name))
 
@@ -684,6 +721,11 @@ class MonitorRun(CallHandling, IterationTracking):
             result = self.injected.pop(len(self.tape.callouts))  # read in the replay that missed
             self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
             return result
+        for value in (*args, *kwargs.values()):
+            # ``x.reshape(shape)``, ``F.pad(x, cfg["pad"])``, ``torch.tensor(WEIGHTS)``: torch
+            # reads a list from outside item by item, unobserved; the graph bakes them in.
+            if isinstance(value, (list, dict)) and id(value) in self.sources:
+                self.read_nested(value)
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         versions = [_version(t) for t in tensors]
         try:
@@ -884,6 +926,14 @@ _SIZE_READS = frozenset(
 _SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", "split_with_sizes"])
 # Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
 _TENSOR_STATE = ("data", "grad", "requires_grad")
+
+
+def user_tensor_attribute(tensor: torch.Tensor, name: str) -> bool:
+    """An attribute someone set on this tensor object (``x.scale = 3.0``), not torch's."""
+    try:
+        return name in tensor.__dict__
+    except AttributeError:
+        return False
 
 
 def _position(frame, ins) -> tuple[int, int, int, int]:

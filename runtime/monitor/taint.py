@@ -165,6 +165,24 @@ def _store_fast_load_fast(run, state, ins, shadow) -> After:
     return lambda: _set_top(state, sym)
 
 
+@_handles("MAKE_CELL")
+def _make_cell(run, state, ins, shadow) -> After:
+    """An argument a nested function closes over (``lambda v: v + n``): the nested
+    frame reads it from the cell, where no symbol follows it, so it is guarded by value."""
+    sym = state.local_syms.pop(ins.arg, None)
+    if sym is not None:
+        run.concretize(sym)
+    return None
+
+
+@_handles("STORE_DEREF")
+def _store_deref(run, state, ins, shadow) -> After:
+    """A symbolic value stored into a cell: the same, for a value computed in the frame."""
+    if shadow and shadow[-1] is not None:
+        run.concretize(shadow[-1])
+    return None
+
+
 @_handles("DELETE_FAST")
 def _delete_fast(run, state, ins, shadow) -> After:
     state.local_syms.pop(ins.arg, None)

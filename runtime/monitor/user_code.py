@@ -14,7 +14,6 @@ from typing import Any
 
 import torch
 
-
 # fullgraph.runtime itself (this file is in runtime/monitor/).
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -220,6 +221,19 @@ def value_check(
         return (lambda name: f"{name} is {value!r}"), "value", NativeLeaf("id", value)
     if isinstance(value, torch.dtype):
         return (lambda name: f"{name} is {literal(value)}"), "dtype", NativeLeaf("id", value)
+    if isinstance(value, (torch.memory_format, torch.layout)):  # singletons, like dtypes
+        bound = ns.bind(value, str(value).replace("torch.", ""))
+        return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
+    if _numpy_scalar(value):  # np.float64 is a float subclass, but not a literal
+        kind = ns.name_for(type(value))
+        number = value.item()
+        if isinstance(number, float) and math.isnan(number):
+            return (lambda name: f"type({name}) is {kind} and {name} != {name}"), "value", None
+        return (
+            (lambda name: f"type({name}) is {kind} and {name} == {literal(number)}"),
+            "value",
+            None,
+        )
     if isinstance(value, (torch.device,)):
         device = ns.expr(value)
         return (lambda name: f"{name} == {device}"), "device", NativeLeaf("equals", value)
@@ -267,6 +281,11 @@ def value_check(
         )
     bound = ns.bind(value, _hint(value, source), provenance=source.expr())
     return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
+
+
+def _numpy_scalar(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.generic) and value.shape == ()
 
 
 def _equality_is_loose(value: Any) -> bool:
@@ -327,6 +346,7 @@ def generate_guard(
     dynamic: dict | None = None,
     values: dict | None = None,
     entry_state: dict | None = None,
+    kwargs_ordered: bool = False,
 ) -> GuardCode:
     ns = Namespace()
     for name, value in globals_consts.items():
@@ -342,6 +362,15 @@ def generate_guard(
     for name in kwarg_names:  # the signature's native leaf checks these too
         checks.append(
             Check((), _fixed(f"{name!r} in K"), f"keyword argument {name}", NativeLeaf("covered"))
+        )
+    if kwargs_ordered and len(kwarg_names) > 1:
+        # The function's **kwargs dict keeps the caller's order, which it may iterate.
+        checks.append(
+            Check(
+                (),
+                _fixed(f"tuple(K) == {tuple(kwarg_names)!r}"),
+                "keyword argument order (the function takes **kwargs)",
+            )
         )
     checks.append(Check((), _fixed(f"torch.is_grad_enabled() is {grad_mode}"), "grad mode"))
     checks.append(

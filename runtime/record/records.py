@@ -8,6 +8,7 @@ compiles the segment graphs with the chosen backend.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import sys
 from collections.abc import Callable
@@ -189,6 +190,9 @@ def build_record(
         dynamic=dynamic if generic else None,
         values=_values_by_source(run),
         entry_state=run.tape.entry_state,
+        kwargs_ordered=bool(
+            run.root_code is not None and run.root_code.co_flags & inspect.CO_VARKEYWORDS
+        ),
     )
     if generic and dynamic_backend is not None:
         backend = dynamic_backend

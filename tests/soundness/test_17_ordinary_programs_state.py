@@ -522,7 +522,7 @@ def f(x, n):
 """
 
 
-@backends(xfail="F53: a closure over an int argument that varies replays the wrong record")
+@backends()
 def test_closures_made_per_call(backend):
     run_case(
         Case(
@@ -547,7 +547,7 @@ def f(x, w):
 """
 
 
-@backends(xfail="F54: id() of an argument is frozen into the record")
+@backends()
 def test_cache_keyed_by_id(backend):
     def build():
         env = prog(ID_CACHE)()
@@ -637,7 +637,7 @@ def f(xs, ys):
 """
 
 
-@backends(xfail="F57: the length of a list / tuple of tensors passed to torch.cat / stack is not guarded")
+@backends()
 def test_cat_and_stack_of_changing_length(backend):
     def args(n):
         return lambda env: ([torch.randn(2) for _ in range(n)], tuple(torch.randn(2) for _ in range(n)))
@@ -660,7 +660,7 @@ def f(x, dims, shape):
 """
 
 
-@backends(xfail="F47: a list passed to a torch op (here through *) is guarded by its type only")
+@backends()
 def test_star_unpacked_list_into_torch_call(backend):
     def args(dims, shape):
         return lambda env: (torch.randn(2, 3), list(dims), list(shape))
@@ -684,7 +684,7 @@ def f(x, opts):
 """
 
 
-@backends(xfail="F60: the values of a dict unpacked with ** into a torch call are not guarded")
+@backends()
 def test_double_star_options_into_torch_call(backend):
     def args(pad, value=0.0):
         return lambda env: (torch.randn(2, 3), {"pad": pad, "value": value})
@@ -707,7 +707,7 @@ def f(x, s, i):
 """
 
 
-@backends(xfail="F58: numpy scalar arguments are not guarded by value")
+@backends()
 def test_numpy_scalar_arguments(backend):
     import numpy as np
 
@@ -733,7 +733,7 @@ def f(x, fmt):
 """
 
 
-@backends(xfail="F59: a torch.memory_format argument is not guarded")
+@backends()
 def test_memory_format_argument(backend):
     def args(fmt):
         return lambda env: (torch.randn(1, 2, 3, 3), fmt)
