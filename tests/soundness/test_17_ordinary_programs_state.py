@@ -1248,3 +1248,32 @@ def test_training_loop_with_eval_steps(backend):
         }
 
     run_case(Case("training_loop_with_eval_steps", prog(TRAINING_LOOP, "step"), script, watch=watch), backend)
+
+
+COMPREHENSION_OVER_ARGUMENT = """
+import torch
+
+layers = [torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)]
+
+def f(x, scale, n):
+    outs = [layer(x) * scale for layer in layers]
+    total = sum(o.sum() * scale for o in outs)
+    def shifted(v, k=scale):
+        return v + k
+    return torch.stack(outs), total, shifted(x), [x * i for i in range(n)][-1]
+"""
+
+
+@backends()  # F53 (fixed in 1be4d10)
+def test_comprehension_over_changing_argument(backend):
+    run_case(
+        Case(
+            "comprehension_over_changing_argument",
+            prog(COMPREHENSION_OVER_ARGUMENT),
+            [
+                Call(lambda env, s=s, n=n: (torch.randn(2, 4), s, n), label=f"scale={s} n={n}")
+                for s, n in ((1.0, 2), (1.0, 2), (2.0, 3), (2.0, 3), (0.5, 4), (3.0, 2))
+            ],
+        ),
+        backend,
+    )
