@@ -102,6 +102,15 @@ FLAG_PREFIXES = (
     "output_", "return_", "use_", "interpolate_", "is_", "has_", "do_", "skip_",
     "apply_", "enable_", "with_", "training",
 )  # fmt: skip
+# Nor one named like one size (``inputs_shape``, ``batch_size``): a tuple or an int, and
+# ``int(self.padding_idx + inputs_shape[1])`` reads no tensor (prophetnet).  Plurals stay
+# tensors (``spatial_shapes``, ``image_sizes`` hold one row per item).
+SIZE_NAMES = ("shape", "size")
+SIZE_SUFFIXES = ("_shape", "_size")
+
+
+def _named_like_a_flag_or_size(name: str) -> bool:
+    return name.startswith(FLAG_PREFIXES) or name in SIZE_NAMES or name.endswith(SIZE_SUFFIXES)
 
 
 class TensorTypes:
@@ -221,7 +230,7 @@ class TensorTypes:
             return Kind.UNKNOWN  # Optional: a tensor or nothing, so neither is assumed
         if default is not None and not isinstance(default, cst.Name):
             return Kind.NOT_TENSOR
-        if hinted or (is_forward and not name.startswith(FLAG_PREFIXES)):
+        if hinted or (is_forward and not _named_like_a_flag_or_size(name)):
             self.assumed.add(name)
             return Kind.TENSOR
         return Kind.UNKNOWN

@@ -273,6 +273,31 @@ def test_a_forward_tensor_parameter_is_still_taken_for_one():
     assert [f.line for f in _findings(source, "FG101")] == [7]
 
 
+def _position_ids(parameter: str) -> str:
+    # prophetnet's positional embeddings: an int cast of a shape's item plus a cache length.
+    return (
+        "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+        f"    def forward(self, x, {parameter}, cache=None, position_ids=None):\n"
+        "        if position_ids is None:\n"
+        f"            num_input_ids = {parameter}[1] + cache.get_seq_length()\n"
+        "            position_ids = torch.ones((1, 1), dtype=torch.long) * (\n"
+        "                int(self.padding_idx + num_input_ids)\n"
+        "            )\n"
+        "        return x + position_ids\n"
+    )
+
+
+@pytest.mark.parametrize("parameter", ["inputs_shape", "batch_size", "shape"])
+def test_fg104_does_not_report_int_of_a_forward_parameter_named_like_a_size(parameter):
+    assert _findings(_position_ids(parameter), "FG104") == []
+
+
+@pytest.mark.parametrize("parameter", ["lengths", "spatial_shapes"])
+def test_fg104_still_reports_int_of_a_forward_tensor_parameter(parameter):
+    (finding,) = _findings(_position_ids(parameter), "FG104")
+    assert "int(self.padding_idx + num_input_ids)" in finding.message
+
+
 def test_fg106_does_not_call_a_function_that_changes_its_argument_side_effect_free():
     # qwen2_5_omni: `kwargs.pop("pool_indices", None)` changes the caller's dict.
     source = (
