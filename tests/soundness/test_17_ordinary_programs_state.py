@@ -933,7 +933,7 @@ net = Padded()
 """
 
 
-@backends(xfail="F47: a list attribute passed to a torch op is guarded by its type only")
+@backends()
 def test_list_attribute_into_torch_call(backend):
     run_case(
         Case(
@@ -1274,6 +1274,55 @@ def test_comprehension_over_changing_argument(backend):
                 Call(lambda env, s=s, n=n: (torch.randn(2, 4), s, n), label=f"scale={s} n={n}")
                 for s, n in ((1.0, 2), (1.0, 2), (2.0, 3), (2.0, 3), (0.5, 4), (3.0, 2))
             ],
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Shapes of F53 / F57 that the fixes of 1be4d10 do not cover
+
+
+TUPLE_STACK = """
+import torch
+
+def f(xs):
+    return torch.stack(xs)
+"""
+
+
+@backends(xfail="F57: the length of a tuple of tensors passed to torch.stack is not guarded")
+def test_stack_of_tuple_changing_length(backend):
+    def args(n):
+        return lambda env: (tuple(torch.randn(2) for _ in range(n)),)
+
+    run_case(
+        Case(
+            "stack_of_tuple_changing_length",
+            prog(TUPLE_STACK),
+            [Call(args(2)), Call(args(2)), Call(args(3)), Call(args(1)), Call(args(2))],
+        ),
+        backend,
+    )
+
+
+NESTED_DEFAULT = """
+import torch
+
+def f(x, scale):
+    def shifted(v, k=scale):
+        return v * k
+    return shifted(x)
+"""
+
+
+@backends(xfail="F53: a nested function's default taken from an argument that varies is replayed stale")
+def test_nested_default_from_changing_argument(backend):
+    run_case(
+        Case(
+            "nested_default_from_changing_argument",
+            prog(NESTED_DEFAULT),
+            [Call(lambda env, s=s: (torch.ones(2), s), label=f"scale={s}") for s in (2.0, 3.0, 4.0, 0.5, 2.0)],
         ),
         backend,
     )
