@@ -66,7 +66,7 @@ CRLF_TABS = (
     "\tif x.sum() > 0:\r\n\t\ty = x * 2\r\n\telse:\r\n\t\ty = x\r\n\treturn y\r\n"
     "\r\n@torch.compile\r\ndef g(x):\r\n\tprint(x)\r\n\treturn f(x)\r\n"
 )
-# Sources whose fixes may legitimately come from the whole-file lint (see incremental.py).
+# Sources whose fixes may legitimately come from the whole-file lint (see incremental/fixes.py).
 WHOLE_FILE_FIXES = {"layout"}
 
 
