@@ -1363,3 +1363,38 @@ def test_functional_patched_under_a_torch_module(backend):
         )
     finally:
         restore()
+
+
+# ---------------------------------------------------------------------------
+# Output the function writes to a stream argument: order of print and write
+
+
+STREAM_OUTPUT = """
+import torch
+
+def f(x, out):
+    out.write("begin\\n")
+    print("sum", round(x.sum().item(), 4), file=out)
+    out.write("end\\n")
+    return x * 2
+"""
+
+
+@backends(xfail="F68: print(file=stream) and stream.write are replayed out of order")
+def test_print_and_write_to_a_stream_argument(backend):
+    import io
+
+    def build():
+        env = prog(STREAM_OUTPUT)()
+        env.out = io.StringIO()
+        return env
+
+    run_case(
+        Case(
+            "print_and_write_to_a_stream_argument",
+            build,
+            calls(3, lambda env: (torch.ones(2), env.out)),
+            watch=lambda env: {"out": env.out.getvalue()},
+        ),
+        backend,
+    )
