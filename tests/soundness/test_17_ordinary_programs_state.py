@@ -1398,3 +1398,25 @@ def test_print_and_write_to_a_stream_argument(backend):
         ),
         backend,
     )
+
+
+SHUFFLE = """
+import random
+import torch
+
+def f(x, order):
+    random.shuffle(order)
+    return x * order[0], order[-1]
+"""
+
+
+@backends(xfail="F69: an item read after random.shuffle of a list argument is the monitored call's")
+def test_shuffle_list_argument_then_read(backend):
+    run_case(
+        Case(
+            "shuffle_list_argument_then_read",
+            with_state(SHUFFLE, lambda: [1.0, 2.0, 3.0, 4.0]),
+            calls(5, lambda env: (torch.ones(1), env.state)),
+        ),
+        backend,
+    )
