@@ -1420,3 +1420,40 @@ def test_shuffle_list_argument_then_read(backend):
         ),
         backend,
     )
+
+
+HEAPQ = """
+import heapq
+import torch
+
+def f(x, heap):
+    heapq.heapify(heap)
+    smallest = heapq.heappop(heap)
+    return x * smallest
+"""
+
+
+@backends(xfail="F70: heapq.heapify / heappop on a list argument are not replayed")
+def test_heapq_on_list_argument(backend):
+    def args(env):
+        return (torch.ones(1), [3.0, 1.0, 2.0, 5.0])
+
+    def build():
+        env = prog(HEAPQ)()
+        env.heaps = []
+        return env
+
+    def call(env):
+        heap = [3.0, 1.0, 2.0, 5.0]
+        env.heaps.append(heap)
+        return (torch.ones(1), heap)
+
+    run_case(
+        Case(
+            "heapq_on_list_argument",
+            build,
+            calls(4, call),
+            watch=lambda env: {"heaps": [list(h) for h in env.heaps]},
+        ),
+        backend,
+    )
