@@ -1457,3 +1457,41 @@ def test_heapq_on_list_argument(backend):
         ),
         backend,
     )
+
+
+OPERATOR_MUTATIONS = """
+import collections
+import operator
+import torch
+
+def f(x, items, window):
+    operator.setitem(items, 0, 9.0)
+    operator.iadd(items, [1.0])
+    window.rotate(1)
+    return x * window[0], len(items)
+"""
+
+
+@backends(xfail="F70: operator.setitem / iadd and deque.rotate on arguments are not replayed")
+def test_operator_and_deque_mutations_of_arguments(backend):
+    import collections
+
+    def build():
+        env = prog(OPERATOR_MUTATIONS)()
+        env.made = []
+        return env
+
+    def call(env):
+        items, window = [0.0, 2.0], collections.deque([3.0, 1.0, 2.0])
+        env.made.append((items, window))
+        return (torch.randn(2), items, window)
+
+    run_case(
+        Case(
+            "operator_and_deque_mutations_of_arguments",
+            build,
+            calls(4, call),
+            watch=lambda env: {"made": [(list(i), list(w)) for i, w in env.made]},
+        ),
+        backend,
+    )
