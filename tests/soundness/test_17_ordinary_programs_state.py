@@ -1495,3 +1495,26 @@ def test_operator_and_deque_mutations_of_arguments(backend):
         ),
         backend,
     )
+
+
+LIFTED_BIG_INT = """
+import torch
+
+def f(x, n):
+    return x + n
+"""
+
+
+@backends(xfail="F71: a lifted int beyond int64 raises ValueError inside fullgraph")
+def test_lifted_int_beyond_int64(backend):
+    run_case(
+        Case(
+            "lifted_int_beyond_int64",
+            prog(LIFTED_BIG_INT),
+            [
+                Call(lambda env, n=n: (torch.zeros(2, dtype=torch.int64), n), label=f"n={n}")
+                for n in (1, 2, 3, 2**63, 4)
+            ],
+        ),
+        backend,
+    )
