@@ -25,6 +25,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
 
 from fullgraph.lsp_server import settings as settings_module
 from fullgraph.lsp_server.analysis.service import AnalysisService
@@ -145,7 +146,7 @@ class FullgraphServer(LanguageServer):
         return bool(self.capability("workspace", "apply_edit"))
 
     # -- documents ----------------------------------------------------------
-    def open_document(self, uri: str) -> Any:
+    def open_document(self, uri: str) -> TextDocument | None:
         """The open text document of ``uri`` (a file or a notebook cell), or None.
 
         pygls keys its documents by the unquoted URI; clients send them quoted

@@ -26,6 +26,7 @@ from pygls.uris import from_fs_path
 from fullgraph.lsp_server.break_sites import by_site, caller_chain
 from fullgraph.lsp_server.diagnostic import SYNTAX_ERROR_CODE, Diagnostic, StackFrame
 from fullgraph.lsp_server.positions import PositionMapper, split_lines
+from fullgraph.lsp_server.server.state import SyntaxProblem
 
 SOURCE = "fullgraph"
 
@@ -110,7 +111,7 @@ def _frame_range(frame: StackFrame, finding_path: Path, mapper: PositionMapper) 
 
 
 def syntax_diagnostic(
-    error: Any, mapper: PositionMapper, *, root: Path | None, docs_base_url: str
+    error: SyntaxProblem, mapper: PositionMapper, *, root: Path | None, docs_base_url: str
 ) -> types.Diagnostic:
     """One information diagnostic saying why the static results are paused.
 
@@ -136,8 +137,9 @@ def syntax_diagnostic(
 def one_per_site(findings: list[Diagnostic]) -> list[Diagnostic]:
     """Runtime findings with one per source location, naming every entrypoint that reached it.
 
-    The same grouping ``fullgraph check`` prints with (:func:`fullgraph.lsp_server.break_sites.by_site`);
-    failures of an analysis (no code) stay one per entrypoint.
+    The same grouping ``fullgraph check`` prints with
+    (:func:`fullgraph.lsp_server.break_sites.by_site`); failures of an analysis
+    (no code) stay one per entrypoint.
     """
     failures = [f for f in findings if f.origin != "runtime" or f.code is None]
     sites = by_site(

@@ -1,10 +1,10 @@
 """Runtime analysis results as findings: graph breaks and failed analyses.
 
 Pure functions over the service's :class:`AnalysisResult` (its ``report`` is
-the JSON schema of docs/report-schema.md).  A graph break becomes one
-runtime :class:`~fullgraph.lsp_server.diagnostic.Diagnostic` at the break's source range, carrying the
-user call stack and a Markdown hover: reason, hint, stack, the entrypoint's
-graph count and the guard a later call would check.  An analysis that did not
+the JSON schema of docs/report-schema.md).  A graph break becomes one runtime
+:class:`~fullgraph.lsp_server.diagnostic.Diagnostic` at the break's source
+range, carrying the user call stack and a Markdown hover: reason, hint, stack,
+the entrypoint's graph count and the guard a later call would check.  An analysis that did not
 finish (the user's program raised, crashed, timed out, or the entrypoint is
 misconfigured) becomes exactly one finding — at the user's frame that raised
 when the traceback names one in the workspace, else at the entrypoint's
