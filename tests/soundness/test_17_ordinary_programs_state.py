@@ -1518,3 +1518,42 @@ def test_lifted_int_beyond_int64(backend):
         ),
         backend,
     )
+
+
+# ---------------------------------------------------------------------------
+# A tensor subclass with a __torch_function__ of its own: the monitor's own
+# observations must not go through it
+
+
+class StrictTensor(torch.Tensor):
+    """A wrapper-like subclass that refuses layout queries (as wrapper subclasses
+    without real strides do); shared by both twins."""
+
+    refused = {"is_inference", "stride", "is_contiguous", "storage_offset"}
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", str(func))
+        if name in cls.refused:
+            raise NotImplementedError(f"StrictTensor does not support {name}")
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+STRICT_SUBCLASS = """
+import torch
+
+def f(x):
+    return (x * 2).sum().item()
+"""
+
+
+@backends(xfail="F72: the monitor's own tensor queries go through a subclass's __torch_function__")
+def test_tensor_subclass_with_strict_torch_function(backend):
+    run_case(
+        Case(
+            "tensor_subclass_with_strict_torch_function",
+            prog(STRICT_SUBCLASS),
+            calls(3, lambda env: torch.ones(2).as_subclass(StrictTensor)),
+        ),
+        backend,
+    )
