@@ -185,18 +185,20 @@ class ContainsSource(Source):
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
-class ClassAttrSource(Source):
-    """What ``base.name`` finds on ``type(base)``: a method's function, a property
-    object (class access returns the descriptor itself)."""
+class LookupSource(Source):
+    """What ``base.name`` finds when the class provides it (a method, a property): an
+    instance attribute of that name if one shadows it now, else the class's attribute
+    (class access returns a function or the property object itself, running nothing)."""
 
     base: Source
     name: str
 
     def expr(self) -> str:
-        return f"type({self.base.expr()}).{self.name}"
+        base = self.base.expr()
+        return f"{base}.__dict__.get({self.name!r}, type({base}).{self.name})"
 
     def local_name(self) -> str:
-        return f"{self.base.local_name()}_class_{self.name}"
+        return f"{self.base.local_name()}_lookup_{self.name}"
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
@@ -223,20 +225,6 @@ class IdSource(Source):
 
     def local_name(self) -> str:
         return self.base.local_name() + "_id"
-
-
-@dataclasses.dataclass(frozen=True, eq=True)
-class ShadowedSource(Source):
-    """Whether an instance attribute ``name`` shadows the class's method or property."""
-
-    base: Source
-    name: str
-
-    def expr(self) -> str:
-        return f"({self.name!r} in {self.base.expr()}.__dict__)"
-
-    def local_name(self) -> str:
-        return f"{self.base.local_name()}_shadows_{self.name}"
 
 
 @dataclasses.dataclass(frozen=True, eq=True)

@@ -21,6 +21,7 @@ import sys
 import sysconfig
 
 from fullgraph.runtime.cpython._common import (
+    NB_OPS,
     NULL,
     StackDepthError,
     UnsupportedPythonError,
@@ -37,6 +38,7 @@ __all__ = [
     "BRANCH_OPS",
     "FORMAT_OPS",
     "KW_NAMES_OP",
+    "NB_OPS",
     "NULL",
     "SUPPORTED_VERSIONS",
     "SYMBOLIC_LOADS",

@@ -355,6 +355,12 @@ FUNCTIONS: dict[str, Annotation] = {
             ("torch.set_default_tensor_type", "changes the dtype later tensors are made with"),
             ("torch.set_default_device", "changes the device later tensors are made on"),
             ("torch.set_float32_matmul_precision", "changes how later matmuls compute"),
+            # A replay draws a graph's random numbers in one go, without the restore.
+            ("torch.set_rng_state", "restores the random state between random draws"),
+            ("torch.random.set_rng_state", "restores the random state between random draws"),
+            ("torch.random.fork_rng", "restores the random state between random draws"),
+            ("torch.cuda.set_rng_state", "restores the random state between random draws"),
+            ("torch.cuda.random.set_rng_state", "restores the random state between random draws"),
         ]
     },
     "copy.deepcopy": PURE,

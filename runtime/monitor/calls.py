@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections.abc
 import functools
+import inspect
 import sys
 import types
 import warnings
@@ -33,6 +34,7 @@ from fullgraph.runtime.sources import (
     HasAttrSource,
     HooksSource,
     IdSource,
+    ItemSource,
     LenSource,
     TypeOfSource,
     is_key_representable,
@@ -64,6 +66,8 @@ class CallHandling:
         if isinstance(fn, torch.nn.Module):
             source = self.source_of(fn)
             if source is not None:
+                # ``_call_impl`` looks forward up: a replaced one is another call.
+                self.read_class_attribute(fn, source, "forward")
                 if has_user_forward(fn):
                     # Its forward is stepped into, so what it reads (self.training
                     # included) is guarded as it runs; __call__ itself runs its hooks.
@@ -263,6 +267,8 @@ class CallHandling:
             call_args = args[1:] if args and args[0] is owner else args
             if name == "setdefault" and isinstance(owner, dict) and call_args:
                 return self._setdefault(owner, call_args, result)
+            if name in ("pop", "popitem") and not kwargs:
+                self._read_popped(owner, name, call_args)
             self.written_containers.add(id(owner))
             source = self.source_of(owner)
             if fn is setattr and len(args) >= 2:
@@ -296,6 +302,32 @@ class CallHandling:
                 if isinstance(value, _READ_WHOLE_BY_BUILTINS):
                     self.read_whole(value)
         return None
+
+    def _read_popped(self, owner: Any, name: str, call_args: tuple) -> None:
+        """``stack.pop()``, ``d.pop(k, 0)``, ``d.popitem()`` on a container from outside:
+        the item it takes (or the missing key) is read from the container as it is now;
+        the mock replays the pop itself."""
+        source = self.source_of(owner)
+        if source is None or self.written_external(owner):
+            return  # changed earlier in this run: the record is refused already
+        if isinstance(owner, list) and name == "pop":
+            index = call_args[0] if call_args else -1
+            if isinstance(index, int) and -len(owner) <= index < len(owner):
+                self.read(LenSource(source), len(owner), symbolic=False)
+                position = index % len(owner)
+                self.read(ItemSource(source, position), owner[position], symbolic=False)
+            else:
+                self.read(LenSource(source), len(owner), symbolic=False)  # it raises
+        elif isinstance(owner, dict) and name == "pop" and call_args:
+            key = call_args[0]
+            if is_key_representable(key):
+                self.read_membership(owner, key, key in owner)
+                if key in owner:
+                    self.read_item(owner, key, owner[key])
+            else:
+                self.read_whole(owner)
+        else:
+            self.read_whole(owner)  # popitem, set.pop: which item depends on all of it
 
     def _next_call(self, args: tuple, result) -> Callable:
         """``next(it)`` on an iterator over an outside container: the item keeps its
@@ -391,6 +423,27 @@ class CallHandling:
         else:
             self.read(HasAttrSource(source, attr), False)
 
+    def _located_warning(self, args: tuple, kwargs: dict) -> tuple | None:
+        """``warnings.warn(...)`` as a call of ``warn_at`` with the location the warning
+        has now, when that frame is the function's (``stacklevel`` may point further
+        out, at a caller that differs between calls: then the plain call is replayed)."""
+        bound = _WARN_SIGNATURE.bind_partial(*args, **kwargs).arguments
+        frame = self.frames[-1].frame if self.frames else None
+        for _ in range(max(int(bound.get("stacklevel", 1)), 1) - 1):
+            frame = frame.f_back if frame is not None else None
+        if frame is None or not any(state.frame is frame for state in self.frames):
+            return None
+        if bound.get("source") is not None or bound.get("skip_file_prefixes"):
+            return None
+        located = (
+            str(frame.f_globals.get("__name__", "<string>")),
+            frame.f_code.co_filename,
+            frame.f_lineno,
+            bound.get("message"),
+            bound.get("category"),
+        )
+        return warnings_blocks.warn_at, located, {}
+
     def _check_replayable_receiver(self, fn: Any, name: str) -> None:
         """A replayed call on an object this run made (``warnings.catch_warnings()``'s
         ``__exit__``, a lock the function created) would run on the monitoring run's
@@ -459,11 +512,14 @@ class CallHandling:
                 if self._warnings_block(fn, args):
                     return
                 self._check_replayable_receiver(fn, name)
+                call = (fn, args, kwargs)
+                if fn is warnings.warn:
+                    call = self._located_warning(args, kwargs) or call
                 callout = self.tape.record_callout(
-                    fn,
+                    call[0],
                     name,
-                    tuple(args),
-                    dict(kwargs),
+                    tuple(call[1]),
+                    dict(call[2]),
                     value,
                     annotation.category,
                     effectful=effectful,
@@ -478,6 +534,10 @@ class CallHandling:
 
         return after
 
+
+_WARN_SIGNATURE = inspect.signature(
+    lambda message, category=None, stacklevel=1, source=None, *, skip_file_prefixes=(): None
+)
 
 # What a builtin (``sum``, ``sorted``, ``next``, ``list``) reads all of when handed it.
 _READ_WHOLE_BY_BUILTINS = (list, tuple, dict, *SNAPSHOT_ITERABLES, collections.abc.Iterator)
@@ -570,6 +630,7 @@ class _Injected:
 _AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
 _CUSTOM_FUNCTION = annotation_table.Annotation(pure=False, category=breaks.CUSTOM_AUTOGRAD_FUNCTION)
 _UNOBSERVED_READ = annotation_table.Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
+
 # Values whose every read the guard already covers by identity, type or value.
 _PLAIN_TYPES = (
     torch.Tensor,

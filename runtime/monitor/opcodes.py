@@ -10,6 +10,7 @@ import instead of silently never firing.
 
 from __future__ import annotations
 
+import collections
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -182,6 +183,23 @@ def get_iter(run, state, ins) -> After:
         run.derive_iterator(tos(state), iterable, "iter")
 
     return after
+
+
+@handles("BINARY_OP")
+def binary_op(run, state, ins) -> After:
+    """``log += [v]``, ``cfg |= extra`` on a container from outside: the interpreter calls
+    ``__iadd__`` / ``__ior__`` itself, changing it in place, with no call to observe."""
+    symbol = cpython.NB_OPS[ins.arg] if ins.arg < len(cpython.NB_OPS) else ""
+    if not symbol.endswith("="):
+        return None
+    target, operand = tos(state, 1), tos(state)
+    if isinstance(target, (list, dict, set, bytearray, collections.deque)):
+        run.store_inplace(target, _INPLACE_METHODS.get(symbol, symbol), operand)
+    return None
+
+
+_INPLACE_METHODS = {"+=": "__iadd__", "|=": "__ior__", "*=": "__imul__", "&=": "__iand__",
+                    "-=": "__isub__", "^=": "__ixor__"}  # fmt: skip
 
 
 @handles("GET_YIELD_FROM_ITER")

@@ -53,7 +53,6 @@ from fullgraph.runtime.record.guards import IDENTITY_CHECKED
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
-    ClassAttrSource,
     ContainsSource,
     GlobalHooksSource,
     HasAttrSource,
@@ -63,10 +62,11 @@ from fullgraph.runtime.sources import (
     KeysSource,
     KwargSource,
     LenSource,
+    LookupSource,
     RootFunctionSource,
     RootModuleSource,
-    ShadowedSource,
     Source,
+    TypeOfSource,
     base_of,
     global_module_hooks,
     is_key_representable,
@@ -159,11 +159,16 @@ class MonitorRun(CallHandling, IterationTracking):
         self.read(GlobalHooksSource(), global_module_hooks(), symbolic=False)
         if module is not None:
             self.register(module, RootModuleSource())
+            # ``net.forward = ...`` or ``Net.forward = ...`` after compiling: another forward.
+            self.read_class_attribute(module, RootModuleSource(), "forward")
             self.register_module_tree(module, RootModuleSource())
             self.read(HooksSource(RootModuleSource()), module_hooks(module), symbolic=False)
             if not has_user_forward(module):  # e.g. an nn.Sequential root
                 self.guard_library_module(module, RootModuleSource())
         self._register_callable(fn, RootFunctionSource())
+        if callable_object(fn):  # ``Affine.__call__ = ...``: special methods come from the class
+            call = type(fn).__call__
+            self.read(AttrSource(TypeOfSource(RootFunctionSource()), "__call__"), call)
         self.register_defaults(fn)
         for i, value in enumerate(args):
             self.register_root(value, ArgSource(i))
@@ -338,8 +343,7 @@ class MonitorRun(CallHandling, IterationTracking):
         except Exception:  # noqa: BLE001 - a descriptor refusing class access: not guardable
             self.refuse(f"{source.expr()}.{name} found on its class, which can't be re-read")
             return
-        self.read(ShadowedSource(source, name), False, symbolic=False)
-        self.read(ClassAttrSource(source, name), found, symbolic=False)
+        self.read(LookupSource(source, name), found, symbolic=False)
 
     def written_external(self, container: Any) -> bool:
         """Whether ``container`` came from outside and the run changed it wholesale
@@ -654,6 +658,19 @@ class MonitorRun(CallHandling, IterationTracking):
             return
         self._mutate(Mutation("delitem" if delete else "setitem", source, container, key))
 
+    def store_inplace(self, container: Any, method: str, operand: Any) -> None:
+        """An in-place operator on a container (``log += [v]``): replayed as the call."""
+        self.written_containers.add(id(container))
+        source = self.source_of(container)
+        if source is None:
+            return
+        if not is_literal(operand) or id(operand) in self.container_syms:
+            # Its items came from this run (a tensor, a value read from tensor data):
+            # the mock could only write this run's values.
+            self.refuse(f"in-place {method} on {source.expr()} with values the function computed")
+            return
+        self._mutate(Mutation("call", source, container, method, (operand,), {}))
+
     def store_global(self, globals_dict: dict, name: str) -> None:
         self.written.add((id(globals_dict), name))
         from fullgraph.runtime.sources import ConstSource
@@ -724,8 +741,8 @@ class MonitorRun(CallHandling, IterationTracking):
         for value in (*args, *kwargs.values()):
             # ``x.reshape(shape)``, ``F.pad(x, cfg["pad"])``, ``torch.tensor(WEIGHTS)``: torch
             # reads a list from outside item by item, unobserved; the graph bakes them in.
-            if isinstance(value, (list, dict)) and id(value) in self.sources:
-                self.read_nested(value)
+            if isinstance(value, (list, tuple, dict)) and id(value) in self.sources:
+                self.read_nested(value)  # (a tuple of literals is guarded by value already)
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         versions = [_version(t) for t in tensors]
         try:
@@ -926,6 +943,14 @@ _SIZE_READS = frozenset(
 _SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", "split_with_sizes"])
 # Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
 _TENSOR_STATE = ("data", "grad", "requires_grad")
+
+
+def callable_object(fn: Any) -> bool:
+    """An instance of a class with ``__call__`` (not a function, method, partial or module)."""
+    return not isinstance(
+        fn,
+        (types.FunctionType, types.MethodType, functools.partial, torch.nn.Module, type),
+    ) and isinstance(getattr(type(fn), "__call__", None), types.FunctionType)  # noqa: B004
 
 
 def user_tensor_attribute(tensor: torch.Tensor, name: str) -> bool:

@@ -1,4 +1,10 @@
-"""``with warnings.catch_warnings(): warnings.simplefilter(...)`` blocks, replayed whole.
+"""Warnings the monitor replays: ``warnings.warn`` at the user's line, and
+``with warnings.catch_warnings(): warnings.simplefilter(...)`` blocks, replayed whole.
+
+A replayed ``warnings.warn`` is made with the location eager's would have (the
+file, line and module of the frame ``stacklevel`` points at, which the run
+saw) and that module's warning registry, so filters on the user's module and
+"once per location" behave as in eager, not as for a warning from the mock.
 
 Inside such a block the program only changes the warning filters, which the
 block's exit puts back (the same list object, and ``showwarning``); what is
@@ -13,13 +19,47 @@ its effects on the process are then eager's.  The monitor finds such blocks
 
 from __future__ import annotations
 
+import sys
 import warnings
+from typing import Any
 
 FILTER_FUNCTIONS = {
     "simplefilter": warnings.simplefilter,
     "filterwarnings": warnings.filterwarnings,
     "resetwarnings": warnings.resetwarnings,
 }
+
+
+def warn_at(
+    module: str,
+    filename: str,
+    lineno: int,
+    message: Any,
+    category: type[Warning] | None = None,
+) -> None:
+    """``warnings.warn(message, category)`` as if made at ``filename:lineno`` in ``module``
+    (its warning registry too, when the module is imported)."""
+    if isinstance(message, Warning):
+        category = type(message)
+    module_globals = getattr(sys.modules.get(module), "__dict__", None)
+    registry = (
+        module_globals.setdefault("__warningregistry__", {})
+        if module_globals is not None
+        else _REGISTRIES.setdefault((module, filename), {})
+    )
+    warnings.warn_explicit(
+        message,
+        category or UserWarning,
+        filename,
+        lineno,
+        module=module,
+        registry=registry,
+        module_globals=module_globals,
+    )
+
+
+# Registries for warnings of code that is no imported module (exec'd source).
+_REGISTRIES: dict[tuple, dict] = {}
 
 
 def replay_warnings_block(options: tuple, calls: tuple) -> None:

@@ -221,6 +221,11 @@ def value_check(
         return (lambda name: f"{name} is {value!r}"), "value", NativeLeaf("id", value)
     if isinstance(value, torch.dtype):
         return (lambda name: f"{name} is {literal(value)}"), "dtype", NativeLeaf("id", value)
+    if isinstance(value, slice):  # x[idx] with idx = (slice(None), 0): compared by value
+        text = repr(value)
+        return (lambda name: f"type({name}) is slice and {name} == {text}"), "value", None
+    if value is Ellipsis:
+        return (lambda name: f"{name} is Ellipsis"), "value", NativeLeaf("id", value)
     if isinstance(value, (torch.memory_format, torch.layout)):  # singletons, like dtypes
         bound = ns.bind(value, str(value).replace("torch.", ""))
         return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)

@@ -763,7 +763,7 @@ def f(x, index):
 """
 
 
-@backends(xfail="F48: a slice inside an index tuple is not guarded")
+@backends()
 def test_index_tuple_with_slices(backend):
     def args(index):
         return lambda env: (torch.arange(12.0).reshape(3, 4), index)
@@ -808,7 +808,7 @@ def f(x, stack):
 """
 
 
-@backends(xfail="F61: the value list.pop() returns is frozen into the record")
+@backends()
 def test_list_pop_returns_each_item(backend):
     run_case(
         Case(
@@ -830,7 +830,7 @@ def f(x, counts):
 """
 
 
-@backends(xfail="F62: dict.pop(key, default) of a key the call sets again is frozen into the record")
+@backends()
 def test_dict_pop_then_set(backend):
     run_case(
         Case(
@@ -851,7 +851,7 @@ def f(x, log):
 """
 
 
-@backends(xfail="F63: list += [...] on an argument is replayed as the first call's list")
+@backends()
 def test_list_iadd_on_argument(backend):
     run_case(
         Case(
@@ -1011,7 +1011,6 @@ def f(x):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="F64: a replayed warning is issued from the mock, not the user's line")
 def test_replayed_warning_keeps_its_location():
     import warnings
 
@@ -1029,7 +1028,6 @@ def test_replayed_warning_keeps_its_location():
     assert len(caught) == 3 and len(locations) == 1, locations
 
 
-@pytest.mark.xfail(strict=True, reason="F64: a replayed warning escapes a filter on the user's module")
 def test_replayed_warning_respects_module_filter():
     import warnings
 
@@ -1061,7 +1059,7 @@ def f(x):
 """
 
 
-@backends(xfail="F65: a restore of the RNG state inside the function (fork_rng) is not replayed")
+@backends()
 def test_fork_rng_inside(backend):
     run_case(Case("fork_rng_inside", prog(FORK_RNG), calls(3, lambda env: torch.zeros(3))), backend)
 
@@ -1078,7 +1076,7 @@ def f(x):
 """
 
 
-@backends(xfail="F65: torch.set_rng_state inside the function is not replayed")
+@backends()
 def test_rng_state_saved_and_restored_inside(backend):
     run_case(
         Case("rng_state_saved_and_restored_inside", prog(SAVE_RESTORE_RNG), calls(3, lambda env: torch.zeros(3))),
@@ -1128,7 +1126,7 @@ net = Net()
 """
 
 
-@backends(xfail="F66: a forward replaced on the compiled module, its class or a submodule is not guarded")
+@backends()
 def test_forward_monkeypatched_on_instance(backend):
     run_case(
         Case(
@@ -1144,7 +1142,7 @@ def test_forward_monkeypatched_on_instance(backend):
     )
 
 
-@backends(xfail="F66: a forward replaced on the compiled module, its class or a submodule is not guarded")
+@backends()
 def test_forward_monkeypatched_on_class(backend):
     run_case(
         Case(
@@ -1156,7 +1154,7 @@ def test_forward_monkeypatched_on_class(backend):
     )
 
 
-@backends(xfail="F66: a forward replaced on the compiled module, its class or a submodule is not guarded")
+@backends()
 def test_submodule_forward_monkeypatched(backend):
     run_case(
         Case(
@@ -1182,7 +1180,7 @@ aff = Affine()
 """
 
 
-@backends(xfail="F66: __call__ replaced on the compiled object's class is not guarded")
+@backends()
 def test_call_monkeypatched_on_class(backend):
     run_case(
         Case(
