@@ -1289,7 +1289,7 @@ def f(xs):
 """
 
 
-@backends(xfail="F57: the length of a tuple of tensors passed to torch.stack is not guarded")
+@backends()
 def test_stack_of_tuple_changing_length(backend):
     def args(n):
         return lambda env: (tuple(torch.randn(2) for _ in range(n)),)
