@@ -22,7 +22,7 @@ from fullgraph.runtime.eager_check import EagerTrial, timed
 from fullgraph.runtime.monitor import autograd_calls
 from fullgraph.runtime.monitor.driver import Monitor
 from fullgraph.runtime.monitor.run import MonitorRun
-from fullgraph.runtime.record.mock import Missed, restore_rng, rng_state
+from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
 from fullgraph.runtime.record.records import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
 

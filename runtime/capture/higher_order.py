@@ -34,7 +34,9 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks, torch_internals
-from fullgraph.runtime.capture.tape import GraphTape, NodeOrigin, Unsupported, lifted_tensor
+from fullgraph.runtime.capture.origins import NodeOrigin
+from fullgraph.runtime.capture.tape import GraphTape, Unsupported
+from fullgraph.runtime.capture.values import lifted_tensor
 from fullgraph.runtime.symbolic.sizes import holds_size
 from fullgraph.runtime.torch_internals import tree_flatten
 
@@ -236,7 +238,7 @@ def _emit(run: MonitorRun, pred, taken: bool, operands: tuple, true_run, false_r
         else tape.node_for(tensor)
         for tensor in free
     )
-    tape._sync_grad_mode(segment)
+    tape.sync_grad_mode(segment)
     number = sum(1 for name in segment.submodules if name.startswith("cond_true"))
     names = (f"cond_true_{number}", f"cond_false_{number}")
     for name, branch in zip(names, (true_run, false_run)):

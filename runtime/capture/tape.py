@@ -1,15 +1,15 @@
-"""Capture of torch operations into torch.fx graphs, split into segments.
+"""The graph tape: torch operations captured into torch.fx graphs, split into segments.
 
-A ``TorchFunctionMode`` sees every torch-level call the monitored program makes
-(torch functions, ``Tensor`` methods and operators, ``nn.functional``) with its
-real arguments.  Tensor computations become nodes of the current segment's
-graph; a call that must run eagerly (a ValueRead such as ``.item()`` or a
-data-dependent shape such as ``nonzero``) ends the segment and is recorded as a
-*callout*, after which a new segment starts.
+The monitor hands the tape every torch-level call the monitored program makes
+(``capture/mode.py`` routes them).  Tensor computations become nodes of the
+current segment's graph (``capture/nodes.py`` writes each node); a call that
+must run eagerly (a ValueRead such as ``.item()`` or a data-dependent shape such
+as ``nonzero``) ends the segment and is recorded as a *callout*, after which a
+new segment starts.
 
 Tensors are tracked by identity while the run holds them (``producer``): each
 is the output of a graph node, an external tensor with a source, or a value
-returned by a callout.
+returned by a callout (``capture/origins.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,21 @@ import torch.fx
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.data_checks import DataCheck, drop_unused, plan_check, storage_key
+from fullgraph.runtime.capture.nodes import emit_call, target_name
+from fullgraph.runtime.capture.origins import (
+    CalloutOrigin,
+    ExternalOrigin,
+    LiftedOrigin,
+    NodeOrigin,
+    Origin,
+)
+from fullgraph.runtime.capture.values import (
+    holds_tensor,
+    is_plain,
+    legacy_type,
+    lifted_tensor,
+    plain_number,
+)
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.symbolic.shapes import ShapeTracker
 from fullgraph.runtime.symbolic.sizes import (
@@ -35,116 +50,15 @@ from fullgraph.runtime.symbolic.sizes import (
 )
 from fullgraph.runtime.torch_internals import (
     AUTOCAST_DEVICES,
-    TorchFunctionMode,
     autocast_state,
     enter_autocast_op,
     exit_autocast_op,
-    getset_descriptor_name,
     global_state,
     is_symbolic,
     set_grad_enabled_op,
     tree_flatten,
     tree_unflatten,
 )
-
-# Tensor methods whose result moves tensor data into Python.
-VALUE_READS = frozenset(
-    [
-        "item",
-        "tolist",
-        "numpy",
-        "__bool__",
-        "__int__",
-        "__float__",
-        "__index__",
-        "__complex__",
-        "__format__",
-        "__repr__",
-        "__str__",
-        "__array__",
-        "equal",
-        "allclose",
-        "is_nonzero",
-        "__reduce_ex__",
-        "__hash__",
-    ]
-)
-# Operations whose output shape depends on tensor data.
-DATA_DEPENDENT = frozenset(
-    [
-        "nonzero",
-        "masked_select",
-        "unique",
-        "unique_consecutive",
-        "argwhere",
-        "bincount",
-        "nonzero_static",
-        "_pack_padded_sequence",  # rows: the sum of the lengths (pack_padded_sequence)
-    ]
-)
-# Python operators on tensors, recorded as operator.* nodes for readable graphs.
-_BINARY_DUNDERS = {
-    "add": operator.add,
-    "sub": operator.sub,
-    "mul": operator.mul,
-    "truediv": operator.truediv,
-    "floordiv": operator.floordiv,
-    "mod": operator.mod,
-    "pow": operator.pow,
-    "matmul": operator.matmul,
-    "and": operator.and_,
-    "or": operator.or_,
-    "xor": operator.xor,
-    "lshift": operator.lshift,
-    "rshift": operator.rshift,
-}
-_COMPARE_DUNDERS = {
-    "__eq__": operator.eq,
-    "__ne__": operator.ne,
-    "__lt__": operator.lt,
-    "__le__": operator.le,
-    "__gt__": operator.gt,
-    "__ge__": operator.ge,
-}
-_UNARY_DUNDERS = {
-    "__neg__": operator.neg,
-    "__pos__": operator.pos,
-    "__invert__": operator.invert,
-    "__abs__": operator.abs,
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeOrigin:
-    """A tensor computed by node ``node`` of segment ``segment``."""
-
-    segment: int
-    node: torch.fx.Node
-
-
-@dataclasses.dataclass(frozen=True)
-class ExternalOrigin:
-    """A tensor that existed before the call, reached through ``source``."""
-
-    source: Source
-
-
-@dataclasses.dataclass(frozen=True)
-class CalloutOrigin:
-    """A value returned by callout ``index`` (``path``: position inside its result)."""
-
-    index: int
-    path: tuple = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class LiftedOrigin:
-    """A symbolic Python scalar passed to the graph as a 0-d tensor."""
-
-    sym: Any
-
-
-Origin = NodeOrigin | ExternalOrigin | CalloutOrigin | LiftedOrigin
 
 
 @dataclasses.dataclass
@@ -218,28 +132,6 @@ class Unsupported(Exception):
         super().__init__(detail)
         self.category = category
         self.detail = detail
-
-
-def _target_name(func) -> str:
-    prop = getset_descriptor_name(func)
-    if prop:
-        return f"Tensor.{prop}"
-    name = getattr(func, "__name__", repr(func))
-    qual = getattr(func, "__qualname__", name)
-    if qual.startswith(("TensorBase.", "Tensor.")):
-        return "Tensor." + name
-    module = getattr(func, "__module__", None) or "torch"
-    return f"{module}.{name}".replace("torch._C._nn.", "torch.nn.functional.").replace(
-        "torch._C._VariableFunctions.", "torch."
-    )
-
-
-def _is_tensor_method(func) -> bool:
-    qual = getattr(func, "__qualname__", "")
-    return qual.startswith(("TensorBase.", "Tensor.")) or getattr(func, "__objclass__", None) in (
-        torch._C.TensorBase,
-        torch.Tensor,
-    )
 
 
 class GraphTape:
@@ -374,21 +266,21 @@ class GraphTape:
     def record_op(self, func, args: tuple, kwargs: dict, result: Any, mutated: list = ()) -> None:
         """Record one torch call; ``mutated``: tensor arguments whose version counter moved."""
         segment = self.current
-        self._sync_grad_mode(segment)
+        self.sync_grad_mode(segment)
         self._sync_autocast(segment)
         flat, spec = tree_flatten((args, kwargs))
         mapped = [
             self.node_for(x)
             if isinstance(x, torch.Tensor)
-            else _plain_number(self._scalar(_legacy_type(x)))  # lifted by identity first
+            else plain_number(self._scalar(legacy_type(x)))  # lifted by identity first
             for x in flat
         ]
         node_args, node_kwargs = tree_unflatten(mapped, spec)
         for tensor in mutated:
             self._note_mutation(segment, tensor)
         segment.updated_storages.update(storage_key(tensor) for tensor in mutated)
-        node = self._emit(segment.graph, func, node_args, node_kwargs)
-        name = _target_name(func)
+        node = emit_call(segment.graph, func, node_args, node_kwargs)
+        name = target_name(func)
         segment.op_count += 1
         segment.op_counts[name] = segment.op_counts.get(name, 0) + 1
         if self.shapes is not None:
@@ -429,29 +321,10 @@ class GraphTape:
         for key, item in items:
             if isinstance(item, torch.Tensor):
                 self.bind(item, graph.call_function(operator.getitem, (node, key)))
-            elif _holds_tensor(item):
+            elif holds_tensor(item):
                 self._bind_structure(
                     graph, graph.call_function(operator.getitem, (node, key)), item, name
                 )
-
-    def _emit(self, graph: torch.fx.Graph, func, args, kwargs) -> torch.fx.Node:
-        prop = getset_descriptor_name(func)
-        if prop:
-            return graph.call_function(getattr, (args[0], prop))
-        name = getattr(func, "__name__", "")
-        if _is_tensor_method(func):
-            if name in _COMPARE_DUNDERS or name in _UNARY_DUNDERS:
-                target = _COMPARE_DUNDERS.get(name) or _UNARY_DUNDERS[name]
-                return graph.call_function(target, args, kwargs)
-            stripped = name.strip("_")
-            if name.startswith("__") and stripped in _BINARY_DUNDERS and not kwargs:
-                return graph.call_function(_BINARY_DUNDERS[stripped], args)
-            if name.startswith("__r") and stripped[1:] in _BINARY_DUNDERS and not kwargs:
-                return graph.call_function(_BINARY_DUNDERS[stripped[1:]], (args[1], args[0]))
-            if name.startswith("__"):
-                return graph.call_function(func, args, kwargs)
-            return graph.call_method(name, args, kwargs)
-        return graph.call_function(func, args, kwargs)
 
     def _sync_autocast(self, segment: Segment) -> None:
         """A ``torch.autocast`` region the program entered or left: the graph enters and
@@ -476,7 +349,7 @@ class GraphTape:
                 )
                 stack.append((node, now))
 
-    def _sync_grad_mode(self, segment: Segment) -> None:
+    def sync_grad_mode(self, segment: Segment) -> None:
         mode = torch.is_grad_enabled()
         current = segment.grad_mode if segment.grad_mode is not None else self.entry_grad_mode
         if mode != current:
@@ -514,7 +387,7 @@ class GraphTape:
             effectful
             and result is None
             and category is breaks.PYTHON_SIDE_EFFECT
-            and all(_plain(value) for value in flat)
+            and all(is_plain(value) for value in flat)
         )
         for value in tensors:  # tensors the callout reads must be outputs of earlier graphs
             origin = origins[id(value)]
@@ -621,65 +494,3 @@ class GraphTape:
             )
             segment.outputs = [work if out is node else out for out in segment.outputs]
             segment.writebacks.append((origins[node], segment.output_index(work)))
-
-
-_PLAIN_TYPES = (str, int, float, bool, complex, bytes, type(None), torch.dtype, torch.device)
-
-
-def _plain(value: Any) -> bool:
-    """A value an output effect can show without reading any tensor or mutable object
-    (a size, a string, a number, a warning category)."""
-    return isinstance(value, _PLAIN_TYPES) or (
-        isinstance(value, type) and issubclass(value, Warning)
-    )
-
-
-def _legacy_type(value: Any) -> Any:
-    """``torch.HalfTensor`` as an argument (``x.type(torch.HalfTensor)``) is written as its
-    name, which the same methods accept: a class has no Python expression in graph code."""
-    if (
-        isinstance(value, type)
-        and value.__module__.startswith("torch")
-        and (value.__name__.endswith("Tensor") and value is not torch.Tensor)
-    ):
-        return f"{value.__module__}.{value.__name__}"
-    return value
-
-
-def _plain_number(value: Any) -> Any:
-    """A numpy scalar (``np.prod(x.shape)``) as the Python number torch reads it as: graph
-    code writes constants by their repr, and ``np.int64(6)`` names a module it lacks."""
-    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
-        return value.item()  # np.int64, np.float64, np.bool_ (scalars have the shape ())
-    return value
-
-
-def lifted_dtype(value: Any) -> torch.dtype | None:
-    """The dtype a lifted Python number enters a graph as (None: torch's default for it).
-    A float keeps Python's float64: as a float32 tensor it would round ``0.1`` before a
-    float64 tensor uses it."""
-    return torch.float64 if isinstance(value, float) else None
-
-
-def lifted_tensor(value: Any) -> torch.Tensor:
-    """The 0-dim tensor a lifted Python number enters a graph as (at record time)."""
-    return torch.tensor(value, dtype=lifted_dtype(value))
-
-
-def _holds_tensor(value: Any) -> bool:
-    return any(isinstance(leaf, torch.Tensor) for leaf in tree_flatten(value)[0])
-
-
-class CaptureMode(TorchFunctionMode):
-    """Routes every torch-level call of the monitored run to ``handler``."""
-
-    def __init__(self, handler: Callable):
-        super().__init__()
-        self.handler = handler
-        self.paused = False
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if self.paused:
-            return func(*args, **kwargs)
-        return self.handler(func, args, kwargs)

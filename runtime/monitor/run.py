@@ -28,13 +28,8 @@ from typing import Any
 import torch
 
 from fullgraph.runtime import breaks, torch_internals
-from fullgraph.runtime.capture.tape import (
-    DATA_DEPENDENT,
-    VALUE_READS,
-    CaptureMode,
-    GraphTape,
-    Unsupported,
-)
+from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS, CaptureMode
+from fullgraph.runtime.capture.tape import GraphTape, Unsupported
 from fullgraph.runtime.monitor import annotation_table, autograd_calls
 from fullgraph.runtime.monitor.calls import CallHandling
 from fullgraph.runtime.monitor.iteration import (

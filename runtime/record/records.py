@@ -20,13 +20,16 @@ import torch.fx
 from fullgraph.runtime import breaks
 from fullgraph.runtime.backends import Backend
 from fullgraph.runtime.capture.data_checks import check_module, draws_random
-from fullgraph.runtime.capture.tape import ExternalOrigin, Unsupported
+from fullgraph.runtime.capture.origins import ExternalOrigin
+from fullgraph.runtime.capture.tape import Unsupported
 from fullgraph.runtime.monitor.calls import REPLAYABLE_LIBRARIES
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.record.codegen import Namespace, compile_source
 from fullgraph.runtime.record.guard_helpers import storages_apart
 from fullgraph.runtime.record.guards import GuardCode, GuardRenderer, generate_guard
-from fullgraph.runtime.record.mock import MISS, Symbols, generate_mock
+from fullgraph.runtime.record.mock import generate_mock
+from fullgraph.runtime.record.mock_support import MISS
+from fullgraph.runtime.record.mock_values import Symbols
 from fullgraph.runtime.record.native_guards import build_guard
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import tree_flatten

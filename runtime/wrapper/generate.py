@@ -19,18 +19,19 @@ run read it by, and must be of the type it had there.
 Before the source is returned it is executed once here and every graph class
 is rebuilt into an fx graph that must equal the recorded graph node for node
 (``wrapper_graphs``); a module that would compile something else is refused.
+
+This module walks the records and decides the module-level names; the text
+itself is in ``wrapper/template.py`` and the expressions that re-create an
+object in a fresh process in ``wrapper/naming.py``.
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
-import importlib
 import itertools
 import keyword
 import linecache
 import re
-import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -38,49 +39,25 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.compiled import CompiledFunction
+from fullgraph.runtime.record.mock_support import HELPERS
 from fullgraph.runtime.record.records import Record
 from fullgraph.runtime.wrapper.graphs import graph_difference, graph_from_class
-from fullgraph.runtime.wrapper.lint import tidy
-from fullgraph.runtime.wrapper.support import resolve
+from fullgraph.runtime.wrapper.naming import (
+    FX_GLOBALS,
+    OWN_NAMES,
+    OWN_PATTERN,
+    definition,
+    importable,
+    is_own_name,
+)
+from fullgraph.runtime.wrapper.template import (
+    TEMPLATE,
+    describe,
+    graph_class,
+    record_section,
+    record_spec,
+)
 
-# Names the mock uses that the module defines from fullgraph.runtime.record.mock.
-_HELPERS = (
-    "MISS",
-    "Missed",
-    "make_dataclass_instance",
-    "make_plain_object",
-    "leaves",
-    "write_back",
-    "rng_state",
-    "restore_rng",
-)
-# Names the module defines for itself.  A constant of the program by one of these
-# names (re.compile is "compile") is renamed in its guard and mock.
-_OWN_NAMES = frozenset(
-    [
-        *_HELPERS,
-        "importlib",
-        "torch",
-        "builtins",
-        "RECORDS",
-        "STATS",
-        "BACKEND",
-        "ENTRYPOINT",
-        "compile",
-        "compiled",
-    ]
-)
-_OWN_PATTERN = re.compile(
-    r"(guard|mock|bind)_\d+|(Graph|Check)\d+\w*|_(mock|support|TARGET_KIND|TARGET_NAME|COMPILED)"
-)
-_OWN_OBJECTS = {"importlib": importlib, "torch": torch, "builtins": builtins}
-# fx's code names these globals itself; the module defines the ones a class uses.
-_FX_GLOBALS = {
-    "inf": 'float("inf")',
-    "nan": 'float("nan")',
-    "NoneType": "type(None)",
-    "device": "torch.device",
-}
 # The grad modes a record is made under, in this order; the label is the record's mode.
 MODES: tuple[tuple[str, Callable[[], Any]], ...] = (
     ("grad enabled", torch.enable_grad),
@@ -132,67 +109,6 @@ def _records_per_mode(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str
     return [(mode_of[id(record)], record) for record in runtime.records]
 
 
-def _importable(value: Any) -> str | None:
-    """An expression that gives ``value`` itself in a fresh process, or None."""
-    if isinstance(value, types.ModuleType):
-        if sys.modules.get(value.__name__) is value:
-            return f"importlib.import_module({value.__name__!r})"
-        return None
-    if isinstance(value, torch.device):
-        return f"torch.device({str(value)!r})"
-    if type(value) is tuple:  # the hooks of a module, when each has a name
-        items = [_importable(item) for item in value]
-        if all(items):
-            return "(" + "".join(f"{item}, " for item in items).rstrip(" ") + ")"
-        return None
-    if isinstance(value, dict) and "__name__" in value and value.get("__builtins__") is not None:
-        return _globals_dict(value)
-    owner = getattr(value, "__objclass__", None)
-    if isinstance(owner, type) and isinstance(getattr(value, "__name__", None), str):
-        module, names = owner.__module__, [f"{owner.__qualname__}.{value.__name__}"]
-    else:
-        module = getattr(value, "__module__", None)
-        bound_to = getattr(value, "__self__", None)
-        if module is None and isinstance(bound_to, types.ModuleType):
-            module = bound_to.__name__  # print, math.sqrt
-        # torch's builtins say "_VariableFunctionsClass.relu" but are torch.relu;
-        # boolean_dispatch's "fn" is torch.functional.unique
-        names = [getattr(value, "__qualname__", None), getattr(value, "__name__", None)]
-    if not isinstance(module, str):
-        return None
-    for name in dict.fromkeys(names):
-        if not isinstance(name, str) or "<" in name:
-            continue
-        try:
-            found = resolve(module, name)
-        except Exception:  # noqa: BLE001, S112 - not reachable by that name
-            continue
-        if found is value:
-            return f"_support.resolve({module!r}, {name!r})"
-    return None
-
-
-def _globals_dict(value: dict) -> str | None:
-    """``vars(<module>)`` for a module's globals (``_collections_abc`` calls itself
-    ``collections.abc``, so the module is looked for by its dict)."""
-    key = value["__name__"]
-    if getattr(sys.modules.get(key), "__dict__", None) is not value:
-        found = (k for k, m in list(sys.modules.items()) if getattr(m, "__dict__", None) is value)
-        key = next(found, None)
-    if key is None:
-        return None
-    return f"vars(importlib.import_module({key!r}))"
-
-
-def _definition(value: Any) -> str | None:
-    """``"module:qualname[:line]"`` of a function or class without an importable name."""
-    if isinstance(value, types.FunctionType):
-        return f"{value.__module__}:{value.__qualname__}:{value.__code__.co_firstlineno}"
-    if isinstance(value, type):
-        return f"{value.__module__}:{value.__qualname__}"
-    return None
-
-
 class _Module:
     """The names, classes and records of one generated module, and its text."""
 
@@ -203,7 +119,7 @@ class _Module:
         self.values: dict[str, Any] = {}  # module-level name -> object
         self.exprs: dict[str, str] = {}  # module-level name -> expression that makes it
         self.placeholders: list[str] = []  # names only bind_<k> or a record's namespace fill
-        self.taken = set(_OWN_NAMES)
+        self.taken = set(OWN_NAMES)
         for _, record in records:
             self.taken |= set(record.guard_namespace) | set(record.mock_namespace)
         self.renamed: dict[tuple[str, int], str] = {}  # (name, id) -> the name it gets here
@@ -225,7 +141,7 @@ class _Module:
         for name, existing in self.values.items():
             if existing is value:
                 return name
-        expr = _importable(value)
+        expr = importable(value)
         if expr is None:
             raise WrapperError(f"cannot name {value!r} in a new process")
         name = self._fresh(re.sub(r"\W+", "_", hint).strip("_") or "obj")
@@ -234,17 +150,11 @@ class _Module:
 
     def _fresh(self, base: str) -> str:
         name, n = base, 1
-        while name in self.taken or _OWN_PATTERN.fullmatch(name) or keyword.iskeyword(name):
+        while name in self.taken or OWN_PATTERN.fullmatch(name) or keyword.iskeyword(name):
             n += 1
             name = f"{base}_{n}"
         self.taken.add(name)
         return name
-
-    def _own_name(self, name: str, value: Any) -> bool:
-        """Whether ``name`` is one the module needs for something other than ``value``."""
-        if name in _OWN_OBJECTS:
-            return _OWN_OBJECTS[name] is not value
-        return name in _OWN_NAMES or bool(_OWN_PATTERN.fullmatch(name))
 
     # -- per record ---------------------------------------------------------
 
@@ -266,16 +176,16 @@ class _Module:
         renames: dict[str, dict[str, str]] = {"guard": {}, "mock": {}}
         for side, namespace in (("guard", record.guard_namespace), ("mock", record.mock_namespace)):
             for name, value in namespace.items():
-                if name in ("torch", "builtins") or name in _HELPERS or name in graph_names:
+                if name in ("torch", "builtins") or name in HELPERS or name in graph_names:
                     continue
-                if self._own_name(name, value):
+                if is_own_name(name, value):
                     original = name
                     key = (original, id(value))  # one new name per object, for every record
                     if key not in self.renamed:
                         self.renamed[key] = self._fresh(f"k_{original}")
                     name = renames[side][original] = self.renamed[key]
                     provenance = {**provenance, name: provenance.get(original)}
-                expr = _importable(value)
+                expr = importable(value)
                 if expr is not None:
                     if not self._define(name, value, expr):  # another object by that name
                         sides[side][name] = expr
@@ -303,11 +213,11 @@ class _Module:
 
     def _checked(self, value: Any, path: str) -> str:
         """``path`` read with the check that it holds the kind of object the run saw."""
-        where = _definition(value)
+        where = definition(value)
         if where is not None:
             return f"_support.same_definition({path}, {where!r})"
         cls = type(value)
-        kind = self._name_for(cls, cls.__name__) if _importable(cls) else repr(_definition(cls))
+        kind = self._name_for(cls, cls.__name__) if importable(cls) else repr(definition(cls))
         return f"_support.of_type({path}, {kind})"
 
     def _graph_classes(self, record: Record) -> tuple[dict[str, str], dict[str, str]]:
@@ -321,7 +231,7 @@ class _Module:
         return graphs, checks
 
     def _class_for(self, gm: torch.fx.GraphModule, prefix: str) -> str:
-        text = _graph_class("{CLASS}", gm)
+        text = graph_class("{CLASS}", gm)
         key = prefix + text
         if key not in self.classes:
             number = sum(1 for name in self.classes.values() if name.startswith(prefix))
@@ -337,12 +247,12 @@ class _Module:
     def _graph_global(self, name: str, value: Any, text: str) -> None:
         if name == "torch" or not re.search(rf"(?<![\w.]){re.escape(name)}\b", text):
             return
-        if self._own_name(name, value):  # fx names globals after torch's qualnames
+        if is_own_name(name, value):  # fx names globals after torch's qualnames
             raise WrapperError(f"a graph's global {name!r} takes a name the module needs")
-        expr = _FX_GLOBALS.get(name) or _importable(value)
+        expr = FX_GLOBALS.get(name) or importable(value)
         if expr is None:
             raise WrapperError(f"cannot re-create the graph's global {name} in a new process")
-        if not self._define(name, value, expr) and name not in _FX_GLOBALS:
+        if not self._define(name, value, expr) and name not in FX_GLOBALS:
             raise WrapperError(f"two graphs name different objects {name}")
 
     # -- the text -----------------------------------------------------------
@@ -352,8 +262,8 @@ class _Module:
         classes = [self._graph_classes(record) for _, record in self.records]  # names first
         for index, (mode, record) in enumerate(self.records):
             entries, sides, renames = self._record_names(record)
-            sections.append(_record_section(index, mode, record, entries, renames))
-            specs.append(_record_spec(index, mode, record, *classes[index], sides))
+            sections.append(record_section(index, mode, record, entries, renames))
+            specs.append(record_spec(index, mode, record, *classes[index], sides))
         for name in sorted({n for _, r in self.records for n in _graph_names(r)}):
             if name not in self.placeholders:
                 self.placeholders.append(name)
@@ -369,8 +279,8 @@ class _Module:
         definitions = "\n".join(f"{name} = {self.exprs[name]}" for name in self.values)
         placeholders = "\n".join(f"{name} = None" for name in self.placeholders)
         modes = "; ".join(f"record {i}: {mode}" for i, (mode, _) in enumerate(self.records))
-        return _TEMPLATE.format(
-            what=_describe(self.fn),
+        return TEMPLATE.format(
+            what=describe(self.fn),
             modes=modes,
             entrypoint=repr(self.entrypoint),
             entry_import=entry_import,
@@ -390,19 +300,19 @@ class _Module:
         if isinstance(fn, torch.nn.Module):
             cls = type(fn)
             name = f"{cls.__module__}.{cls.__qualname__}"
-            expr = _importable(cls)
-            return (expr if expr else repr(_definition(cls))), name
+            expr = importable(cls)
+            return (expr if expr else repr(definition(cls))), name
         name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
         if isinstance(fn, types.FunctionType):
-            return (_importable(fn) or repr(_definition(fn))), name
-        expr = _importable(type(fn))
-        return (expr if expr else repr(_definition(type(fn)))), name
+            return (importable(fn) or repr(definition(fn))), name
+        expr = importable(type(fn))
+        return (expr if expr else repr(definition(type(fn)))), name
 
     def build_expression(self) -> str:
         if self.entrypoint:
             module, _, name = self.entrypoint.partition(":")
             return f"_support.resolve({module!r}, {name!r})()[0]"
-        expr = _importable(self.fn) if isinstance(self.fn, types.FunctionType) else None
+        expr = importable(self.fn) if isinstance(self.fn, types.FunctionType) else None
         if expr is None:
             raise WrapperError(
                 "a compiled wrapper needs an importable target: pass the entrypoint "
@@ -414,101 +324,6 @@ class _Module:
 def _graph_names(record: Record) -> set[str]:
     names = {f"graph{i}" for i in range(len(record.graphs)) if f"graph{i}(" in record.mock_source}
     return names | set(record.check_graphs)
-
-
-def _describe(fn: Callable) -> str:
-    if isinstance(fn, torch.nn.Module):
-        return type(fn).__qualname__
-    return getattr(fn, "__qualname__", type(fn).__name__)
-
-
-def _record_section(
-    index: int, mode: str, record: Record, entries: list[str], renames: dict
-) -> str:
-    guard = record.guard_source.replace("def guard(", f"def guard_{index}(", 1)
-    guard = tidy(guard, renames["guard"])
-    mock = tidy(record.mock_source.replace("def mock(", f"def mock_{index}(", 1), renames["mock"])
-    if entries:
-        body = "    return {\n" + "".join(f"        {entry},\n" for entry in entries) + "    }\n"
-    else:
-        body = "    return {}\n"
-    bind = (
-        f"def bind_{index}(A, K, M, F):\n"
-        f'    """Record {index}\'s objects of the program, read from this callable\'s target\n'
-        f"    and first call through the paths the monitored run read them by; each must be\n"
-        f'    of the type it had there."""\n' + body
-    )
-    rule = f"# -- record {index}: made with {mode} "
-    return f"{rule}{'-' * max(4, 79 - len(rule))}\n\n\n{guard}\n\n{mock}\n\n{bind}"
-
-
-def _record_spec(
-    index: int,
-    mode: str,
-    record: Record,
-    graphs: dict[str, str],
-    checks: dict[str, str],
-    sides: dict[str, dict[str, str]],
-) -> str:
-    def mapping(names: dict[str, str]) -> str:
-        return "{" + ", ".join(f"{k!r}: {v}" for k, v in names.items()) + "}"
-
-    own_names = "".join(
-        f"        {side}_names={mapping(names)},\n" for side, names in sides.items() if names
-    )
-    return (
-        f"    _support.Record(\n"
-        f"        guard_{index},\n"
-        f"        mock_{index},\n"
-        f"        bind_{index},\n"
-        f"        graphs={mapping(graphs)},\n"
-        f"        checks={mapping(checks)},\n"
-        f"        mode={mode!r},\n"
-        f"        dynamic={record.dynamic_shapes},\n"
-        f"        draws_random={record.draws_random},\n"
-        f"        rerun_safe={record.rerun_safe},\n"
-        f"        resume_on_miss={record.resume_on_miss},\n"
-        f"        callouts={tuple(record.callout_names)!r},\n"
-        f"{own_names}"
-        f"    ),\n"
-    )
-
-
-def _graph_class(class_name: str, gm: torch.fx.GraphModule) -> str:
-    """The class source of a graph (and of the subgraphs it calls, such as the
-    branches of a torch.cond, as classes named after it)."""
-    parts, children = [], []
-    for child_name, child in gm.named_children():
-        child_class = f"{class_name}_{child_name}"
-        parts.append(_graph_class(child_class, child))
-        children.append(f"        self.{child_name} = {child_class}()")
-    return "\n\n".join([*parts, _graph_forward(class_name, gm, children)])
-
-
-def _graph_forward(class_name: str, gm: torch.fx.GraphModule, children: list[str]) -> str:
-    code = gm.graph.python_code(root_module="self")
-    # A node nothing reads (the indices of a max) is a local nothing reads: named
-    # "_name", as a linter expects of such a local.
-    unread = {
-        n.name for n in gm.graph.nodes if not n.users and n.op not in ("placeholder", "output")
-    }
-    lines = []
-    for line in code.src.strip("\n").splitlines():
-        # fx frees intermediates with "x = None" statements joined by ";  "
-        statements = [s for s in line.split(";  ") if not re.fullmatch(r"\s*[\w\s=]+= None\s*", s)]
-        if statements:
-            assigned = re.match(r"(\s*)(\w+)( = .*)", statements[0])
-            if assigned and assigned.group(2) in unread:
-                statements[0] = f"{assigned.group(1)}_{assigned.group(2)}{assigned.group(3)}"
-            indent = re.match(r"\s*", line).group(0)
-            lines.extend(indent + s.strip() if i else s for i, s in enumerate(statements))
-    body = "\n".join("    " + line if line.strip() else "" for line in lines)
-    init = ""
-    if children:
-        init = (
-            "    def __init__(self):\n        super().__init__()\n" + "\n".join(children) + "\n\n"
-        )
-    return f"class {class_name}(torch.nn.Module):\n{init}{body}\n"
 
 
 def _check_module(source: str, records: list[tuple[str, Record]]) -> None:
@@ -543,74 +358,3 @@ def _compare(recorded: torch.fx.GraphModule, rebuilt: torch.fx.GraphModule, wher
         raise WrapperError(f"{where}: its class does not rebuild the recorded graph: {difference}")
     for name, child in recorded.named_children():
         _compare(child, rebuilt.get_submodule(name), f"{where}.{name}")
-
-
-_TEMPLATE = '''"""Compiled wrapper generated by fullgraph for {what}.
-
-    import this_module as out
-    y = out.compiled(*args)          # the target the entrypoint builds
-    fast = out.compile(my_model)     # your own object of the same kind
-    y = fast(*args)
-    out.STATS                        # replays and fallbacks of every callable
-
-Each call runs the first record whose guard passes: its compiled graph(s) and
-its mock (the replayed effects and the result); the original runs when none
-passes.  {modes}.
-Regenerate with `fullgraph compile` after editing the model's code; don't edit.
-"""
-
-import importlib
-
-import torch
-
-# fullgraph's helpers, imported by name so the module sorts the same whichever
-# package ruff or isort takes fullgraph to be.
-_mock = importlib.import_module("fullgraph.runtime.record.mock")
-_support = importlib.import_module("fullgraph.runtime.wrapper.support")
-MISS, Missed, leaves, write_back = _mock.MISS, _mock.Missed, _mock.leaves, _mock.write_back
-make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _mock.make_plain_object
-rng_state, restore_rng = _mock.rng_state, _mock.restore_rng
-
-__all__ = ["STATS", "compile", "compiled"]
-
-ENTRYPOINT = {entrypoint}
-BACKEND = "inductor"  # compiled()'s backend ("inductor" or "eager"), read on its first call
-STATS = {{"replays": 0, "fallbacks": 0}}  # calls of every callable of this module
-
-{entry_import}{definitions}
-
-# Each callable's own copies of the guards and mocks see these names bound to its
-# objects (bind_<k>) and to the record's compiled graphs.
-{placeholders}
-
-
-{classes}
-
-
-{records}
-
-
-RECORDS = (
-{specs})
-
-_TARGET_KIND = {kind}
-_TARGET_NAME = {kind_name}
-_COMPILED = None
-
-
-def compile(target=None, *, backend="inductor"):
-    """Run ``target`` (default: the one the entrypoint builds) through these records:
-    guard -> compiled graphs -> mock, the original whenever no record applies."""
-    if target is None:
-        target = {build}
-    _support.expect_target(target, _TARGET_KIND, _TARGET_NAME)
-    return _support.CompiledTarget(target, RECORDS, globals(), STATS, backend)
-
-
-def compiled(*args, **kwargs):
-    """The entrypoint's target, compiled with BACKEND on the first call."""
-    global _COMPILED
-    if _COMPILED is None:
-        _COMPILED = compile(backend=BACKEND)
-    return _COMPILED(*args, **kwargs)
-'''

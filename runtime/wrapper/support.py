@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.backends import eager_backend, inductor_backend, inductor_dynamic_backend
-from fullgraph.runtime.record.mock import Missed, restore_rng, rng_state
+from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
 from fullgraph.runtime.wrapper.graphs import graph_from_class
 
 

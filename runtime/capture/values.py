@@ -1,0 +1,61 @@
+"""Small pure helpers about the non-tensor values of a torch call on the tape.
+
+Which values an output effect may show without a split (``is_plain``), how a
+constant argument is written in graph code (``legacy_type``, ``plain_number``),
+and the dtype and tensor a lifted Python number enters a graph as.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fullgraph.runtime.torch_internals import tree_flatten
+
+_PLAIN_TYPES = (str, int, float, bool, complex, bytes, type(None), torch.dtype, torch.device)
+
+
+def is_plain(value: Any) -> bool:
+    """A value an output effect can show without reading any tensor or mutable object
+    (a size, a string, a number, a warning category)."""
+    return isinstance(value, _PLAIN_TYPES) or (
+        isinstance(value, type) and issubclass(value, Warning)
+    )
+
+
+def legacy_type(value: Any) -> Any:
+    """``torch.HalfTensor`` as an argument (``x.type(torch.HalfTensor)``) is written as its
+    name, which the same methods accept: a class has no Python expression in graph code."""
+    if (
+        isinstance(value, type)
+        and value.__module__.startswith("torch")
+        and (value.__name__.endswith("Tensor") and value is not torch.Tensor)
+    ):
+        return f"{value.__module__}.{value.__name__}"
+    return value
+
+
+def plain_number(value: Any) -> Any:
+    """A numpy scalar (``np.prod(x.shape)``) as the Python number torch reads it as: graph
+    code writes constants by their repr, and ``np.int64(6)`` names a module it lacks."""
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return value.item()  # np.int64, np.float64, np.bool_ (scalars have the shape ())
+    return value
+
+
+def lifted_dtype(value: Any) -> torch.dtype | None:
+    """The dtype a lifted Python number enters a graph as (None: torch's default for it).
+    A float keeps Python's float64: as a float32 tensor it would round ``0.1`` before a
+    float64 tensor uses it."""
+    return torch.float64 if isinstance(value, float) else None
+
+
+def lifted_tensor(value: Any) -> torch.Tensor:
+    """The 0-dim tensor a lifted Python number enters a graph as (at record time)."""
+    return torch.tensor(value, dtype=lifted_dtype(value))
+
+
+def holds_tensor(value: Any) -> bool:
+    """Whether a (nested) structure holds a tensor."""
+    return any(isinstance(leaf, torch.Tensor) for leaf in tree_flatten(value)[0])

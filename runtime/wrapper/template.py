@@ -1,0 +1,186 @@
+"""The text of a generated wrapper module: its template, and each record's section.
+
+``TEMPLATE`` is the module around the records (the helpers it imports, the
+loader, ``compile`` and ``compiled``); ``record_section`` writes a record's guard,
+mock and ``bind`` function, ``record_spec`` its entry of ``RECORDS``, and
+``graph_class`` a graph as an ``nn.Module`` class (its fx code).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import torch
+
+from fullgraph.runtime.record.records import Record
+from fullgraph.runtime.wrapper.lint import tidy
+
+
+def describe(fn: Callable) -> str:
+    """The target's name in the module's docstring."""
+    if isinstance(fn, torch.nn.Module):
+        return type(fn).__qualname__
+    return getattr(fn, "__qualname__", type(fn).__name__)
+
+
+def record_section(index: int, mode: str, record: Record, entries: list[str], renames: dict) -> str:
+    """Record ``index``'s guard, mock and ``bind`` function (``entries``: the bound
+    objects' ``"name": path`` lines; ``renames``: per side, constants renamed)."""
+    guard = record.guard_source.replace("def guard(", f"def guard_{index}(", 1)
+    guard = tidy(guard, renames["guard"])
+    mock = tidy(record.mock_source.replace("def mock(", f"def mock_{index}(", 1), renames["mock"])
+    if entries:
+        body = "    return {\n" + "".join(f"        {entry},\n" for entry in entries) + "    }\n"
+    else:
+        body = "    return {}\n"
+    bind = (
+        f"def bind_{index}(A, K, M, F):\n"
+        f'    """Record {index}\'s objects of the program, read from this callable\'s target\n'
+        f"    and first call through the paths the monitored run read them by; each must be\n"
+        f'    of the type it had there."""\n' + body
+    )
+    rule = f"# -- record {index}: made with {mode} "
+    return f"{rule}{'-' * max(4, 79 - len(rule))}\n\n\n{guard}\n\n{mock}\n\n{bind}"
+
+
+def record_spec(
+    index: int,
+    mode: str,
+    record: Record,
+    graphs: dict[str, str],
+    checks: dict[str, str],
+    sides: dict[str, dict[str, str]],
+) -> str:
+    """Record ``index``'s entry of the module's ``RECORDS`` tuple."""
+
+    def mapping(names: dict[str, str]) -> str:
+        return "{" + ", ".join(f"{k!r}: {v}" for k, v in names.items()) + "}"
+
+    own_names = "".join(
+        f"        {side}_names={mapping(names)},\n" for side, names in sides.items() if names
+    )
+    return (
+        f"    _support.Record(\n"
+        f"        guard_{index},\n"
+        f"        mock_{index},\n"
+        f"        bind_{index},\n"
+        f"        graphs={mapping(graphs)},\n"
+        f"        checks={mapping(checks)},\n"
+        f"        mode={mode!r},\n"
+        f"        dynamic={record.dynamic_shapes},\n"
+        f"        draws_random={record.draws_random},\n"
+        f"        rerun_safe={record.rerun_safe},\n"
+        f"        resume_on_miss={record.resume_on_miss},\n"
+        f"        callouts={tuple(record.callout_names)!r},\n"
+        f"{own_names}"
+        f"    ),\n"
+    )
+
+
+def graph_class(class_name: str, gm: torch.fx.GraphModule) -> str:
+    """The class source of a graph (and of the subgraphs it calls, such as the
+    branches of a torch.cond, as classes named after it)."""
+    parts, children = [], []
+    for child_name, child in gm.named_children():
+        child_class = f"{class_name}_{child_name}"
+        parts.append(graph_class(child_class, child))
+        children.append(f"        self.{child_name} = {child_class}()")
+    return "\n\n".join([*parts, _graph_forward(class_name, gm, children)])
+
+
+def _graph_forward(class_name: str, gm: torch.fx.GraphModule, children: list[str]) -> str:
+    code = gm.graph.python_code(root_module="self")
+    # A node nothing reads (the indices of a max) is a local nothing reads: named
+    # "_name", as a linter expects of such a local.
+    unread = {
+        n.name for n in gm.graph.nodes if not n.users and n.op not in ("placeholder", "output")
+    }
+    lines = []
+    for line in code.src.strip("\n").splitlines():
+        # fx frees intermediates with "x = None" statements joined by ";  "
+        statements = [s for s in line.split(";  ") if not re.fullmatch(r"\s*[\w\s=]+= None\s*", s)]
+        if statements:
+            assigned = re.match(r"(\s*)(\w+)( = .*)", statements[0])
+            if assigned and assigned.group(2) in unread:
+                statements[0] = f"{assigned.group(1)}_{assigned.group(2)}{assigned.group(3)}"
+            indent = re.match(r"\s*", line).group(0)
+            lines.extend(indent + s.strip() if i else s for i, s in enumerate(statements))
+    body = "\n".join("    " + line if line.strip() else "" for line in lines)
+    init = ""
+    if children:
+        init = (
+            "    def __init__(self):\n        super().__init__()\n" + "\n".join(children) + "\n\n"
+        )
+    return f"class {class_name}(torch.nn.Module):\n{init}{body}\n"
+
+
+TEMPLATE = '''"""Compiled wrapper generated by fullgraph for {what}.
+
+    import this_module as out
+    y = out.compiled(*args)          # the target the entrypoint builds
+    fast = out.compile(my_model)     # your own object of the same kind
+    y = fast(*args)
+    out.STATS                        # replays and fallbacks of every callable
+
+Each call runs the first record whose guard passes: its compiled graph(s) and
+its mock (the replayed effects and the result); the original runs when none
+passes.  {modes}.
+Regenerate with `fullgraph compile` after editing the model's code; don't edit.
+"""
+
+import importlib
+
+import torch
+
+# fullgraph's helpers, imported by name so the module sorts the same whichever
+# package ruff or isort takes fullgraph to be.
+_mock = importlib.import_module("fullgraph.runtime.record.mock_support")
+_support = importlib.import_module("fullgraph.runtime.wrapper.support")
+MISS, Missed, leaves, write_back = _mock.MISS, _mock.Missed, _mock.leaves, _mock.write_back
+make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _mock.make_plain_object
+rng_state, restore_rng = _mock.rng_state, _mock.restore_rng
+
+__all__ = ["STATS", "compile", "compiled"]
+
+ENTRYPOINT = {entrypoint}
+BACKEND = "inductor"  # compiled()'s backend ("inductor" or "eager"), read on its first call
+STATS = {{"replays": 0, "fallbacks": 0}}  # calls of every callable of this module
+
+{entry_import}{definitions}
+
+# Each callable's own copies of the guards and mocks see these names bound to its
+# objects (bind_<k>) and to the record's compiled graphs.
+{placeholders}
+
+
+{classes}
+
+
+{records}
+
+
+RECORDS = (
+{specs})
+
+_TARGET_KIND = {kind}
+_TARGET_NAME = {kind_name}
+_COMPILED = None
+
+
+def compile(target=None, *, backend="inductor"):
+    """Run ``target`` (default: the one the entrypoint builds) through these records:
+    guard -> compiled graphs -> mock, the original whenever no record applies."""
+    if target is None:
+        target = {build}
+    _support.expect_target(target, _TARGET_KIND, _TARGET_NAME)
+    return _support.CompiledTarget(target, RECORDS, globals(), STATS, backend)
+
+
+def compiled(*args, **kwargs):
+    """The entrypoint's target, compiled with BACKEND on the first call."""
+    global _COMPILED
+    if _COMPILED is None:
+        _COMPILED = compile(backend=BACKEND)
+    return _COMPILED(*args, **kwargs)
+'''
