@@ -19,6 +19,7 @@ because every such read goes through ``Tensor`` methods.
 from __future__ import annotations
 
 import builtins
+import collections
 import dataclasses
 import types
 
@@ -147,6 +148,23 @@ CONTAINER_METHODS: dict[tuple[type, str], Annotation] = {
         for m in ["update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"]
     },
     **{(dict, m): PURE for m in ["get", "copy", "__getitem__", "__contains__", "__len__"]},
+    **{
+        (collections.deque, m): _mutating(0)
+        for m in [
+            "append",
+            "appendleft",
+            "extend",
+            "extendleft",
+            "pop",
+            "popleft",
+            "rotate",
+            "clear",
+            "remove",
+            "insert",
+            "reverse",
+        ]
+    },
+    **{(collections.deque, m): PURE for m in ["index", "count", "copy", "__getitem__"]},
     (dict, "items"): _iterating("items"),
     (dict, "values"): _iterating("values"),
     (dict, "keys"): _iterating("keys"),
@@ -336,6 +354,16 @@ FUNCTIONS: dict[str, Annotation] = {
         ]
         for name in names
     },
+    # C functions of pure modules that change their first argument in place.
+    **{
+        f"{module}.{name}": _mutating(0)
+        for module, names in [
+            ("heapq", ["heappush", "heappop", "heapify", "heapreplace", "heappushpop"]),
+            ("operator", ["setitem", "delitem", "iadd", "iconcat", "ior", "iand", "isub"]),
+            ("random", ["shuffle"]),
+        ]
+        for name in names
+    },
     "torch.manual_seed": EFFECT,
     "torch.seed": EFFECT,
     "torch.random.manual_seed": EFFECT,
@@ -394,7 +422,7 @@ def lookup(fn: object) -> Annotation | None:
     if receiver is not None and not isinstance(receiver, types.ModuleType):
         owner_type = type(receiver)
     if isinstance(owner_type, type):
-        for container_type in (list, dict, set, tuple, str):
+        for container_type in (list, dict, set, tuple, str, collections.deque):
             if issubclass(owner_type, container_type):
                 found = CONTAINER_METHODS.get((container_type, name))
                 if found is not None:

@@ -259,22 +259,26 @@ class CallHandling:
             owner, attr = args[0], args[1]
             return lambda: self._getattr_read(fn, owner, attr, result())
         if annotation.mutates:
+            function = receiver is None or isinstance(receiver, types.ModuleType)
             owner = (
                 receiver
-                if receiver is not None
-                else (args[annotation.mutates[0]] if args else None)
+                if not function
+                else (args[annotation.mutates[0]] if len(args) > annotation.mutates[0] else None)
             )
             call_args = args[1:] if args and args[0] is owner else args
             if name == "setdefault" and isinstance(owner, dict) and call_args:
                 return self._setdefault(owner, call_args, result)
-            if name in ("pop", "popitem") and not kwargs:
+            if name in _TAKING_MUTATORS and not kwargs:
                 self._read_popped(owner, name, call_args)
             self.written_containers.add(id(owner))
             source = self.source_of(owner)
             if fn is setattr and len(args) >= 2:
                 self.store_attr(args[0], args[1])
             elif source is not None:
-                mutation = Mutation("call", source, owner, name, tuple(args), dict(kwargs))
+                kind, called = (
+                    ("function", fn) if function and fn is not setattr else ("call", name)
+                )
+                mutation = Mutation(kind, source, owner, called, tuple(args), dict(kwargs))
                 state = self.frames[-1] if self.frames else None
                 if state is not None and state.call_syms and not kwargs:
                     # Symbolic arguments (``timings.append(t1 - t0)``) stay expressions.
@@ -504,6 +508,13 @@ class CallHandling:
             self.paused = False
             self.mode.paused = False
             value = result()
+            if not _only_reads_its_arguments(fn):
+                # random.shuffle(xs), an unknown C call: it may have changed a container
+                # from outside, so what the program reads from it next is not guarded
+                # (the read marks the run as not recordable instead).
+                for item in (*args, *kwargs.values()):
+                    if isinstance(item, _MUTABLE_CONTAINERS) and self.source_of(item) is not None:
+                        self.written_containers.add(id(item))
             effectful = annotation.category in (
                 breaks.PYTHON_SIDE_EFFECT,
                 breaks.AUTOGRAD_STATE_CALL,
@@ -534,6 +545,18 @@ class CallHandling:
 
         return after
 
+
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
+
+
+def _only_reads_its_arguments(fn: Any) -> bool:
+    """Output effects that show their arguments without changing them."""
+    module = annotation_table.qualified_name(fn)
+    return fn is print or module.startswith(("logging.", "warnings.", "builtins.print"))
+
+
+# Mutating calls whose result is taken from the container (the guard reads it first).
+_TAKING_MUTATORS = frozenset(["pop", "popitem", "popleft", "heappop", "heapreplace", "heappushpop"])
 
 _WARN_SIGNATURE = inspect.signature(
     lambda message, category=None, stacklevel=1, source=None, *, skip_file_prefixes=(): None

@@ -18,6 +18,7 @@ the instruction that read it.
 from __future__ import annotations
 
 import collections.abc
+import dis
 import functools
 import linecache
 import re
@@ -48,6 +49,7 @@ from fullgraph.runtime.record.guards import IDENTITY_CHECKED
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
+    ConstSource,
     ContainsSource,
     GlobalHooksSource,
     HasAttrSource,
@@ -150,6 +152,7 @@ class MonitorRun(CallHandling, IterationTracking):
         self.tape.shapes = self.shapes
         self.mode = CaptureMode(self.on_torch_call)
         self._module_index: dict[int, Source] | None = None
+        self.guarded_layers: set[type] = set()  # torch layers whose globals are guarded
         # Hooks for every module run inside any module call the program makes.
         self.read(GlobalHooksSource(), global_module_hooks(), symbolic=False)
         if module is not None:
@@ -498,6 +501,7 @@ class MonitorRun(CallHandling, IterationTracking):
         ``training``, ``negative_slope``, ``p``, ``momentum``, ``dim``... and the
         same for the layers it calls in turn (an ``nn.Sequential``'s children).
         """
+        self.guard_library_globals(type(module))
         # Setting by setting, not one dict-version check: a model switched to eval()
         # and back to train() must hit its train-mode record again.
         self.read(AttrSource(source, "training"), module.training, symbolic=False)
@@ -514,6 +518,23 @@ class MonitorRun(CallHandling, IterationTracking):
                 self.register_module_tree(child, child_source)
             else:
                 self.guard_library_module(child, child_source)
+
+    def guard_library_globals(self, layer: type) -> None:
+        """The module-level functions a torch layer's forward calls (``F.gelu`` in
+        ``nn.GELU``): guarded by identity, so one patched between calls is seen."""
+        forward = getattr(layer, "forward", None)
+        if not isinstance(forward, types.FunctionType) or layer in self.guarded_layers:
+            return
+        self.guarded_layers.add(layer)
+        module_globals = forward.__globals__
+        for owner_name, attribute in global_attribute_loads(forward.__code__):
+            owner = module_globals.get(owner_name)
+            if not isinstance(owner, types.ModuleType) or not hasattr(owner, attribute):
+                continue
+            owner_source = ItemSource(ConstSource(self.globals_name(module_globals)), owner_name)
+            self.read(owner_source, owner, symbolic=False)
+            value = getattr(owner, attribute)
+            self.read(AttrSource(owner_source, attribute), value, symbolic=False)
 
     # -- symbolic scalars ----------------------------------------------------
     def symbolic_candidate(self, value: Any) -> bool:
@@ -783,6 +804,8 @@ class MonitorRun(CallHandling, IterationTracking):
             self.unsupported.append(
                 self.locate(function_name=name, category=error.category, detail=error.detail)
             )
+        except Exception as error:  # noqa: BLE001 - a fullgraph bug: the program goes on
+            self.refuse(f"internal error in fullgraph's capture of {name}: {error!r}")
         return result
 
     # -- sizes ---------------------------------------------------------------
@@ -940,6 +963,22 @@ _SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", 
 _TENSOR_STATE = ("data", "grad", "requires_grad")
 
 
+@functools.cache
+def global_attribute_loads(code: types.CodeType) -> tuple[tuple[str, str], ...]:
+    """``(module name, attribute)`` for each ``F.gelu``-style load in ``code``."""
+    loads = []
+    previous = None
+    for ins in dis.get_instructions(code):
+        if (
+            ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
+            and previous is not None
+            and previous.opname == "LOAD_GLOBAL"
+        ):
+            loads.append((previous.argval, ins.argval))
+        previous = ins
+    return tuple(dict.fromkeys(loads))
+
+
 def callable_object(fn: Any) -> bool:
     """An instance of a class with ``__call__`` (not a function, method, partial or module)."""
     return not isinstance(
@@ -983,9 +1022,11 @@ def _version(tensor: torch.Tensor) -> int | None:
     tensors, which have none: an update of one is then only seen in the op's name."""
     if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
         return None  # a lazy module's parameter before its first forward: no data yet
-    if tensor.is_inference():
-        return None
-    return tensor._version
+    # Not through a tensor subclass's __torch_function__: this is the monitor's query.
+    with torch._C.DisableTorchFunctionSubclass():
+        if tensor.is_inference():
+            return None
+        return tensor._version
 
 
 def _contains_tensor(value: Any) -> bool:

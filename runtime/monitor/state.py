@@ -29,7 +29,9 @@ class FrameState:
 class Mutation:
     """An external object the program changed; the mock re-applies the final state."""
 
-    kind: str  # "setattr" | "delattr" | "setitem" | "delitem" | "setglobal" | "setcell" | "call"
+    # "setattr" | "delattr" | "setitem" | "delitem" | "setglobal" | "setcell" | "call"
+    # (a method of ``owner``) | "function" (``name`` is a function changing ``owner``)
+    kind: str
     target: Source
     owner: Any  # the object mutated (kept alive)
     name: Any = None  # attribute name, item key, global name, or method name
@@ -50,4 +52,8 @@ class Mutation:
             return f"store {self.target.expr()}[{self.name!r}]"
         if self.kind == "call":
             return f"call {self.target.expr()}.{self.name}(...)"
+        if self.kind == "function":
+            return (
+                f"call {getattr(self.name, '__qualname__', self.name)}({self.target.expr()}, ...)"
+            )
         return f"{self.kind} {self.target.expr()} {self.name or ''}".strip()

@@ -165,6 +165,24 @@ def _store_fast_load_fast(run, state, ins, shadow) -> After:
     return lambda: _set_top(state, sym)
 
 
+@_handles("MAKE_FUNCTION")
+@_handles("SET_FUNCTION_ATTRIBUTE", since=(3, 13))
+def _make_function(run, state, ins, shadow) -> After:
+    """``def g(v, k=scale)`` inside the function: the defaults tuple keeps the values it
+    was built from, where no symbol follows them: guarded by value."""
+    pops = _pops(ins)
+    count = len(shadow) if pops is None else min(pops, len(shadow))
+    for depth in range(count):
+        for sym in run.container_syms.get(id(cpython.stack_item(state.frame, depth)), {}).values():
+            if sym is not None:
+                run.concretize(sym)
+    for i in range(len(shadow) - count, len(shadow)):
+        if shadow[i] is not None:
+            run.concretize(shadow[i])
+        shadow[i] = None
+    return None
+
+
 @_handles("MAKE_CELL")
 def _make_cell(run, state, ins, shadow) -> After:
     """An argument a nested function closes over (``lambda v: v + n``): the nested

@@ -40,6 +40,7 @@ from fullgraph.runtime.sources import (
 )
 
 GUARD_PARAMS = "A, K, M, F"
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -386,6 +387,18 @@ def generate_guard(
     for source, value in reads.items():
         if source in symbolic_sources:  # a scalar that varies: lifted, so only its type matters
             type_name = type(value).__name__
+            if type_name == "int":
+                # ... and, for an int, that it fits the int64 it is lifted into.
+                checks.append(
+                    Check(
+                        (source,),
+                        lambda name: (
+                            f"type({name}) is int and {_INT64_MIN} <= {name} <= {_INT64_MAX}"
+                        ),
+                        f"type and range of symbolic {source.expr()}",
+                    )
+                )
+                continue
             checks.append(
                 Check(
                     (source,),

@@ -248,6 +248,14 @@ class MockWriter:
             args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]
             args = [self.settled(a) if "=" not in a else a for a in args]
             self.effects.append(f"{target}.{mutation.name}({', '.join(args)})")
+        elif mutation.kind == "function":  # heapq.heappop(heap): a function changing its argument
+            args = [
+                mutation.arg_syms[i].expr() if i in mutation.arg_syms else self.value(a)
+                for i, a in enumerate(mutation.args)
+            ]
+            args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]
+            args = [self.settled(a) if "=" not in a else a for a in args]
+            self.effects.append(f"{self.ns.expr(mutation.name)}({', '.join(args)})")
 
 
 def _is_numpy_scalar(value: Any) -> bool:

@@ -48,13 +48,17 @@ from fullgraph.runtime.sources import (
     GlobalHooksSource,
     HasAttrSource,
     HooksSource,
+    IdSource,
     ItemSource,
+    IterItemsSource,
     KeysSource,
     KwargSource,
     LenSource,
+    LookupSource,
     RootFunctionSource,
     RootModuleSource,
     Source,
+    TypeOfSource,
     module_hooks,
 )
 
@@ -351,4 +355,13 @@ def _computed(source: Source) -> Callable | None:
         return lambda base: hasattr(base, name)
     if isinstance(source, HooksSource):
         return module_hooks
+    if isinstance(source, LookupSource):
+        name = source.name
+        return lambda base: base.__dict__.get(name, getattr(type(base), name))
+    if isinstance(source, IterItemsSource):
+        return tuple
+    if isinstance(source, TypeOfSource):
+        return type
+    if isinstance(source, IdSource):
+        return id
     return None

@@ -83,6 +83,9 @@ class Op(Sym):
 
 
 def is_symbolic_number(value: Any) -> bool:
+    """A number that may follow as a symbol: an int only within the int64 it is lifted into."""
+    if type(value) is int:
+        return -(2**63) <= value < 2**63
     return type(value) in NUMBER_TYPES
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.compiled import CompiledFunction
+from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.mock_support import HELPERS
 from fullgraph.runtime.record.records import Record
 from fullgraph.runtime.wrapper.graphs import graph_difference, graph_from_class
@@ -66,6 +67,17 @@ MODES: tuple[tuple[str, Callable[[], Any]], ...] = (
 )
 _CALLS_PER_MODE = 3  # until a call replays: a second record may lift a number that changed
 _check_ids = itertools.count()
+
+
+def user_method(value: Any) -> bool:
+    """A method of a class of the user's code (not torch's, numpy's or fullgraph's)."""
+    code = getattr(value, "__code__", None)
+    return (
+        isinstance(value, types.FunctionType)
+        and "." in value.__qualname__
+        and code is not None
+        and is_user_code(code)
+    )
 
 
 class WrapperError(RuntimeError):
@@ -186,6 +198,11 @@ class _Module:
                     name = renames[side][original] = self.renamed[key]
                     provenance = {**provenance, name: provenance.get(original)}
                 expr = importable(value)
+                if expr is not None and provenance.get(name) and user_method(value):
+                    # ``type(M).forward`` of the user's model: re-read from the compiled
+                    # object, whose class may come from a module imported another way
+                    # (a script run as __main__, a program loaded from its file).
+                    expr = None
                 if expr is not None:
                     if not self._define(name, value, expr):  # another object by that name
                         sides[side][name] = expr

@@ -1314,7 +1314,7 @@ def f(x, scale):
 """
 
 
-@backends(xfail="F53: a nested function's default taken from an argument that varies is replayed stale")
+@backends()
 def test_nested_default_from_changing_argument(backend):
     run_case(
         Case(
@@ -1338,7 +1338,7 @@ net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU())
 """
 
 
-@backends(xfail="F67: a torch.nn.functional function patched between calls is not guarded where torch's modules call it")
+@backends()
 def test_functional_patched_under_a_torch_module(backend):
     import torch.nn.functional as F
 
@@ -1408,7 +1408,7 @@ def f(x, order):
 """
 
 
-@backends(xfail="F69: an item read after random.shuffle of a list argument is the monitored call's")
+@backends()
 def test_shuffle_list_argument_then_read(backend):
     run_case(
         Case(
@@ -1431,7 +1431,7 @@ def f(x, heap):
 """
 
 
-@backends(xfail="F70: heapq.heapify / heappop on a list argument are not replayed")
+@backends()
 def test_heapq_on_list_argument(backend):
     def args(env):
         return (torch.ones(1), [3.0, 1.0, 2.0, 5.0])
@@ -1470,7 +1470,7 @@ def f(x, items, window):
 """
 
 
-@backends(xfail="F70: operator.setitem / iadd and deque.rotate on arguments are not replayed")
+@backends()
 def test_operator_and_deque_mutations_of_arguments(backend):
     import collections
 
@@ -1503,7 +1503,7 @@ def f(x, n):
 """
 
 
-@backends(xfail="F71: a lifted int beyond int64 raises ValueError inside fullgraph")
+@backends()
 def test_lifted_int_beyond_int64(backend):
     run_case(
         Case(
@@ -1545,7 +1545,7 @@ def f(x):
 """
 
 
-@backends(xfail="F72: the monitor's own tensor queries go through a subclass's __torch_function__")
+@backends()
 def test_tensor_subclass_with_strict_torch_function(backend):
     run_case(
         Case(
