@@ -32,9 +32,6 @@ PACKAGES = {
 }
 MAX_LINES = 520
 
-# TEMPORARY while issue 13's restructure lands (removed when it does).
-_IN_PROGRESS = pytest.mark.xfail(reason="issue 13 restructure in progress", strict=False)
-
 
 def _module_name(path: pathlib.Path) -> str:
     top, *rest = path.relative_to(ROOT).with_suffix("").parts
@@ -87,7 +84,6 @@ def _import_graph(folder: str) -> dict[str, set[str]]:
     return graph
 
 
-@_IN_PROGRESS
 @pytest.mark.parametrize("folder", sorted(PACKAGES))
 def test_no_module_over_about_500_lines(folder):
     long = {
@@ -98,7 +94,6 @@ def test_no_module_over_about_500_lines(folder):
     assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 
-@_IN_PROGRESS
 @pytest.mark.parametrize("folder", sorted(PACKAGES))
 def test_no_import_cycle_between_modules(folder):
     try:
@@ -120,7 +115,6 @@ def test_the_cycle_check_finds_a_cycle(tmp_path, monkeypatch):
         tuple(graphlib.TopologicalSorter(_import_graph("runtime")).static_order())
 
 
-@_IN_PROGRESS
 def test_support_imports_neither_libcst_nor_the_rules():
     """A rewritten model imports fullgraph.refactors.support; it must stay light."""
     code = (

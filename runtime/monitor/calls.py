@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import collections.abc
 import functools
-import inspect
 import sys
 import types
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -23,8 +21,8 @@ import torch
 
 from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture import higher_order
-from fullgraph.runtime.capture.tape import Unsupported
-from fullgraph.runtime.monitor import annotation_table, autograd_calls, warnings_blocks
+from fullgraph.runtime.monitor import annotation_table, autograd_calls
+from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
 from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.state import FrameState, Mutation
 from fullgraph.runtime.monitor.user_code import has_user_forward, is_user_code
@@ -34,17 +32,16 @@ from fullgraph.runtime.sources import (
     HasAttrSource,
     HooksSource,
     IdSource,
-    ItemSource,
     LenSource,
     TypeOfSource,
     is_key_representable,
     module_hooks,
 )
 from fullgraph.runtime.symbolic import sizes
-from fullgraph.runtime.symbolic.scalars import Op, Sym, is_symbolic_number
+from fullgraph.runtime.symbolic.scalars import Op, is_symbolic_number
 
 
-class CallHandling:
+class CallHandling(Callouts):
     """Calls the monitor does not step into: pure, mutating, iterating, or dynamic."""
 
     def call(
@@ -194,16 +191,6 @@ class CallHandling:
 
         return note
 
-    def _replayed_callout(self, state, fn, args, kwargs, annotation, result, fn_depth):
-        index = len(self.tape.callouts)
-        if index in self.injected:
-            # This call already ran in the replay that missed: hand the interpreter
-            # its result instead of running the effect a second time.
-            replacement = _Injected(self.injected.pop(index))
-            self.keepalive.extend((fn, replacement))
-            cpython.replace_stack_item(state.frame, fn_depth, replacement)
-        return self._callout(state, fn, args, kwargs, annotation, result)
-
     def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
         if self.frames and self.frames[-1].call_syms and fn in _NUMERIC_BUILTINS and not kwargs:
             return self._symbolic_builtin(self.frames[-1], fn, args, result)
@@ -269,7 +256,7 @@ class CallHandling:
             if name == "setdefault" and isinstance(owner, dict) and call_args:
                 return self._setdefault(owner, call_args, result)
             if name in _TAKING_MUTATORS and not kwargs:
-                self._read_popped(owner, name, call_args)
+                self.read_popped(owner, name, call_args)
             self.written_containers.add(id(owner))
             source = self.source_of(owner)
             if fn is setattr and len(args) >= 2:
@@ -282,7 +269,7 @@ class CallHandling:
                 state = self.frames[-1] if self.frames else None
                 if state is not None and state.call_syms and not kwargs:
                     # Symbolic arguments (``timings.append(t1 - t0)``) stay expressions.
-                    mutation.arg_syms = _argument_syms(state.call_syms, len(args))
+                    mutation.arg_syms = argument_syms(state.call_syms, len(args))
                     state.call_syms = None
                 self._mutate(mutation)
             return None
@@ -306,32 +293,6 @@ class CallHandling:
                 if isinstance(value, _READ_WHOLE_BY_BUILTINS):
                     self.read_whole(value)
         return None
-
-    def _read_popped(self, owner: Any, name: str, call_args: tuple) -> None:
-        """``stack.pop()``, ``d.pop(k, 0)``, ``d.popitem()`` on a container from outside:
-        the item it takes (or the missing key) is read from the container as it is now;
-        the mock replays the pop itself."""
-        source = self.source_of(owner)
-        if source is None or self.written_external(owner):
-            return  # changed earlier in this run: the record is refused already
-        if isinstance(owner, list) and name == "pop":
-            index = call_args[0] if call_args else -1
-            if isinstance(index, int) and -len(owner) <= index < len(owner):
-                self.read(LenSource(source), len(owner), symbolic=False)
-                position = index % len(owner)
-                self.read(ItemSource(source, position), owner[position], symbolic=False)
-            else:
-                self.read(LenSource(source), len(owner), symbolic=False)  # it raises
-        elif isinstance(owner, dict) and name == "pop" and call_args:
-            key = call_args[0]
-            if is_key_representable(key):
-                self.read_membership(owner, key, key in owner)
-                if key in owner:
-                    self.read_item(owner, key, owner[key])
-            else:
-                self.read_whole(owner)
-        else:
-            self.read_whole(owner)  # popitem, set.pop: which item depends on all of it
 
     def _next_call(self, args: tuple, result) -> Callable:
         """``next(it)`` on an iterator over an outside container: the item keeps its
@@ -378,7 +339,7 @@ class CallHandling:
             self._mutate(Mutation("setitem", source, owner, key))
 
     def _symbolic_builtin(self, state: FrameState, fn, args: tuple, result) -> Callable:
-        syms = _argument_syms(state.call_syms, len(args))
+        syms = argument_syms(state.call_syms, len(args))
         state.call_syms = None
         operands = tuple(syms.get(i, value) for i, value in enumerate(args))
         template = f"{fn.__name__}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")"
@@ -396,7 +357,7 @@ class CallHandling:
     def _symbolic_library_call(self, state: FrameState, path: str, args: tuple, result):
         """A pure numpy/math function of symbolic values: the mock calls it again
         (``numpy.std(c0)``), so a number computed from tensor data follows each call."""
-        syms = _argument_syms(state.call_syms, len(args))
+        syms = argument_syms(state.call_syms, len(args))
         state.call_syms = None
         constants_ok = all(i in syms or is_literal(value) for i, value in enumerate(args))
         operands = tuple(syms.get(i, value) for i, value in enumerate(args))
@@ -427,140 +388,9 @@ class CallHandling:
         else:
             self.read(HasAttrSource(source, attr), False)
 
-    def _located_warning(self, args: tuple, kwargs: dict) -> tuple | None:
-        """``warnings.warn(...)`` as a call of ``warn_at`` with the location the warning
-        has now, when that frame is the function's (``stacklevel`` may point further
-        out, at a caller that differs between calls: then the plain call is replayed)."""
-        bound = _WARN_SIGNATURE.bind_partial(*args, **kwargs).arguments
-        frame = self.frames[-1].frame if self.frames else None
-        for _ in range(max(int(bound.get("stacklevel", 1)), 1) - 1):
-            frame = frame.f_back if frame is not None else None
-        if frame is None or not any(state.frame is frame for state in self.frames):
-            return None
-        if bound.get("source") is not None or bound.get("skip_file_prefixes"):
-            return None
-        located = (
-            str(frame.f_globals.get("__name__", "<string>")),
-            frame.f_code.co_filename,
-            frame.f_lineno,
-            bound.get("message"),
-            bound.get("category"),
-        )
-        return warnings_blocks.warn_at, located, {}
-
-    def _check_replayable_receiver(self, fn: Any, name: str) -> None:
-        """A replayed call on an object this run made (``warnings.catch_warnings()``'s
-        ``__exit__``, a lock the function created) would run on the monitoring run's
-        object, whose state is from that run: refuse the record instead."""
-        receiver = getattr(fn, "__self__", None)
-        if id(receiver) in self.made_objects and self.source_of(receiver) is None:
-            raise Unsupported(
-                breaks.UNSUPPORTED_CONSTRUCT,
-                f"{name} is called on a {type(receiver).__name__} the function created: "
-                "a replay would call it on the object of the monitoring run",
-            )
-
-    def _warnings_block(self, fn: Any, args: tuple) -> bool:
-        """At the exit of ``with warnings.catch_warnings():`` whose body only changed the
-        filters: replace the body's filter calls by one replay of the whole block."""
-        receiver = getattr(fn, "__self__", None)
-        if (
-            type(receiver) is not warnings.catch_warnings
-            or getattr(fn, "__name__", "") != "__exit__"
-            or args != (None, None, None)
-            or getattr(receiver, "_record", True)
-        ):
-            return False
-        made = self.made_objects.get(id(receiver))
-        if made is None:
-            return False
-        _, made_args, made_kwargs, start = made
-        inner = self.tape.callouts[start:]
-        filters = {id(f): name for name, f in warnings_blocks.FILTER_FUNCTIONS.items()}
-        if made_args or not all(is_literal(v) for v in made_kwargs.values()):
-            return False
-        if not all(c.deferred and id(c.function) in filters for c in inner):
-            return False  # something else happened inside: replayed on its own terms
-        del self.tape.callouts[start:]
-        calls = tuple((filters[id(c.function)], tuple(c.args), dict(c.kwargs)) for c in inner)
-        self.tape.record_callout(
-            warnings_blocks.replay_warnings_block,
-            "warnings.catch_warnings",
-            (tuple(sorted(made_kwargs.items())), calls),
-            {},
-            None,
-            breaks.PYTHON_SIDE_EFFECT,
-            effectful=True,
-            guard_result=False,
-        )
-        return True
-
-    def _callout(self, state, fn, args, kwargs, annotation, result) -> Callable:
-        name = annotation_table.qualified_name(fn)
-        self.paused = True
-        self.mode.paused = True
-
-        # Symbolic arguments are passed on to the replayed call as expressions.
-        call_syms, state.call_syms = state.call_syms, None
-        arg_syms = _argument_syms(call_syms, len(args) + len(kwargs))
-
-        def after() -> None:
-            self.paused = False
-            self.mode.paused = False
-            value = result()
-            if not _only_reads_its_arguments(fn):
-                # random.shuffle(xs), an unknown C call: it may have changed a container
-                # from outside, so what the program reads from it next is not guarded
-                # (the read marks the run as not recordable instead).
-                for item in (*args, *kwargs.values()):
-                    if isinstance(item, _MUTABLE_CONTAINERS) and self.source_of(item) is not None:
-                        self.written_containers.add(id(item))
-            effectful = annotation.category in (
-                breaks.PYTHON_SIDE_EFFECT,
-                breaks.AUTOGRAD_STATE_CALL,
-            )
-            try:
-                if self._warnings_block(fn, args):
-                    return
-                self._check_replayable_receiver(fn, name)
-                call = (fn, args, kwargs)
-                if fn is warnings.warn:
-                    call = self._located_warning(args, kwargs) or call
-                callout = self.tape.record_callout(
-                    call[0],
-                    name,
-                    tuple(call[1]),
-                    dict(call[2]),
-                    value,
-                    annotation.category,
-                    effectful=effectful,
-                    # A read's None decides as much as any other value (``.get(k)``).
-                    guard_result=value is not None or not effectful,
-                )
-            except Unsupported as error:
-                self.tape.unsupported = error
-                self.unsupported.append(self.locate(name, error.category, error.detail))
-                return
-            callout.arg_syms = arg_syms
-
-        return after
-
-
-_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
-
-
-def _only_reads_its_arguments(fn: Any) -> bool:
-    """Output effects that show their arguments without changing them."""
-    module = annotation_table.qualified_name(fn)
-    return fn is print or module.startswith(("logging.", "warnings.", "builtins.print"))
-
 
 # Mutating calls whose result is taken from the container (the guard reads it first).
 _TAKING_MUTATORS = frozenset(["pop", "popitem", "popleft", "heappop", "heapreplace", "heappushpop"])
-
-_WARN_SIGNATURE = inspect.signature(
-    lambda message, category=None, stacklevel=1, source=None, *, skip_file_prefixes=(): None
-)
 
 # What a builtin (``sum``, ``sorted``, ``next``, ``list``) reads all of when handed it.
 _READ_WHOLE_BY_BUILTINS = (list, tuple, dict, *SNAPSHOT_ITERABLES, collections.abc.Iterator)
@@ -640,16 +470,6 @@ def _module_dict_view(fn: Any, target: Any, name: str, args: tuple) -> Any:
     return owner if getattr(type(owner), name, None) is target else None
 
 
-class _Injected:
-    """Stands in for a callable whose result is already known."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def __call__(self, *args, **kwargs):
-        return self.value
-
-
 _AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
 _CUSTOM_FUNCTION = annotation_table.Annotation(pure=False, category=breaks.CUSTOM_AUTOGRAD_FUNCTION)
 _UNOBSERVED_READ = annotation_table.Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
@@ -674,11 +494,3 @@ _PLAIN_TYPES = (
     torch.device,
 )
 _NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)
-
-
-def _argument_syms(call_syms: list | None, count: int) -> dict[int, Sym]:
-    """Symbolic arguments of a call by position (the shadow slots of its last ``count`` entries)."""
-    if not call_syms:
-        return {}
-    tail = call_syms[len(call_syms) - count :] if count else []
-    return {i: sym for i, sym in enumerate(tail) if sym is not None}

@@ -168,10 +168,8 @@ def _store_fast_load_fast(run, state, ins, shadow) -> After:
 @_handles("MAKE_FUNCTION")
 @_handles("SET_FUNCTION_ATTRIBUTE", since=(3, 13))
 def _make_function(run, state, ins, shadow) -> After:
-    """``def g(v, k=scale)`` inside the function: the defaults tuple keeps the values it
-    was built from, where no symbol follows them: guarded by value."""
-    pops = _pops(ins)
-    count = len(shadow) if pops is None else min(pops, len(shadow))
+    """``def g(v, k=scale)``: a default keeps its value, unfollowed: guarded by value."""
+    count = len(shadow) if _pops(ins) is None else min(_pops(ins), len(shadow))
     for depth in range(count):
         for sym in run.container_syms.get(id(cpython.stack_item(state.frame, depth)), {}).values():
             if sym is not None:
@@ -179,14 +177,13 @@ def _make_function(run, state, ins, shadow) -> After:
     for i in range(len(shadow) - count, len(shadow)):
         if shadow[i] is not None:
             run.concretize(shadow[i])
-        shadow[i] = None
+            shadow[i] = None
     return None
 
 
 @_handles("MAKE_CELL")
 def _make_cell(run, state, ins, shadow) -> After:
-    """An argument a nested function closes over (``lambda v: v + n``): the nested
-    frame reads it from the cell, where no symbol follows it, so it is guarded by value."""
+    """An argument a nested function reads from its cell, unfollowed: guarded by value."""
     sym = state.local_syms.pop(ins.arg, None)
     if sym is not None:
         run.concretize(sym)
@@ -195,7 +192,7 @@ def _make_cell(run, state, ins, shadow) -> After:
 
 @_handles("STORE_DEREF")
 def _store_deref(run, state, ins, shadow) -> After:
-    """A symbolic value stored into a cell: the same, for a value computed in the frame."""
+    # A symbolic value stored into a cell: the same, for a value computed in the frame.
     if shadow and shadow[-1] is not None:
         run.concretize(shadow[-1])
     return None

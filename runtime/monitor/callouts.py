@@ -1,0 +1,186 @@
+"""Callouts: calls the monitor replays eagerly between graphs, as the mock will.
+
+Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun` (through
+``CallHandling``).  A callout ends the current graph segment; its result is
+checked where the program reads it, or followed as an expression.  A replay
+that missed after some callouts ran hands their results back (``injected``)
+instead of running their effects twice.  ``warnings.warn`` is replayed at the
+user's line (``warnings_blocks.warn_at``).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from fullgraph.runtime import breaks, cpython
+from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.monitor import annotation_table, warnings_blocks
+from fullgraph.runtime.record.codegen import is_literal
+from fullgraph.runtime.symbolic.scalars import Sym
+
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
+
+
+def _only_reads_its_arguments(fn: Any) -> bool:
+    """Output effects that show their arguments without changing them."""
+    module = annotation_table.qualified_name(fn)
+    return fn is print or module.startswith(("logging.", "warnings.", "builtins.print"))
+
+
+_WARN_SIGNATURE = inspect.signature(
+    lambda message, category=None, stacklevel=1, source=None, *, skip_file_prefixes=(): None
+)
+
+
+class Callouts:
+    """Replayed calls: recorded on the tape in program order."""
+
+    def _replayed_callout(self, state, fn, args, kwargs, annotation, result, fn_depth):
+        index = len(self.tape.callouts)
+        if index in self.injected:
+            # This call already ran in the replay that missed: hand the interpreter
+            # its result instead of running the effect a second time.
+            replacement = Injected(self.injected.pop(index))
+            self.keepalive.extend((fn, replacement))
+            cpython.replace_stack_item(state.frame, fn_depth, replacement)
+        return self._callout(state, fn, args, kwargs, annotation, result)
+
+    def _located_warning(self, args: tuple, kwargs: dict) -> tuple | None:
+        """``warnings.warn(...)`` as a call of ``warn_at`` with the location the warning
+        has now, when that frame is the function's (``stacklevel`` may point further
+        out, at a caller that differs between calls: then the plain call is replayed)."""
+        bound = _WARN_SIGNATURE.bind_partial(*args, **kwargs).arguments
+        frame = self.frames[-1].frame if self.frames else None
+        for _ in range(max(int(bound.get("stacklevel", 1)), 1) - 1):
+            frame = frame.f_back if frame is not None else None
+        if frame is None or not any(state.frame is frame for state in self.frames):
+            return None
+        if bound.get("source") is not None or bound.get("skip_file_prefixes"):
+            return None
+        located = (
+            str(frame.f_globals.get("__name__", "<string>")),
+            frame.f_code.co_filename,
+            frame.f_lineno,
+            bound.get("message"),
+            bound.get("category"),
+        )
+        return warnings_blocks.warn_at, located, {}
+
+    def _check_replayable_receiver(self, fn: Any, name: str) -> None:
+        """A replayed call on an object this run made (``warnings.catch_warnings()``'s
+        ``__exit__``, a lock the function created) would run on the monitoring run's
+        object, whose state is from that run: refuse the record instead."""
+        receiver = getattr(fn, "__self__", None)
+        if id(receiver) in self.made_objects and self.source_of(receiver) is None:
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                f"{name} is called on a {type(receiver).__name__} the function created: "
+                "a replay would call it on the object of the monitoring run",
+            )
+
+    def _warnings_block(self, fn: Any, args: tuple) -> bool:
+        """At the exit of ``with warnings.catch_warnings():`` whose body only changed the
+        filters: replace the body's filter calls by one replay of the whole block."""
+        receiver = getattr(fn, "__self__", None)
+        if (
+            type(receiver) is not warnings.catch_warnings
+            or getattr(fn, "__name__", "") != "__exit__"
+            or args != (None, None, None)
+            or getattr(receiver, "_record", True)
+        ):
+            return False
+        made = self.made_objects.get(id(receiver))
+        if made is None:
+            return False
+        _, made_args, made_kwargs, start = made
+        inner = self.tape.callouts[start:]
+        filters = {id(f): name for name, f in warnings_blocks.FILTER_FUNCTIONS.items()}
+        if made_args or not all(is_literal(v) for v in made_kwargs.values()):
+            return False
+        if not all(c.deferred and id(c.function) in filters for c in inner):
+            return False  # something else happened inside: replayed on its own terms
+        del self.tape.callouts[start:]
+        calls = tuple((filters[id(c.function)], tuple(c.args), dict(c.kwargs)) for c in inner)
+        self.tape.record_callout(
+            warnings_blocks.replay_warnings_block,
+            "warnings.catch_warnings",
+            (tuple(sorted(made_kwargs.items())), calls),
+            {},
+            None,
+            breaks.PYTHON_SIDE_EFFECT,
+            effectful=True,
+            guard_result=False,
+        )
+        return True
+
+    def _callout(self, state, fn, args, kwargs, annotation, result) -> Callable:
+        name = annotation_table.qualified_name(fn)
+        self.paused = True
+        self.mode.paused = True
+
+        # Symbolic arguments are passed on to the replayed call as expressions.
+        call_syms, state.call_syms = state.call_syms, None
+        arg_syms = argument_syms(call_syms, len(args) + len(kwargs))
+
+        def after() -> None:
+            self.paused = False
+            self.mode.paused = False
+            value = result()
+            if not _only_reads_its_arguments(fn):
+                # random.shuffle(xs), an unknown C call: it may have changed a container
+                # from outside, so what the program reads from it next is not guarded
+                # (the read marks the run as not recordable instead).
+                for item in (*args, *kwargs.values()):
+                    if isinstance(item, _MUTABLE_CONTAINERS) and self.source_of(item) is not None:
+                        self.written_containers.add(id(item))
+            effectful = annotation.category in (
+                breaks.PYTHON_SIDE_EFFECT,
+                breaks.AUTOGRAD_STATE_CALL,
+            )
+            try:
+                if self._warnings_block(fn, args):
+                    return
+                self._check_replayable_receiver(fn, name)
+                call = (fn, args, kwargs)
+                if fn is warnings.warn:
+                    call = self._located_warning(args, kwargs) or call
+                callout = self.tape.record_callout(
+                    call[0],
+                    name,
+                    tuple(call[1]),
+                    dict(call[2]),
+                    value,
+                    annotation.category,
+                    effectful=effectful,
+                    # A read's None decides as much as any other value (``.get(k)``).
+                    guard_result=value is not None or not effectful,
+                )
+            except Unsupported as error:
+                self.tape.unsupported = error
+                self.unsupported.append(self.locate(name, error.category, error.detail))
+                return
+            callout.arg_syms = arg_syms
+
+        return after
+
+
+class Injected:
+    """Stands in for a callable whose result is already known."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __call__(self, *args, **kwargs):
+        return self.value
+
+
+def argument_syms(call_syms: list | None, count: int) -> dict[int, Sym]:
+    """Symbolic arguments of a call by position (the shadow slots of its last ``count`` entries)."""
+    if not call_syms:
+        return {}
+    tail = call_syms[len(call_syms) - count :] if count else []
+    return {i: sym for i, sym in enumerate(tail) if sym is not None}

@@ -1,0 +1,114 @@
+"""Side effects: the external objects a monitoring run changed, for the mock to replay.
+
+Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`: attribute and
+item stores, globals, cells and in-place operators on objects from outside
+become :class:`~fullgraph.runtime.monitor.state.Mutation` entries; what was
+written is remembered so later reads in the same run are not taken for reads
+of the state at entry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.monitor.state import Mutation
+from fullgraph.runtime.record.codegen import is_literal
+from fullgraph.runtime.sources import (
+    Source,
+    is_key_representable,
+)
+
+# Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
+_TENSOR_STATE = ("data", "grad", "requires_grad")
+
+
+class SideEffects:
+    """Stores into external state, in the order the mock replays them."""
+
+    def store_attr(self, owner: Any, name: str, delete: bool = False, value: Any = None) -> None:
+        self.written.add((id(owner), name))
+        source = self.source_of(owner)
+        if isinstance(owner, torch.Tensor):
+            if name == "data" and isinstance(value, torch.Tensor):
+                self._store_data(owner, value)
+                return
+            user_attribute = not hasattr(type(owner), name)
+            if source is None and (name in _TENSOR_STATE or user_attribute):
+                source = self.resolve_external(owner)
+            if source is None and user_attribute:
+                # ``y.tag = ...`` on a tensor the function made: it may be returned or
+                # kept, and a replay's tensors (graph outputs) would not carry it.
+                self.refuse(f"attribute {name!r} set on a tensor the function made")
+                return
+            if source is None or not (name in _TENSOR_STATE or user_attribute):
+                return  # torch's own flags of intermediate tensors die with them
+        if source is not None:
+            self._mutate(Mutation("delattr" if delete else "setattr", source, owner, name))
+
+    def _store_data(self, owner: torch.Tensor, value: torch.Tensor) -> None:
+        """``p.data = v``: recorded as the in-place update ``p.copy_(v)`` in the graph, so
+        later ops in the same run see the new values and the mock writes them back."""
+        if (owner.shape, owner.dtype, owner.device) != (value.shape, value.dtype, value.device):
+            self.refuse("`.data` assigned a tensor of another shape, dtype or device")
+            return
+        try:
+            with torch.no_grad():
+                self.tape.record_op(torch.Tensor.copy_, (owner, value), {}, owner, [owner])
+        except Unsupported as error:
+            self.tape.unsupported = error
+            self.unsupported.append(self.locate("Tensor.data", error.category, error.detail))
+
+    def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
+        if isinstance(container, torch.Tensor):
+            return  # Tensor.__setitem__ is an in-place graph op
+        source = self.source_of(container)
+        if isinstance(key, slice):  # xs[1:] = ...: the list changes wholesale
+            self.written_containers.add(id(container))
+            if source is not None:
+                self.refuse(f"slice assignment into {source.expr()}, which came from outside")
+            return
+        self.written.add((id(container), key))
+        if source is None:
+            return
+        if not is_key_representable(key):
+            self.refuse(f"store into {source.expr()} with a key of type {type(key).__name__}")
+            return
+        self._mutate(Mutation("delitem" if delete else "setitem", source, container, key))
+
+    def store_inplace(self, container: Any, method: str, operand: Any) -> None:
+        """An in-place operator on a container (``log += [v]``): replayed as the call."""
+        self.written_containers.add(id(container))
+        source = self.source_of(container)
+        if source is None:
+            return
+        if not is_literal(operand) or id(operand) in self.container_syms:
+            # Its items came from this run (a tensor, a value read from tensor data):
+            # the mock could only write this run's values.
+            self.refuse(f"in-place {method} on {source.expr()} with values the function computed")
+            return
+        self._mutate(Mutation("call", source, container, method, (operand,), {}))
+
+    def store_global(self, globals_dict: dict, name: str) -> None:
+        self.written.add((id(globals_dict), name))
+        from fullgraph.runtime.sources import ConstSource
+
+        self._mutate(
+            Mutation("setglobal", ConstSource(self.globals_name(globals_dict)), globals_dict, name)
+        )
+
+    def mutate_cell(self, source: Source, cell: Any) -> None:
+        self._mutate(Mutation("setcell", source, cell))
+
+    def _mutate(self, mutation: Mutation) -> None:
+        for existing in self.mutations:
+            if (existing.kind, existing.owner is mutation.owner, existing.name) == (
+                mutation.kind,
+                True,
+                mutation.name,
+            ) and mutation.kind != "call":
+                return
+        self.keepalive.append(mutation.owner)
+        self.mutations.append(mutation)

@@ -1,0 +1,293 @@
+"""Torch-call routing: each torch call of a monitoring run becomes a graph node or a callout.
+
+Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.  The capture
+mode hands every torch call here: data-dependent shapes and value reads
+become callouts (the graph is split and the call replayed), autograd and
+hidden-state queries are replayed in order, the rest is recorded on the tape;
+size queries become symbolic sizes when the run follows sizes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fullgraph.runtime import breaks, torch_internals
+from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS
+from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.monitor import annotation_table, autograd_calls
+from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
+from fullgraph.runtime.torch_internals import getset_descriptor_name, tree_flatten
+
+# Tensor calls whose result or effect the guard's checks (type, dtype, device, shape,
+# strides, requires_grad) do not determine.
+_HIDDEN_STATE_EFFECTS = frozenset(
+    [
+        "retain_grad",
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "record_stream",
+        "share_memory_",
+        "pin_memory",
+    ]
+)
+_HIDDEN_STATE_CALLS = _HIDDEN_STATE_EFFECTS | frozenset(
+    [
+        "data_ptr",
+        "untyped_storage",
+        "storage",
+        "_storage",
+        "is_inference",
+        "is_leaf",
+        "_version",
+        "grad_fn",
+        "is_shared",
+        "is_pinned",
+        "_is_view",
+        "is_set_to",
+        "retains_grad",
+        "storage_offset",
+    ]
+)
+# Tensor queries whose result depends on a size (the graph can't be size-generic then).
+_SIZE_READS = frozenset(
+    ["shape", "size", "__len__", "numel", "nelement", "stride", "storage_offset"]
+)
+_SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", "split_with_sizes"])
+
+
+class TorchCallRouting:
+    """Where a torch call the program makes goes: the graph, or a callout."""
+
+    def on_torch_call(self, func, args: tuple, kwargs: dict) -> Any:
+        if self.paused:
+            return func(*args, **kwargs)
+        # The monitor's own Python (dataclass __init__s and the like) must not be
+        # observed: new frames are left untraced while this handler runs.
+        self.paused = True
+        try:
+            return self._torch_call(func, args, kwargs)
+        finally:
+            self.paused = False
+
+    def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
+        name = getattr(func, "__name__", "")
+        if (
+            name in DATA_DEPENDENT
+            or (name == "__getitem__" and _has_mask_index(args))
+            or _packed_sequence_call(name, args)
+            or _size_from_tensor(name, args)
+            or (func is torch.where and len(args) + len(kwargs) == 1)
+        ):
+            result = func(*args, **kwargs)
+            self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
+            return result
+        if name in _SIZE_DEPENDENT_OPS and not self._static_size(name, args, kwargs):
+            self.size_reads += 1  # how many outputs depends on a size
+        if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
+            return iter(self._torch_call(torch.Tensor.unbind, (args[0], 0), {}))
+        grad_read = autograd_calls.is_grad_read(func, args)
+        if grad_read or autograd_calls.is_autograd_torch_function(func):
+            # backward() reached from library code, or a gradient read: replayed in order.
+            effectful = not grad_read
+            index = len(self.tape.callouts)
+            if index in self.injected:
+                result = self.injected.pop(index)
+            else:
+                result = func(*args, **kwargs)
+            self._torch_callout(
+                func, args, kwargs, result, breaks.AUTOGRAD_STATE_CALL, effectful=effectful
+            )
+            return result
+        if name in VALUE_READS and len(self.tape.callouts) in self.injected:
+            result = self.injected.pop(len(self.tape.callouts))  # read in the replay that missed
+            self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
+            return result
+        for value in (*args, *kwargs.values()):
+            # ``x.reshape(shape)``, ``F.pad(x, cfg["pad"])``, ``torch.tensor(WEIGHTS)``: torch
+            # reads a list from outside item by item, unobserved; the graph bakes them in.
+            if isinstance(value, (list, tuple, dict)) and id(value) in self.sources:
+                self.read_nested(value)  # (a tuple of literals is guarded by value already)
+        tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        versions = [_version(t) for t in tensors]
+        try:
+            if self.shapes is not None and self.shapes.live and holds_size((args, kwargs)):
+                # The graph gets the sizes' expressions; the real call their numbers.
+                real_args, real_kwargs = plain((args, kwargs))
+                result = func(*real_args, **real_kwargs)
+            else:
+                result = func(*args, **kwargs)
+        except Exception:
+            # Whether a torch op raises can depend on exact sizes (a view that fails for
+            # some shapes): a run whose program caught one does not serve other sizes.
+            self.size_reads += 1
+            raise
+        if self.tape.unsupported is not None:
+            return result
+        mutated = [t for t, v in zip(tensors, versions) if _version(t) != v]
+        try:
+            prop = getset_descriptor_name(func)
+            if name in _HIDDEN_STATE_CALLS or prop in _HIDDEN_STATE_CALLS:
+                # Not a function of what the guard checks (memory addresses, autograd
+                # flags, hooks): replayed each call, its result checked where it is read.
+                self._torch_callout(
+                    func,
+                    args,
+                    kwargs,
+                    result,
+                    breaks.AUTOGRAD_STATE_CALL,
+                    effectful=name in _HIDDEN_STATE_EFFECTS,
+                )
+            elif _contains_tensor(result) or (result is None and mutated):
+                self.tape.record_op(func, args, kwargs, result, mutated)
+            elif name in VALUE_READS:
+                self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
+            elif name in _SIZE_READS or getset_descriptor_name(func) in _SIZE_READS:
+                symbolic = self._symbolic_size(getset_descriptor_name(func) or name, args, result)
+                if symbolic is None:
+                    self.size_reads += 1  # Python now depends on a size: no dynamic shapes
+                else:
+                    result = symbolic
+        except Unsupported as error:
+            self.tape.unsupported = error
+            self.unsupported.append(
+                self.locate(function_name=name, category=error.category, detail=error.detail)
+            )
+        except Exception as error:  # noqa: BLE001 - a fullgraph bug: the program goes on
+            self.refuse(f"internal error in fullgraph's capture of {name}: {error!r}")
+        return result
+
+    # -- sizes ---------------------------------------------------------------
+    def size_generic(self) -> bool:
+        """Whether the record may serve other input sizes (no size was baked in)."""
+        return self.size_reads == 0 and (self.shapes is None or self.shapes.active)
+
+    def _static_size(self, name: str, args: tuple, kwargs: dict) -> bool:
+        """Whether a split/unbind/iteration works along a dimension whose size doesn't vary
+        (then its number of outputs doesn't either)."""
+        if self.shapes is None or not self.shapes.active or not args:
+            return False
+        if not isinstance(args[0], torch.Tensor):
+            return False
+        position = 1 if name in ("unbind",) else 2
+        dim = kwargs.get("dim", args[position] if len(args) > position else 0)
+        if name == "__iter__":
+            dim = 0
+        if not isinstance(dim, int) or isinstance(dim, (bool, SizeInt)):
+            return False
+        try:
+            fake = self.tape.fake_of(args[0])
+        except Unsupported:
+            return False
+        if not -fake.dim() <= dim < fake.dim():
+            return False
+        return not torch_internals.is_symbolic(fake.shape[dim])
+
+    def _symbolic_size(self, name: str, args: tuple, result: Any) -> Any:
+        """The size(s) the program reads, as SizeInts where they vary (None: can't follow)."""
+        shapes = self.shapes
+        if shapes is None or not shapes.active or not args or not isinstance(args[0], torch.Tensor):
+            return None
+        try:
+            fake = self.tape.fake_of(args[0])
+        except Unsupported:
+            return None
+        sizes = [shapes.size_of(fake, dim, value) for dim, value in enumerate(args[0].shape)]
+        if any(size is None for size in sizes):
+            return None
+        if name in ("shape", "size") and isinstance(result, torch.Size):
+            return torch.Size(sizes)
+        if name == "size" and isinstance(result, int):
+            dim = args[1] if len(args) > 1 else None
+            if isinstance(dim, int) and not isinstance(dim, bool):
+                return sizes[dim]
+            return None
+        if name == "__len__" and sizes:
+            return sizes[0]
+        if name in ("numel", "nelement"):
+            total = 1
+            for size in sizes:
+                total = total * size
+            return total
+        if not any(isinstance(size, SizeInt) for size in sizes):
+            return result  # stride() and the like of a tensor whose sizes don't vary
+        return None
+
+    def _torch_callout(self, func, args, kwargs, result, category, effectful=False) -> None:
+        try:
+            self.tape.record_callout(
+                func,
+                "Tensor." + getattr(func, "__name__", "?")
+                if _is_method(func)
+                else annotation_table.qualified_name(func),
+                tuple(args),
+                dict(kwargs),
+                result,
+                category,
+                effectful=effectful,
+                guard_result=not effectful,
+            )
+        except Unsupported as error:
+            self.tape.unsupported = error
+            self.unsupported.append(
+                self.locate(function_name=str(func), category=error.category, detail=error.detail)
+            )
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    """The tensor's version counter (bumped by in-place updates); None for inference
+    tensors, which have none: an update of one is then only seen in the op's name."""
+    if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
+        return None  # a lazy module's parameter before its first forward: no data yet
+    # Not through a tensor subclass's __torch_function__: this is the monitor's query.
+    with torch._C.DisableTorchFunctionSubclass():
+        if tensor.is_inference():
+            return None
+        return tensor._version
+
+
+def _contains_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (tuple, list, dict)):
+        return any(
+            _contains_tensor(v) for v in (value.values() if isinstance(value, dict) else value)
+        )
+    return False
+
+
+def _is_method(func) -> bool:
+    return getattr(func, "__qualname__", "").startswith(("TensorBase.", "Tensor."))
+
+
+_PACKED_RNN_OPS = frozenset(["gru", "lstm", "rnn_tanh", "rnn_relu", "_pad_packed_sequence"])
+
+
+def _packed_sequence_call(name: str, args: tuple) -> bool:
+    """An RNN op on a packed sequence (or its unpacking): it reads the batch sizes'
+    values, so what it computes and returns depends on the data."""
+    if name not in _PACKED_RNN_OPS or len(args) < 2:
+        return False
+    sizes = args[1]
+    return isinstance(sizes, torch.Tensor) and sizes.dim() == 1 and sizes.dtype == torch.int64
+
+
+_FACTORIES = frozenset(["zeros", "ones", "empty", "full", "rand", "randn", "randint"])
+
+
+def _size_from_tensor(name: str, args: tuple) -> bool:
+    """``torch.zeros(1, batch_sizes[0], 6)``: a tensor used as a size (torch reads its
+    value), so the result's shape depends on data."""
+    if name not in _FACTORIES:
+        return False
+    sizes = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    return any(isinstance(size, torch.Tensor) for size in sizes)
+
+
+def _has_mask_index(args: tuple) -> bool:
+    if len(args) < 2:
+        return False
+    index = args[1]
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items)
