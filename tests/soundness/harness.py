@@ -158,6 +158,47 @@ def calls(n: int, args: Any = (), kwargs: Any = None, **options: Any) -> list[Ca
     return [Call(args, kwargs, **options) for _ in range(n)]
 
 
+# -- helpers the ordinary-program classes (16, 17) share ------------------------
+
+
+def vec(env):
+    """A fresh (4,) argument."""
+    return torch.randn(4)
+
+
+def mat(env):
+    """A fresh (2, 4) argument."""
+    return torch.randn(2, 4)
+
+
+def prog(source: str, target: str = "f", name: str = "ordinary", seed: int = 0):
+    """An env factory: ``source`` run in a fresh module namespace, ``target`` compiled."""
+
+    def build() -> Env:
+        torch.manual_seed(seed)
+        return program_env(source, target, name)
+
+    return build
+
+
+def setg(name: str, value_expr: str) -> Do:
+    """A Do step: ``ns.<name> = eval(value_expr, ns)`` (each twin its own objects)."""
+
+    def action(env):
+        setattr(env.ns, name, eval(value_expr, vars(env.ns)))
+
+    return Do(action, f"{name} = {value_expr}")
+
+
+def execg(code: str) -> Do:
+    """A Do step: run ``code`` in the twin's program namespace."""
+
+    def action(env):
+        exec(code, vars(env.ns))  # noqa: S102 - test programs
+
+    return Do(action, code)
+
+
 @dataclasses.dataclass
 class Case:
     """A program factory and a script of calls and state changes.

@@ -18,44 +18,20 @@ steps, so that a record is replayed after the change.
 
 from __future__ import annotations
 
-import pytest
 import torch
-from harness import Call, Case, Do, Env, backends, calls, program_env, run_case
-
-
-def vec(env):
-    return torch.randn(4)
-
-
-def mat(env):
-    return torch.randn(2, 4)
-
-
-def prog(source: str, target: str = "f", name: str = "ordinary", seed: int = 0):
-    def build() -> Env:
-        torch.manual_seed(seed)
-        return program_env(source, target, name)
-
-    return build
-
-
-def setg(name: str, value_expr: str):
-    """A Do step: ``ns.<name> = eval(value_expr, ns)`` (each twin its own objects)."""
-
-    def action(env):
-        setattr(env.ns, name, eval(value_expr, vars(env.ns)))  # noqa: S307 - test programs
-
-    return Do(action, f"{name} = {value_expr}")
-
-
-def execg(code: str):
-    """A Do step: run ``code`` in the twin's program namespace."""
-
-    def action(env):
-        exec(code, vars(env.ns))  # noqa: S102 - test programs
-
-    return Do(action, code)
-
+from harness import (
+    Call,
+    Case,
+    Do,
+    backends,
+    calls,
+    execg,
+    mat,
+    prog,
+    run_case,
+    setg,
+    vec,
+)
 
 # ---------------------------------------------------------------------------
 # Closures, defaults, callables
@@ -592,7 +568,9 @@ def test_parameter_reassigned(backend):
         net_case(
             "parameter_reassigned",
             [
-                execg("torch.manual_seed(5); net.lin.weight = torch.nn.Parameter(torch.randn(4, 4))"),
+                execg(
+                    "torch.manual_seed(5); net.lin.weight = torch.nn.Parameter(torch.randn(4, 4))"
+                ),
                 execg("net.lin.bias = None"),
             ],
         ),
@@ -739,7 +717,9 @@ def test_non_persistent_buffer_registered_later(backend):
             prog(OPTIONAL_BUFFER, "net"),
             [
                 *calls(2, mat),
-                execg("net.register_buffer('mask', torch.tensor([1., 0., 1., 0.]), persistent=False)"),
+                execg(
+                    "net.register_buffer('mask', torch.tensor([1., 0., 1., 0.]), persistent=False)"
+                ),
                 *calls(2, mat),
                 execg("del net.mask"),
                 *calls(2, mat),
@@ -1505,7 +1485,11 @@ def test_numpy_and_python_random_inside(backend):
         Case(
             "numpy_and_python_random_inside",
             prog(NUMPY_RANDOM),
-            [*calls(3, vec), Do(lambda env: __import__("random").seed(99), "reseed random"), *calls(2, vec)],
+            [
+                *calls(3, vec),
+                Do(lambda env: __import__("random").seed(99), "reseed random"),
+                *calls(2, vec),
+            ],
         ),
         backend,
     )
@@ -1676,7 +1660,10 @@ def test_shape_arithmetic_parity(backend):
         Case(
             "shape_arithmetic_parity",
             prog(HALF_SPLIT),
-            [Call(lambda env, n=n: torch.randn(n, 2), label=f"{n}") for n in (4, 4, 6, 8, 5, 7, 10, 9)],
+            [
+                Call(lambda env, n=n: torch.randn(n, 2), label=f"{n}")
+                for n in (4, 4, 6, 8, 5, 7, 10, 9)
+            ],
         ),
         backend,
     )
@@ -1966,7 +1953,14 @@ def test_early_return_depends_on_argument(backend):
         Case(
             "early_return_depends_on_argument",
             prog(EARLY_RETURN),
-            [Call(xs(3, 1)), Call(xs(3, 1)), Call(xs(3, 2)), Call(xs(3, 5)), Call(xs(5, 4)), Call(xs(3, 1))],
+            [
+                Call(xs(3, 1)),
+                Call(xs(3, 1)),
+                Call(xs(3, 2)),
+                Call(xs(3, 5)),
+                Call(xs(5, 4)),
+                Call(xs(3, 1)),
+            ],
         ),
         backend,
     )
@@ -2253,14 +2247,18 @@ def f(x):
 """
 
 
-@backends(xfail="F46: tensors made under inference_mode inside the function are not inference tensors on replay")
+@backends(
+    xfail="F46: tensors made under inference_mode inside the function are not inference tensors on replay"
+)
 def test_inference_mode_tensor_stored(backend):
     def watch(env):
         last = env.ns.cache.get("last")
         return {"is_inference": None if last is None else last.is_inference()}
 
     run_case(
-        Case("inference_mode_tensor_stored", prog(INFERENCE_MODE_STORED), calls(3, mat), watch=watch),
+        Case(
+            "inference_mode_tensor_stored", prog(INFERENCE_MODE_STORED), calls(3, mat), watch=watch
+        ),
         backend,
     )
 
@@ -2287,7 +2285,10 @@ def test_int_argument_used_as_size(backend):
         Case(
             "int_argument_used_as_size",
             prog(INT_AS_SIZE),
-            [Call(lambda env, n=n: (torch.randn(6), n), label=f"n={n}") for n in (2, 2, 3, 3, 1, 6, 4, 2)],
+            [
+                Call(lambda env, n=n: (torch.randn(6), n), label=f"n={n}")
+                for n in (2, 2, 3, 3, 1, 6, 4, 2)
+            ],
         ),
         backend,
     )
@@ -2369,7 +2370,10 @@ def test_float_argument_drives_branch(backend):
         Case(
             "float_argument_drives_branch",
             prog(FLOAT_BRANCH),
-            [Call(lambda env, p=p: (torch.randn(3), p), label=f"p={p}") for p in (0.1, 0.2, 0.3, 0.9, 0.4, 0.7, 0.5)],
+            [
+                Call(lambda env, p=p: (torch.randn(3), p), label=f"p={p}")
+                for p in (0.1, 0.2, 0.3, 0.9, 0.4, 0.7, 0.5)
+            ],
         ),
         backend,
     )
@@ -2517,7 +2521,10 @@ def f(x):
 
 @backends()
 def test_data_dependent_shapes(backend):
-    run_case(Case("data_dependent_shapes", prog(DATA_SHAPES), calls(6, lambda env: torch.randn(8))), backend)
+    run_case(
+        Case("data_dependent_shapes", prog(DATA_SHAPES), calls(6, lambda env: torch.randn(8))),
+        backend,
+    )
 
 
 BINCOUNT = """
@@ -2566,7 +2573,10 @@ def test_item_drives_range(backend):
         Case(
             "item_drives_range",
             prog(ITEM_RANGE),
-            [Call(lambda env, k=k: (torch.ones(2), torch.tensor(k)), label=f"k={k}") for k in (2, 2, 3, 1, 4, 0, 2)],
+            [
+                Call(lambda env, k=k: (torch.ones(2), torch.tensor(k)), label=f"k={k}")
+                for k in (2, 2, 3, 1, 4, 0, 2)
+            ],
         ),
         backend,
     )
@@ -2583,7 +2593,10 @@ def f(x):
 
 @backends()
 def test_tolist_and_item_returned(backend):
-    run_case(Case("tolist_and_item_returned", prog(TOLIST_RETURN), calls(4, lambda env: torch.randn(3))), backend)
+    run_case(
+        Case("tolist_and_item_returned", prog(TOLIST_RETURN), calls(4, lambda env: torch.randn(3))),
+        backend,
+    )
 
 
 TENSOR_ITERATION = """
@@ -2606,7 +2619,14 @@ def test_iteration_over_tensors(backend):
         Case(
             "iteration_over_tensors",
             prog(TENSOR_ITERATION),
-            [Call(args(3, 3)), Call(args(3, 3)), Call(args(4, 4)), Call(args(4, 2)), Call(args(2, 4)), Call(args(5, 5))],
+            [
+                Call(args(3, 3)),
+                Call(args(3, 3)),
+                Call(args(4, 4)),
+                Call(args(4, 2)),
+                Call(args(2, 4)),
+                Call(args(5, 5)),
+            ],
         ),
         backend,
     )
@@ -2626,7 +2646,10 @@ def test_numpy_views_returned(backend):
     def check(env):
         pass
 
-    run_case(Case("numpy_views_returned", prog(NUMPY_RETURN), calls(3, lambda env: torch.randn(3))), backend)
+    run_case(
+        Case("numpy_views_returned", prog(NUMPY_RETURN), calls(3, lambda env: torch.randn(3))),
+        backend,
+    )
 
 
 def test_numpy_view_of_input_shares_memory_on_replay():
@@ -2705,7 +2728,13 @@ def test_spectral_norm_power_iteration(backend):
         Case(
             "spectral_norm_power_iteration",
             prog(SPECTRAL_NORM),
-            [*calls(3, mat), execg("lin.eval()"), *calls(2, mat), execg("lin.train()"), *calls(2, mat)],
+            [
+                *calls(3, mat),
+                execg("lin.eval()"),
+                *calls(2, mat),
+                execg("lin.train()"),
+                *calls(2, mat),
+            ],
             watch=watch,
         ),
         backend,
@@ -2799,8 +2828,12 @@ def test_lstm_with_and_without_state(backend):
             prog(LSTM),
             [
                 *calls(2, lambda env: torch.randn(2, 5, 3)),
-                Call(lambda env: (torch.randn(2, 5, 3), (torch.zeros(1, 2, 4), torch.ones(1, 2, 4)))),
-                Call(lambda env: (torch.randn(2, 5, 3), (torch.zeros(1, 2, 4), torch.ones(1, 2, 4)))),
+                Call(
+                    lambda env: (torch.randn(2, 5, 3), (torch.zeros(1, 2, 4), torch.ones(1, 2, 4)))
+                ),
+                Call(
+                    lambda env: (torch.randn(2, 5, 3), (torch.zeros(1, 2, 4), torch.ones(1, 2, 4)))
+                ),
                 Call(lambda env: torch.randn(2, 7, 3)),
                 Call(lambda env: torch.randn(2, 5, 3)),
             ],
@@ -2940,7 +2973,13 @@ def test_global_statement_counter(backend):
         Case(
             "global_statement_counter",
             prog(GLOBAL_STATEMENT),
-            [*calls(4, vec), setg("SCALE", "2.0"), *calls(3, vec), setg("STEP", "0"), *calls(2, vec)],
+            [
+                *calls(4, vec),
+                setg("SCALE", "2.0"),
+                *calls(3, vec),
+                setg("STEP", "0"),
+                *calls(2, vec),
+            ],
         ),
         backend,
     )
@@ -3203,7 +3242,13 @@ def test_slice_and_range_arguments(backend):
                 Call(lambda env: (torch.randn(6), slice(0, 2), range(2))),
                 Call(lambda env: (torch.randn(6), slice(0, 2), range(2))),
                 Call(lambda env: (torch.randn(6), slice(1, 5, 2), range(1, 3))),
-                Call(lambda env: (torch.randn(6), slice(None, None, -1) if False else slice(4, None), range(0, 6, 3))),
+                Call(
+                    lambda env: (
+                        torch.randn(6),
+                        slice(None, None, -1) if False else slice(4, None),
+                        range(0, 6, 3),
+                    )
+                ),
                 Call(lambda env: (torch.randn(6), slice(0, 2), range(2))),
             ],
         ),

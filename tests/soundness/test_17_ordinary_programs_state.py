@@ -9,34 +9,23 @@ Same style as class 16: several calls, the state changed between them with
 
 from __future__ import annotations
 
-import pytest
+from functools import partial
+
 import torch
-from harness import Call, Case, Do, Env, backends, calls, program_env, run_case
+from harness import (
+    Call,
+    Case,
+    Do,
+    backends,
+    calls,
+    execg,
+    mat,
+    run_case,
+    vec,
+)
+from harness import prog as shared_prog
 
-
-def vec(env):
-    return torch.randn(4)
-
-
-def mat(env):
-    return torch.randn(2, 4)
-
-
-def prog(source: str, target: str = "f", name: str = "ordinary17", seed: int = 0):
-    def build() -> Env:
-        torch.manual_seed(seed)
-        return program_env(source, target, name)
-
-    return build
-
-
-def execg(code: str):
-    """A Do step: run ``code`` in the twin's program namespace."""
-
-    def action(env):
-        exec(code, vars(env.ns))  # noqa: S102 - test programs
-
-    return Do(action, code)
+prog = partial(shared_prog, name="ordinary17")
 
 
 # ---------------------------------------------------------------------------
@@ -250,7 +239,10 @@ net = Net()
 
 @backends()
 def test_training_flag_set_inside_forward(backend):
-    run_case(Case("training_flag_set_inside_forward", prog(EVAL_INSIDE_FORWARD, "net"), calls(5, mat)), backend)
+    run_case(
+        Case("training_flag_set_inside_forward", prog(EVAL_INSIDE_FORWARD, "net"), calls(5, mat)),
+        backend,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -435,7 +427,10 @@ def test_lifted_dropout_probability(backend):
         Case(
             "lifted_dropout_probability",
             prog(LIFTED_DROPOUT),
-            [Call(lambda env, p=p: (torch.ones(8), p), label=f"p={p}") for p in (0.1, 0.2, 0.5, 0.0, 0.9, 0.1)],
+            [
+                Call(lambda env, p=p: (torch.ones(8), p), label=f"p={p}")
+                for p in (0.1, 0.2, 0.5, 0.0, 0.9, 0.1)
+            ],
         ),
         backend,
     )
@@ -455,7 +450,10 @@ def test_lifted_int_python_arithmetic(backend):
         Case(
             "lifted_int_python_arithmetic",
             prog(LIFTED_INT_MIXED),
-            [Call(lambda env, n=n: (torch.arange(1, 5), n), label=f"n={n}") for n in (2, 3, 5, 1, 7, -2, 4)],
+            [
+                Call(lambda env, n=n: (torch.arange(1, 5), n), label=f"n={n}")
+                for n in (2, 3, 5, 1, 7, -2, 4)
+            ],
         ),
         backend,
     )
@@ -504,7 +502,11 @@ def test_formatted_values_returned_and_printed(backend):
         Case(
             "formatted_values_returned_and_printed",
             prog(FORMAT_VALUES),
-            [*calls(3, vec), Call(lambda env: torch.randn(6)), Call(lambda env: torch.randn(6).double())],
+            [
+                *calls(3, vec),
+                Call(lambda env: torch.randn(6)),
+                Call(lambda env: torch.randn(6).double()),
+            ],
         ),
         backend,
     )
@@ -619,7 +621,10 @@ def test_shape_products_with_changing_sizes(backend):
         Case(
             "shape_products_with_changing_sizes",
             prog(NUMEL_PROD),
-            [Call(lambda env, s=s: torch.randn(*s), label=str(s)) for s in ((2, 3), (2, 3), (3, 3), (4, 3), (2, 5), (2, 3, 1))],
+            [
+                Call(lambda env, s=s: torch.randn(*s), label=str(s))
+                for s in ((2, 3), (2, 3), (3, 3), (4, 3), (2, 5), (2, 3, 1))
+            ],
         ),
         backend,
     )
@@ -640,13 +645,23 @@ def f(xs, ys):
 @backends()
 def test_cat_and_stack_of_changing_length(backend):
     def args(n):
-        return lambda env: ([torch.randn(2) for _ in range(n)], tuple(torch.randn(2) for _ in range(n)))
+        return lambda env: (
+            [torch.randn(2) for _ in range(n)],
+            tuple(torch.randn(2) for _ in range(n)),
+        )
 
     run_case(
         Case(
             "cat_and_stack_of_changing_length",
             prog(CAT_STACK),
-            [Call(args(2)), Call(args(2)), Call(args(3)), Call(args(3)), Call(args(1)), Call(args(2))],
+            [
+                Call(args(2)),
+                Call(args(2)),
+                Call(args(3)),
+                Call(args(3)),
+                Call(args(1)),
+                Call(args(2)),
+            ],
         ),
         backend,
     )
@@ -669,7 +684,12 @@ def test_star_unpacked_list_into_torch_call(backend):
         Case(
             "star_unpacked_list_into_torch_call",
             prog(STAR_LIST),
-            [Call(args((0, 1), (3, 2))), Call(args((0, 1), (3, 2))), Call(args((1, 0), (6, 1))), Call(args((0, 1), (3, 2)))],
+            [
+                Call(args((0, 1), (3, 2))),
+                Call(args((0, 1), (3, 2))),
+                Call(args((1, 0), (6, 1))),
+                Call(args((0, 1), (3, 2))),
+            ],
         ),
         backend,
     )
@@ -693,7 +713,13 @@ def test_double_star_options_into_torch_call(backend):
         Case(
             "double_star_options_into_torch_call",
             prog(DOUBLE_STAR),
-            [Call(args((1, 0))), Call(args((1, 0))), Call(args((0, 1))), Call(args((0, 1), 5.0)), Call(args((1, 0)))],
+            [
+                Call(args((1, 0))),
+                Call(args((1, 0))),
+                Call(args((0, 1))),
+                Call(args((0, 1), 5.0)),
+                Call(args((1, 0))),
+            ],
         ),
         backend,
     )
@@ -718,7 +744,13 @@ def test_numpy_scalar_arguments(backend):
         Case(
             "numpy_scalar_arguments",
             prog(NUMPY_SCALARS),
-            [Call(args(2.0, 1)), Call(args(2.0, 1)), Call(args(3.0, 1)), Call(args(3.0, 4)), Call(args(2.0, 1))],
+            [
+                Call(args(2.0, 1)),
+                Call(args(2.0, 1)),
+                Call(args(3.0, 1)),
+                Call(args(3.0, 4)),
+                Call(args(2.0, 1)),
+            ],
         ),
         backend,
     )
@@ -898,7 +930,9 @@ def test_container_methods_on_argument(backend):
     import collections
 
     def watch(env):
-        return {k: (list(v) if isinstance(v, collections.deque) else v) for k, v in env.state.items()}
+        return {
+            k: (list(v) if isinstance(v, collections.deque) else v) for k, v in env.state.items()
+        }
 
     run_case(
         Case(
@@ -1014,8 +1048,9 @@ def f(x):
 def test_replayed_warning_keeps_its_location():
     import warnings
 
-    import fullgraph.runtime as fr
     from harness import load_program
+
+    import fullgraph.runtime as fr
 
     ns = load_program(WARNING_PROGRAM, "warn_location")
     compiled = fr.compile(ns.f, backend="eager")
@@ -1031,8 +1066,9 @@ def test_replayed_warning_keeps_its_location():
 def test_replayed_warning_respects_module_filter():
     import warnings
 
-    import fullgraph.runtime as fr
     from harness import load_program
+
+    import fullgraph.runtime as fr
 
     ns = load_program(WARNING_PROGRAM, "warn_filter")
     compiled = fr.compile(ns.f, backend="eager")
@@ -1079,7 +1115,11 @@ def f(x):
 @backends()
 def test_rng_state_saved_and_restored_inside(backend):
     run_case(
-        Case("rng_state_saved_and_restored_inside", prog(SAVE_RESTORE_RNG), calls(3, lambda env: torch.zeros(3))),
+        Case(
+            "rng_state_saved_and_restored_inside",
+            prog(SAVE_RESTORE_RNG),
+            calls(3, lambda env: torch.zeros(3)),
+        ),
         backend,
     )
 
@@ -1099,7 +1139,10 @@ def test_generator_made_per_call(backend):
         Case(
             "generator_made_per_call",
             prog(GENERATOR_PER_CALL),
-            [Call(lambda env, s=s: (torch.zeros(3), s), label=f"seed={s}") for s in (1, 1, 2, 3, 1)],
+            [
+                Call(lambda env, s=s: (torch.zeros(3), s), label=f"seed={s}")
+                for s in (1, 1, 2, 3, 1)
+            ],
         ),
         backend,
     )
@@ -1134,7 +1177,9 @@ def test_forward_monkeypatched_on_instance(backend):
             prog(FORWARD_PATCH, "net"),
             [
                 *calls(2, mat),
-                execg("net.forward = types.MethodType(lambda self, x: self.head(self.lin(x)) * 10, net)"),
+                execg(
+                    "net.forward = types.MethodType(lambda self, x: self.head(self.lin(x)) * 10, net)"
+                ),
                 *calls(2, mat),
             ],
         ),
@@ -1186,7 +1231,11 @@ def test_call_monkeypatched_on_class(backend):
         Case(
             "call_monkeypatched_on_class",
             prog(CALL_PATCH, "aff"),
-            [*calls(2, vec), execg("Affine.__call__ = lambda self, x: x * self.k + 100"), *calls(2, vec)],
+            [
+                *calls(2, vec),
+                execg("Affine.__call__ = lambda self, x: x * self.k + 100"),
+                *calls(2, vec),
+            ],
         ),
         backend,
     )
@@ -1245,7 +1294,10 @@ def test_training_loop_with_eval_steps(backend):
             "history": list(env.ns.history),
         }
 
-    run_case(Case("training_loop_with_eval_steps", prog(TRAINING_LOOP, "step"), script, watch=watch), backend)
+    run_case(
+        Case("training_loop_with_eval_steps", prog(TRAINING_LOOP, "step"), script, watch=watch),
+        backend,
+    )
 
 
 COMPREHENSION_OVER_ARGUMENT = """
@@ -1320,7 +1372,10 @@ def test_nested_default_from_changing_argument(backend):
         Case(
             "nested_default_from_changing_argument",
             prog(NESTED_DEFAULT),
-            [Call(lambda env, s=s: (torch.ones(2), s), label=f"scale={s}") for s in (2.0, 3.0, 4.0, 0.5, 2.0)],
+            [
+                Call(lambda env, s=s: (torch.ones(2), s), label=f"scale={s}")
+                for s in (2.0, 3.0, 4.0, 0.5, 2.0)
+            ],
         ),
         backend,
     )
@@ -1355,7 +1410,13 @@ def test_functional_patched_under_a_torch_module(backend):
             Case(
                 "functional_patched_under_a_torch_module",
                 prog(GELU_NET, "net"),
-                [*calls(2, mat), Do(patch, "F.gelu = tanh * 3"), *calls(2, mat), Do(restore, "restore"), Call(mat)],
+                [
+                    *calls(2, mat),
+                    Do(patch, "F.gelu = tanh * 3"),
+                    *calls(2, mat),
+                    Do(restore, "restore"),
+                    Call(mat),
+                ],
             ),
             backend,
         )
