@@ -143,6 +143,14 @@ class _Body:
         # effect with a smaller index can come after it).
         self.midguards_done = self.last_midguard < 0
 
+    def _overtaken(self, callout) -> bool:
+        """Whether holding ``callout`` back would move it after another effect made
+        before the last mid-guard (which is not held back)."""
+        return any(
+            later.effectful and not _output_only(later)
+            for later in self.tape.callouts[callout.index + 1 : self.last_midguard + 1]
+        )
+
     def callouts_after(self, segment_index: int) -> None:
         for callout in self.tape.callouts:
             if callout.segment_before == segment_index:
@@ -179,13 +187,15 @@ class _Body:
             comment += " (a data check in front of the graph)"
         call = f"{fn}({', '.join(call_args)})"
         # Output-only effects (print, logging) may wait for the mid-guards; an effect
-        # later code depends on (backward() before reading .grad) may not.
-        deferrable = (
-            callout.effectful
-            and callout.result is None
-            and callout.category is breaks.PYTHON_SIDE_EFFECT
-        )
-        if deferrable and callout.index < self.last_midguard and not self.midguards_done:
+        # later code depends on (backward() before reading .grad) may not, nor one an
+        # effect made before those mid-guards would then overtake (print(..., file=out)
+        # between two out.write(...) calls).
+        if (
+            _output_only(callout)
+            and callout.index < self.last_midguard
+            and not self.midguards_done
+            and not self._overtaken(callout)
+        ):
             self.held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
             return
         if callout.effectful and callout.index <= self.last_midguard and not self.midguards_done:
@@ -207,6 +217,15 @@ class _Body:
             writer.lines.extend(self.held_back)
             self.held_back = []
             self.midguards_done = True
+
+
+def _output_only(callout) -> bool:
+    """A print or log call: an effect nothing later in the function reads."""
+    return (
+        callout.effectful
+        and callout.result is None
+        and callout.category is breaks.PYTHON_SIDE_EFFECT
+    )
 
 
 def _draws_before_midguard(tape: GraphTape, last_midguard: int) -> bool:

@@ -1439,7 +1439,7 @@ def f(x, out):
 """
 
 
-@backends(xfail="F68: print(file=stream) and stream.write are replayed out of order")
+@backends()
 def test_print_and_write_to_a_stream_argument(backend):
     import io
 
