@@ -209,12 +209,13 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
                 "in a way the monitor cannot replay"
             )
             return
-        self._add_condition(Condition(sym, "equal", sym.value))
+        self.add_condition(Condition(sym, "equal", sym.value))
 
     def branch_on(self, sym: Sym, outcome: bool) -> None:
-        self._add_condition(Condition(sym, "truth", outcome))
+        self.add_condition(Condition(sym, "truth", outcome))
 
-    def _add_condition(self, condition: Condition) -> None:
+    def add_condition(self, condition: Condition) -> None:
+        """A condition the record holds under: at entry, or after the callout it reads."""
         depth = condition.sym.callout_depth()
         target = self.entry_conditions if depth < 0 else self.tape.callouts[depth].conditions
         text = condition.source(repr)

@@ -206,7 +206,7 @@ class ShapeTracker:
             if text is None:
                 self.fail("a size assumption of the fake run cannot be checked in Python")
                 return
-            self.run._add_condition(
+            self.run.add_condition(
                 Condition(
                     SizeSym(True, text, depth),
                     "truth",
@@ -248,7 +248,7 @@ class ShapeTracker:
     def condition(self, text: str, outcome: bool, depth: int = -1) -> None:
         if self.run.paused or self.closed:
             return  # a callout formatting its argument, not a decision of the program
-        self.run._add_condition(
+        self.run.add_condition(
             Condition(SizeSym(outcome, text, depth), "truth", outcome, "the program compared sizes")
         )
 
@@ -261,7 +261,7 @@ class ShapeTracker:
     def concretize(self, size: SizeInt) -> None:
         if self.run.paused or self.closed or self.formatting:
             return
-        self.run._add_condition(
+        self.run.add_condition(
             Condition(
                 SizeSym(size.plain, size.expr.text(), depth_of(size.expr)),
                 "equal",
