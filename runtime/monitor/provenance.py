@@ -212,6 +212,15 @@ class Provenance:
         if user_property(type(owner), name):
             self.read_class_attribute(owner, source, name)
             return  # its getter is user code: what it reads is guarded as it runs
+        if (
+            isinstance(value, types.BuiltinMethodType)
+            and value.__self__ is owner
+            and not isinstance(owner, types.ModuleType)
+            and type(owner).__module__ == "builtins"
+        ):
+            # ``d.get``, ``xs.append`` of a builtin container: a new bound object each
+            # time, decided by the owner's type (guarded), which no one can patch.
+            return
         self.read(AttrSource(source, name), value)
 
     def read_class_attribute(self, owner: Any, source: Source, name: str) -> None:

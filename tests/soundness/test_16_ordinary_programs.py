@@ -3283,3 +3283,37 @@ def test_global_list_sorted_in_place(backend):
         ),
         backend,
     )
+
+
+MAX_BY_VALUE = """
+import torch
+
+weights = {"a": 1.0, "b": 3.0}
+
+def f(x):
+    best = max(weights, key=weights.get)  # a new bound builtin method every call
+    return x * weights[best]
+"""
+
+
+@backends()
+def test_max_by_dict_get_replays_and_sees_changes(backend):
+    """``weights.get`` is a fresh object each call: decided by the dict's type, not
+    compared by identity (which never matched, so the function was monitored every
+    call); what max() read of the dict is still guarded."""
+    run_case(
+        Case(
+            "max_by_dict_get",
+            prog(MAX_BY_VALUE),
+            [
+                *calls(3, vec),
+                execg("weights['c'] = 5.0"),
+                *calls(2, vec),
+                execg("weights['c'] = 0.5"),
+                *calls(2, vec),
+            ],
+            min_hits=4,
+            max_monitor_runs=3,
+        ),
+        backend,
+    )
