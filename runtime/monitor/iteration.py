@@ -91,6 +91,8 @@ class IterationTracking:
             (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList),
         ):
             state = IteratorState(kind, source, iterable)
+        elif isinstance(iterable, torch.Tensor):
+            return  # Tensor.__iter__ is a torch call: the capture unbinds it in the graph
         elif iterates_in_user_code(iterable):
             return  # its __iter__ runs under observation: what it reads is guarded there
         else:

@@ -3317,3 +3317,32 @@ def test_max_by_dict_get_replays_and_sees_changes(backend):
         ),
         backend,
     )
+
+
+ROWS = """
+import torch
+
+def f(x, y):
+    out = 0
+    for row in x:
+        out = out + row.sum()
+    for a, b in zip(x, y):
+        out = out + (a * b).sum()
+    return out
+"""
+
+
+@backends()
+def test_loop_over_the_rows_of_an_input_tensor_replays(backend):
+    """``for row in x`` is Tensor.__iter__, a torch call the graph holds (unbind): not
+    an external container whose iteration the guard must re-read."""
+    run_case(
+        Case(
+            "rows_of_an_input",
+            prog(ROWS),
+            [*calls(3, lambda env: (torch.randn(3, 4), torch.randn(3, 4)))],
+            min_hits=2,
+            max_monitor_runs=1,
+        ),
+        backend,
+    )
