@@ -290,7 +290,9 @@ class CallHandling(Callouts):
         builtin = isinstance(fn, types.BuiltinFunctionType) and fn.__self__ is not None
         if builtin or builtin_type:  # list(xs), sorted(xs), map(f, xs): all of xs is read
             for value in args:
-                if isinstance(value, _READ_WHOLE_BY_BUILTINS):
+                if isinstance(value, (list, tuple, dict)) or (
+                    fn in _CONSUMING_BUILTINS and isinstance(value, _ITERATED_WHOLE)
+                ):
                     self.read_whole(value)
         return None
 
@@ -392,8 +394,13 @@ class CallHandling(Callouts):
 # Mutating calls whose result is taken from the container (the guard reads it first).
 _TAKING_MUTATORS = frozenset(["pop", "popitem", "popleft", "heappop", "heapreplace", "heappushpop"])
 
-# What a builtin (``sum``, ``sorted``, ``next``, ``list``) reads all of when handed it.
-_READ_WHOLE_BY_BUILTINS = (list, tuple, dict, *SNAPSHOT_ITERABLES, collections.abc.Iterator)
+# Builtins that iterate an argument (``isinstance(it, ...)``, ``id(it)`` do not), and
+# what they iterate that the guard reads whole: a set in its order, an iterator
+# from outside (which refuses the record: a replay would not advance it).
+_CONSUMING_BUILTINS = frozenset(
+    [sum, min, max, sorted, list, tuple, set, frozenset, dict, any, all, next, map, filter]
+)
+_ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
 
 
 def _detaching_variable(args: tuple, kwargs: dict) -> bool:

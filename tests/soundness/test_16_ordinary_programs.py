@@ -3346,3 +3346,30 @@ def test_loop_over_the_rows_of_an_input_tensor_replays(backend):
         ),
         backend,
     )
+
+
+ITERATOR_ONLY_INSPECTED = """
+import collections.abc
+import torch
+
+def f(x, source):
+    if isinstance(source, collections.abc.Iterator):  # inspected, never advanced
+        return x * 2
+    return x
+"""
+
+
+@backends()
+def test_an_iterator_argument_only_inspected_still_replays(backend):
+    """Only builtins that iterate (sum, list, next...) read an iterator from outside, and
+    refuse the record; isinstance() of one does not."""
+    run_case(
+        Case(
+            "iterator_only_inspected",
+            prog(ITERATOR_ONLY_INSPECTED),
+            [*calls(3, lambda env: (torch.randn(2), iter([1, 2])))],
+            min_hits=2,
+            max_monitor_runs=1,
+        ),
+        backend,
+    )
