@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
+import types
 from typing import Any
 
 import torch
@@ -39,6 +41,10 @@ SNAPSHOT_ITERABLES = (
     type({}.items()),
     torch.nn.ParameterDict,
     torch.nn.ModuleDict,  # iterating yields its keys
+    collections.UserDict,
+    collections.UserList,
+    types.MappingProxyType,
+    enum.EnumMeta,  # ``for member in Color``
 )
 
 

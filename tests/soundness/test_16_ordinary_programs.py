@@ -3373,3 +3373,39 @@ def test_an_iterator_argument_only_inspected_still_replays(backend):
         ),
         backend,
     )
+
+
+ENUM_AND_USERDICT = """
+import collections
+import enum
+import torch
+
+class Color(enum.Enum):
+    R = 1
+    G = 2
+
+table = collections.UserDict({"a": 1.0})
+
+def f(x):
+    for color in Color:
+        x = x + color.value
+    for key in table:
+        x = x * table[key]
+    return x
+"""
+
+
+@backends()
+def test_loops_over_an_enum_and_a_user_dict(backend):
+    """Iterated in the stdlib's Python (unobserved): guarded as the tuple of what they
+    yield, so a key added later is seen, and the loops replay."""
+    run_case(
+        Case(
+            "enum_and_user_dict",
+            prog(ENUM_AND_USERDICT),
+            [*calls(2, vec), execg("table['b'] = 2.0"), *calls(2, vec)],
+            min_hits=2,
+            max_monitor_runs=2,
+        ),
+        backend,
+    )
