@@ -235,11 +235,14 @@ def sympy_parts(expr):
 AUTOCAST_DEVICES = ("cpu", "cuda")
 
 
+INFERENCE_MODE = "torch.is_inference_mode_enabled()"  # its key in global_state()
+
+
 def global_state() -> dict[str, object]:
     """Expression -> current value, for the global state a record depends on (beyond
     grad mode and the default dtype, which guards check first)."""
     state: dict[str, object] = {
-        "torch.is_inference_mode_enabled()": torch.is_inference_mode_enabled(),
+        INFERENCE_MODE: torch.is_inference_mode_enabled(),
         "torch.are_deterministic_algorithms_enabled()": (
             torch.are_deterministic_algorithms_enabled()
         ),

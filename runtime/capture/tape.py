@@ -69,6 +69,7 @@ class Segment:
     placeholders: list[tuple[torch.fx.Node, Origin]] = dataclasses.field(default_factory=list)
     outputs: list[torch.fx.Node] = dataclasses.field(default_factory=list)
     grad_mode: bool | None = None  # grad mode of the last op recorded in this graph
+    inference_mode: bool | None = None  # inference mode of its ops (one for all of them)
     op_count: int = 0
     op_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     mutates_external: bool = False
@@ -266,6 +267,16 @@ class GraphTape:
     def record_op(self, func, args: tuple, kwargs: dict, result: Any, mutated: list = ()) -> None:
         """Record one torch call; ``mutated``: tensor arguments whose version counter moved."""
         segment = self.current
+        inference = torch.is_inference_mode_enabled()
+        if segment.inference_mode is None:
+            segment.inference_mode = inference  # the mock runs the graph in this mode
+        elif segment.inference_mode != inference:
+            # One graph can't run partly inside a torch.inference_mode() block: its
+            # tensors would all be inference tensors, or none.
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                "a torch.inference_mode() block that starts or ends inside a graph",
+            )
         self.sync_grad_mode(segment)
         self._sync_autocast(segment)
         flat, spec = tree_flatten((args, kwargs))

@@ -30,6 +30,7 @@ from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
 from fullgraph.runtime.record.mock_values import MockWriter, Symbols
 from fullgraph.runtime.sources import Source
+from fullgraph.runtime.torch_internals import INFERENCE_MODE
 
 
 @dataclasses.dataclass
@@ -81,9 +82,13 @@ def generate_mock(
     for segment in tape.segments:
         if segment.op_count or segment.outputs:
             args = ", ".join(writer.origin_expr(origin) for _, origin in segment.placeholders)
-            writer.lines.append(
-                f"g{segment.index} = graph{segment.index}({args})  # {segment.op_count} ops"
-            )
+            call = f"g{segment.index} = graph{segment.index}({args})  # {segment.op_count} ops"
+            if segment.inference_mode and not tape.entry_state[INFERENCE_MODE]:
+                # Its ops ran in a torch.inference_mode() block (@torch.inference_mode()):
+                # so does the graph, and its tensors are inference tensors as eager's.
+                writer.lines.append("with torch.inference_mode():")
+                call = "    " + call
+            writer.lines.append(call)
             for origin, index in segment.writebacks:  # in-place updates of inputs
                 writer.lines.append(
                     f"write_back({writer.origin_expr(origin)}, g{segment.index}[{index}])"

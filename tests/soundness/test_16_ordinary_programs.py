@@ -2247,9 +2247,7 @@ def f(x):
 """
 
 
-@backends(
-    xfail="F46: tensors made under inference_mode inside the function are not inference tensors on replay"
-)
+@backends()
 def test_inference_mode_tensor_stored(backend):
     def watch(env):
         last = env.ns.cache.get("last")
@@ -3406,6 +3404,41 @@ def test_loops_over_an_enum_and_a_user_dict(backend):
             [*calls(2, vec), execg("table['b'] = 2.0"), *calls(2, vec)],
             min_hits=2,
             max_monitor_runs=2,
+        ),
+        backend,
+    )
+
+
+INFERENCE_DECORATED = """
+import torch
+
+lin = torch.nn.Linear(4, 2)
+cache = {}
+
+@torch.inference_mode()
+def predict(x):
+    y = lin(x).softmax(-1)
+    cache["last"] = y
+    return y
+"""
+
+
+@backends()
+def test_a_function_decorated_with_inference_mode_replays_inference_tensors(backend):
+    """The whole body runs in inference mode: the mock runs its graph in it too, so what
+    it returns and keeps are inference tensors, as eager's (F46's other shape)."""
+
+    def watch(env):
+        last = env.ns.cache.get("last")
+        return {"is_inference": None if last is None else last.is_inference()}
+
+    run_case(
+        Case(
+            "inference_decorated",
+            prog(INFERENCE_DECORATED, "predict"),
+            calls(3, mat),
+            watch=watch,
+            min_hits=2,
         ),
         backend,
     )
