@@ -19,7 +19,7 @@ import torch.fx
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.backends import Backend
-from fullgraph.runtime.capture.data_checks import check_module, draws_random
+from fullgraph.runtime.capture.data_checks import check_module, draws_random, storage_key
 from fullgraph.runtime.capture.origins import ExternalOrigin
 from fullgraph.runtime.capture.tape import Unsupported
 from fullgraph.runtime.monitor.calls import REPLAYABLE_LIBRARIES
@@ -177,6 +177,8 @@ def build_record(
     for library in REPLAYABLE_LIBRARIES:  # ``numpy.std(c0)``: symbolic library calls
         if f"{library}." in mock.source and library in sys.modules:
             ns.values.setdefault(library, sys.modules[library])
+    updated_inputs = _updated_inputs(run, input_sources)
+    _refuse_views_of_updated_inputs(run, result, updated_inputs)
     # Inputs may have grown while the tail was rebuilt (it can reference new external tensors).
     guard = generate_guard(
         run.reads,
@@ -189,7 +191,7 @@ def build_record(
         kwarg_names,
         run.symbolic_sources,
         run.entry_conditions,
-        _updated_inputs(run, input_sources),
+        updated_inputs,
         dynamic=dynamic if generic else None,
         values=_values_by_source(run),
         entry_state=run.tape.entry_state,
@@ -289,6 +291,30 @@ def _updated_inputs(run: MonitorRun, input_sources: list[Source]) -> list[Source
             transient=True,
         )
     return updated
+
+
+def _refuse_views_of_updated_inputs(run: MonitorRun, result: Any, updated: list) -> None:
+    """A returned tensor sharing memory with an input the graph updates in place
+    (``head = x[0]; head.mul_(10); return head``): the graph updates a copy that the
+    mock writes back, so what it returns would be a copy, not a view of ``x``."""
+    if not updated:
+        return
+    values = _values_by_source(run)
+    updated_storages = {
+        storage_key(values[source])
+        for source in updated
+        if isinstance(values.get(source), torch.Tensor)
+    }
+    returned = [  # (an input returned itself is the object, not a copy)
+        t
+        for t in tree_flatten(result)[0]
+        if isinstance(t, torch.Tensor) and id(t) not in run.sources
+    ]
+    if any(storage_key(t) in updated_storages for t in returned):
+        raise RecordError(
+            None,
+            "the function returns a view of an input it updates in place; such calls run eagerly",
+        )
 
 
 def _external_inputs(run: MonitorRun) -> list[Source]:

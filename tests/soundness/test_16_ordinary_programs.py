@@ -2102,7 +2102,7 @@ def f(x):
 """
 
 
-@backends(xfail="F45: a returned view of an input updated in place is a copy on replay")
+@backends()
 def test_inplace_on_views_of_input(backend):
     run_case(
         Case(
