@@ -17,6 +17,7 @@ from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS
 from fullgraph.runtime.capture.tape import Unsupported
 from fullgraph.runtime.monitor import annotation_table, autograd_calls
+from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
 from fullgraph.runtime.torch_internals import getset_descriptor_name, tree_flatten
 
@@ -54,6 +55,7 @@ _HIDDEN_STATE_CALLS = _HIDDEN_STATE_EFFECTS | frozenset(
 _SIZE_READS = frozenset(
     ["shape", "size", "__len__", "numel", "nelement", "stride", "storage_offset"]
 )
+_POWER_OPS = frozenset(["pow", "pow_", "__pow__", "__ipow__", "float_power"])
 _SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", "split_with_sizes"])
 
 
@@ -140,6 +142,8 @@ class TorchCallRouting:
                     effectful=name in _HIDDEN_STATE_EFFECTS,
                 )
             elif _contains_tensor(result) or (result is None and mutated):
+                if name in _POWER_OPS:
+                    self._integer_power_condition(args)
                 self.tape.record_op(func, args, kwargs, result, mutated)
             elif name in VALUE_READS:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
@@ -213,6 +217,17 @@ class TorchCallRouting:
         if not any(isinstance(size, SizeInt) for size in sizes):
             return result  # stride() and the like of a tensor whose sizes don't vary
         return None
+
+    def _integer_power_condition(self, args: tuple) -> None:
+        """``int_tensor ** n`` raises for a negative ``n``: a lifted ``n`` holds the record
+        only while it is not negative (the graph would compute garbage instead)."""
+        if len(args) != 2 or type(args[1]) is not int or not isinstance(args[0], torch.Tensor):
+            return
+        if args[0].is_floating_point() or args[0].is_complex():
+            return
+        sym = self.pending_lifts.get(id(args[1]))
+        if sym is not None:
+            self.add_condition(Condition(Op(args[1] >= 0, "({0} >= 0)", (sym,)), "truth", True))
 
     def _torch_callout(self, func, args, kwargs, result, category, effectful=False) -> None:
         try:

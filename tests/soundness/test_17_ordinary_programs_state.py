@@ -444,7 +444,7 @@ def f(x, n):
 """
 
 
-@backends(xfail="F55: a lifted int does not raise where eager raises (negative integer power)")
+@backends()
 def test_lifted_int_python_arithmetic(backend):
     run_case(
         Case(
