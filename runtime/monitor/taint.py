@@ -451,10 +451,10 @@ def _build_map(run, state, ins, shadow) -> After:
 @_handles("CALL", "CALL_FUNCTION_EX")
 @_handles("CALL_KW", since=(3, 13))
 def _call(run, state, ins, shadow) -> After:
-    pops = _pops(ins)
-    state.call_syms = (
-        list(shadow[len(shadow) - pops :]) if any(shadow[len(shadow) - pops :]) else None
-    )
+    operands = shadow[len(shadow) - _pops(ins) :]
+    if ins.opname == "CALL_KW":  # 3.13: the keyword names' tuple is on top, not an argument
+        operands = operands[:-1]
+    state.call_syms = list(operands) if any(operands) else None
     before = len(run.tape.callouts)
 
     def after() -> None:

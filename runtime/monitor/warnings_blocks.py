@@ -42,6 +42,7 @@ def warn_at(
     if isinstance(message, Warning):
         category = type(message)
     module_globals = getattr(sys.modules.get(module), "__dict__", None)
+    loader = module_globals and getattr(module_globals.get("__spec__"), "loader", None)
     registry = (
         module_globals.setdefault("__warningregistry__", {})
         if module_globals is not None
@@ -54,7 +55,9 @@ def warn_at(
         lineno,
         module=module,
         registry=registry,
-        module_globals=module_globals,
+        # (3.12+ refuses module globals without a loader: the source line is then
+        # looked up by file name, as for any warning.)
+        module_globals=module_globals if loader is not None else None,
     )
 
 
