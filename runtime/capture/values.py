@@ -36,6 +36,16 @@ def legacy_type(value: Any) -> Any:
     return value
 
 
+def is_numpy_scalar(value: Any) -> bool:
+    """``np.float64(2.0)``, ``np.int64(6)``: a numpy scalar (not a 0-d array)."""
+    kind = type(value)
+    return (
+        kind.__module__ == "numpy"
+        and kind.__name__ != "ndarray"
+        and getattr(value, "shape", None) == ()
+    )
+
+
 def plain_number(value: Any) -> Any:
     """A numpy scalar (``np.prod(x.shape)``) as the Python number torch reads it as: graph
     code writes constants by their repr, and ``np.int64(6)`` names a module it lacks."""

@@ -22,7 +22,8 @@ from fullgraph.runtime.monitor import annotation_table, warnings_blocks
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.symbolic.scalars import Sym
 
-_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
+# Containers a call can change in place (an in-place operator, an unknown C call).
+MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
 
 
 def _only_reads_its_arguments(fn: Any) -> bool:
@@ -135,7 +136,7 @@ class Callouts:
                 # from outside, so what the program reads from it next is not guarded
                 # (the read marks the run as not recordable instead).
                 for item in (*args, *kwargs.values()):
-                    if isinstance(item, _MUTABLE_CONTAINERS) and self.source_of(item) is not None:
+                    if isinstance(item, MUTABLE_CONTAINERS) and self.source_of(item) is not None:
                         self.written_containers.add(id(item))
             effectful = annotation.category in (
                 breaks.PYTHON_SIDE_EFFECT,

@@ -10,12 +10,12 @@ import instead of silently never firing.
 
 from __future__ import annotations
 
-import collections
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
 
@@ -193,7 +193,7 @@ def binary_op(run, state, ins) -> After:
     if not symbol.endswith("="):
         return None
     target, operand = tos(state, 1), tos(state)
-    if isinstance(target, (list, dict, set, bytearray, collections.deque)):
+    if isinstance(target, MUTABLE_CONTAINERS):
         run.store_inplace(target, _INPLACE_METHODS.get(symbol, symbol), operand)
     return None
 

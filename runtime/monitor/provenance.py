@@ -347,12 +347,10 @@ class Provenance:
             return  # changed earlier in this run: the record is refused already
         if isinstance(owner, list) and name == "pop":
             index = call_args[0] if call_args else -1
+            self.read(LenSource(source), len(owner), symbolic=False)  # out of range: it raises
             if isinstance(index, int) and -len(owner) <= index < len(owner):
-                self.read(LenSource(source), len(owner), symbolic=False)
                 position = index % len(owner)
                 self.read(ItemSource(source, position), owner[position], symbolic=False)
-            else:
-                self.read(LenSource(source), len(owner), symbolic=False)  # it raises
         elif isinstance(owner, dict) and name == "pop" and call_args:
             key = call_args[0]
             if is_key_representable(key):

@@ -77,16 +77,20 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
     if handler is not None:
         return handler(run, state, ins, shadow)
     if any(shadow):
-        pops = _pops(ins)
-        consumed = shadow if pops is None else shadow[len(shadow) - pops :] if pops else []
-        for sym in consumed:
-            if sym is not None:
-                run.concretize(sym)
-        for i in range(len(shadow) - len(consumed), len(shadow)):
-            shadow[i] = None
+        _consume(run, shadow, _pops(ins))
     if name in cpython.SYMBOLIC_LOADS:
         return lambda: _symbolic_load(run, state, ins)
     return None
+
+
+def _consume(run: MonitorRun, shadow: list, pops: int | None) -> int:
+    """Operands taken where no symbol follows them: guarded by value. Returns their count."""
+    count = len(shadow) if pops is None else min(pops, len(shadow))
+    for i in range(len(shadow) - count, len(shadow)):
+        if shadow[i] is not None:
+            run.concretize(shadow[i])
+            shadow[i] = None
+    return count
 
 
 def _symbolic_load(run: MonitorRun, state: FrameState, ins) -> None:
@@ -169,15 +173,11 @@ def _store_fast_load_fast(run, state, ins, shadow) -> After:
 @_handles("SET_FUNCTION_ATTRIBUTE", since=(3, 13))
 def _make_function(run, state, ins, shadow) -> After:
     """``def g(v, k=scale)``: a default keeps its value, unfollowed: guarded by value."""
-    count = len(shadow) if _pops(ins) is None else min(_pops(ins), len(shadow))
-    for depth in range(count):
+    count = _consume(run, shadow, _pops(ins))
+    for depth in range(count):  # and the items of a defaults tuple built from symbols
         for sym in run.container_syms.get(id(cpython.stack_item(state.frame, depth)), {}).values():
             if sym is not None:
                 run.concretize(sym)
-    for i in range(len(shadow) - count, len(shadow)):
-        if shadow[i] is not None:
-            run.concretize(shadow[i])
-            shadow[i] = None
     return None
 
 

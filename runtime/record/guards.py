@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from fullgraph.runtime.capture.values import is_numpy_scalar
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guard_helpers import storages_apart
 from fullgraph.runtime.sources import (
@@ -38,9 +38,9 @@ from fullgraph.runtime.sources import (
     Source,
     base_of,
 )
+from fullgraph.runtime.symbolic.scalars import INT64_MAX, INT64_MIN
 
 GUARD_PARAMS = "A, K, M, F"
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,7 +230,7 @@ def value_check(
     if isinstance(value, (torch.memory_format, torch.layout)):  # singletons, like dtypes
         bound = ns.bind(value, str(value).replace("torch.", ""))
         return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
-    if _numpy_scalar(value):  # np.float64 is a float subclass, but not a literal
+    if is_numpy_scalar(value):  # np.float64 is a float subclass, but not a literal
         kind = ns.name_for(type(value))
         number = value.item()
         if isinstance(number, float) and math.isnan(number):
@@ -287,11 +287,6 @@ def value_check(
         )
     bound = ns.bind(value, _hint(value, source), provenance=source.expr())
     return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
-
-
-def _numpy_scalar(value: Any) -> bool:
-    numpy = sys.modules.get("numpy")
-    return numpy is not None and isinstance(value, numpy.generic) and value.shape == ()
 
 
 def _equality_is_loose(value: Any) -> bool:
@@ -393,7 +388,7 @@ def generate_guard(
                     Check(
                         (source,),
                         lambda name: (
-                            f"type({name}) is int and {_INT64_MIN} <= {name} <= {_INT64_MAX}"
+                            f"type({name}) is int and {INT64_MIN} <= {name} <= {INT64_MAX}"
                         ),
                         f"type and range of symbolic {source.expr()}",
                     )

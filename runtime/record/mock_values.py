@@ -24,7 +24,7 @@ from fullgraph.runtime.capture.origins import (
     NodeOrigin,
 )
 from fullgraph.runtime.capture.tape import GraphTape, Unsupported
-from fullgraph.runtime.capture.values import lifted_dtype
+from fullgraph.runtime.capture.values import is_numpy_scalar, lifted_dtype
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.mock_support import HELPERS
@@ -128,7 +128,7 @@ class MockWriter:
             return source.expr()
         if isinstance(value, torch.Size):  # stays a torch.Size (literal() gives a tuple)
             return f"torch.Size({literal(value)})"
-        if _is_numpy_scalar(value):  # np.prod(x.shape): stays an np.int64
+        if is_numpy_scalar(value):  # np.prod(x.shape): stays an np.int64
             return f"{self.ns.name_for(type(value))}({literal(value.item())})"
         if is_literal(value) and not isinstance(value, (list, dict, set)):
             return literal(value)
@@ -239,32 +239,22 @@ class MockWriter:
             final = self.settled(self.value(owner.cell_contents))
             self.effects.append(f"{target.removesuffix('.cell_contents')}.cell_contents = {final}")
         elif mutation.kind == "call":
-            args = [
-                mutation.arg_syms[i].expr() if i in mutation.arg_syms else self.value(a)
-                for i, a in enumerate(mutation.args)
-            ]
-            if mutation.args and mutation.args[0] is owner:
-                args = args[1:]  # the receiver came first (a bound method call)
-            args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]
-            args = [self.settled(a) if "=" not in a else a for a in args]
-            self.effects.append(f"{target}.{mutation.name}({', '.join(args)})")
+            # The receiver may come first (a bound method call): the method is on it.
+            skip = 1 if mutation.args and mutation.args[0] is owner else 0
+            args = self._call_arguments(mutation, skip)
+            self.effects.append(f"{target}.{mutation.name}({args})")
         elif mutation.kind == "function":  # heapq.heappop(heap): a function changing its argument
-            args = [
-                mutation.arg_syms[i].expr() if i in mutation.arg_syms else self.value(a)
-                for i, a in enumerate(mutation.args)
-            ]
-            args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]
-            args = [self.settled(a) if "=" not in a else a for a in args]
-            self.effects.append(f"{self.ns.expr(mutation.name)}({', '.join(args)})")
+            args = self._call_arguments(mutation, 0)
+            self.effects.append(f"{self.ns.expr(mutation.name)}({args})")
 
-
-def _is_numpy_scalar(value: Any) -> bool:
-    kind = type(value)
-    return (
-        kind.__module__ == "numpy"
-        and kind.__name__ != "ndarray"
-        and getattr(value, "shape", None) == ()
-    )
+    def _call_arguments(self, mutation: Mutation, skip: int) -> str:
+        """A replayed call's arguments, symbolic ones as expressions, from position ``skip``."""
+        args = [
+            mutation.arg_syms[i].expr() if i in mutation.arg_syms else self.value(a)
+            for i, a in enumerate(mutation.args)
+        ][skip:]
+        args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]
+        return ", ".join(self.settled(a) if "=" not in a else a for a in args)
 
 
 def _is_literal_text(expr: str) -> bool:

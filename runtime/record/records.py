@@ -177,8 +177,9 @@ def build_record(
     for library in REPLAYABLE_LIBRARIES:  # ``numpy.std(c0)``: symbolic library calls
         if f"{library}." in mock.source and library in sys.modules:
             ns.values.setdefault(library, sys.modules[library])
-    updated_inputs = _updated_inputs(run, input_sources)
-    _refuse_views_of_updated_inputs(run, result, updated_inputs)
+    values = _values_by_source(run)
+    updated_inputs = _updated_inputs(run, input_sources, values)
+    _refuse_views_of_updated_inputs(run, result, updated_inputs, values)
     # Inputs may have grown while the tail was rebuilt (it can reference new external tensors).
     guard = generate_guard(
         run.reads,
@@ -193,7 +194,7 @@ def build_record(
         run.entry_conditions,
         updated_inputs,
         dynamic=dynamic if generic else None,
-        values=_values_by_source(run),
+        values=values,
         entry_state=run.tape.entry_state,
         kwargs_ordered=bool(
             run.root_code is not None and run.root_code.co_flags & inspect.CO_VARKEYWORDS
@@ -269,7 +270,7 @@ def _values_by_source(run: MonitorRun) -> dict:
     return values
 
 
-def _updated_inputs(run: MonitorRun, input_sources: list[Source]) -> list[Source]:
+def _updated_inputs(run: MonitorRun, input_sources: list[Source], values: dict) -> list[Source]:
     """Inputs the graphs update in place: they must share memory with no other input,
     in the run (else its graph is not the program's answer) and in every replay."""
     updated = [
@@ -280,7 +281,6 @@ def _updated_inputs(run: MonitorRun, input_sources: list[Source]) -> list[Source
     ]
     if not updated:
         return []
-    values = _values_by_source(run)
     tensors = tuple(values.get(source) for source in input_sources)
     positions = tuple(i for i, source in enumerate(input_sources) if source in updated)
     if all(isinstance(t, torch.Tensor) for t in tensors) and not storages_apart(tensors, positions):
@@ -293,13 +293,14 @@ def _updated_inputs(run: MonitorRun, input_sources: list[Source]) -> list[Source
     return updated
 
 
-def _refuse_views_of_updated_inputs(run: MonitorRun, result: Any, updated: list) -> None:
+def _refuse_views_of_updated_inputs(
+    run: MonitorRun, result: Any, updated: list, values: dict
+) -> None:
     """A returned tensor sharing memory with an input the graph updates in place
     (``head = x[0]; head.mul_(10); return head``): the graph updates a copy that the
     mock writes back, so what it returns would be a copy, not a view of ``x``."""
     if not updated:
         return
-    values = _values_by_source(run)
     updated_storages = {
         storage_key(values[source])
         for source in updated

@@ -32,6 +32,8 @@ COMPARE = {
     ">=": operator.ge,
 }
 NUMBER_TYPES = (int, float)
+# The ints a lifted int can be: it enters the graph as an int64 tensor.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class Sym:
@@ -85,7 +87,7 @@ class Op(Sym):
 def is_symbolic_number(value: Any) -> bool:
     """A number that may follow as a symbol: an int only within the int64 it is lifted into."""
     if type(value) is int:
-        return -(2**63) <= value < 2**63
+        return INT64_MIN <= value <= INT64_MAX
     return type(value) in NUMBER_TYPES
 
 
