@@ -16,7 +16,9 @@ PYTEST_ARGS ?=
 # with torch 2.11 (the CUDA machine's pair) and on 3.13 with torch 2.13, each in
 # a virtual environment made once and reused like .venv.  torch for these comes
 # from the package index (a CUDA build, ~4.7 GB, runs on the CPU).  A missing
-# interpreter skips its leg and says so.
+# interpreter skips its leg and says so.  The CUDA builds install with
+# --no-cache-dir: pip's cache would keep another ~3 GB of wheels per leg on a
+# disk that CI shares (a full disk failed CI once, mid-install).
 find_python = $(shell for p in $$(command -v python$(1)) $(HOME)/.pyenv/versions/$(1).*/bin/python$(1); do \
 	"$$p" -c "" >/dev/null 2>&1 && { echo "$$p"; break; }; done)
 PYTHON312 ?= $(call find_python,3.12)
@@ -65,14 +67,14 @@ test-python: $(STAMP)
 .venv312/.installed: pyproject.toml
 	test -x .venv312/bin/python || $(PYTHON312) -m venv .venv312
 	.venv312/bin/python -m pip install --quiet --upgrade pip
-	.venv312/bin/python -m pip install --quiet "$(TORCH312)"
+	.venv312/bin/python -m pip install --quiet --no-cache-dir "$(TORCH312)"
 	.venv312/bin/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
 .venv313/.installed: pyproject.toml
 	test -x .venv313/bin/python || $(PYTHON313) -m venv .venv313
 	.venv313/bin/python -m pip install --quiet --upgrade pip
-	.venv313/bin/python -m pip install --quiet "$(TORCH313)"
+	.venv313/bin/python -m pip install --quiet --no-cache-dir "$(TORCH313)"
 	.venv313/bin/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
