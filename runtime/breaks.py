@@ -141,17 +141,21 @@ AUTOGRAD_STATE_CALL = _category(
 CUSTOM_AUTOGRAD_FUNCTION = _category(
     "FG209",
     "custom-autograd-function",
-    "Custom autograd.Function while gradients are needed",
-    "`MyFunction.apply(x)` attaches the function's own `backward` to its outputs. The "
-    "graph cannot carry that backward yet, so when an input requires grad the call "
-    "runs eagerly between graphs on every call (its outputs keep the user's backward); "
-    "without gradients (`torch.no_grad()`, inference) its forward is captured into the "
-    "graph like any other code.",
-    "Run inference under `torch.no_grad()` or `torch.inference_mode()` to keep the "
-    "function in the graph; for training, a forward written with differentiable torch "
-    "ops needs no custom Function.",
-    example="class Clamp(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x.clamp(0, 1)\n\n    @staticmethod\n    def backward(ctx, g):\n        return g  # straight-through\n\ndef forward(self, x):\n    return Clamp.apply(self.fc(x))  # FG209 when training",
-    use_instead="def forward(self, x):\n    h = self.fc(x)\n    # straight-through clamp without a custom Function\n    return h + (h.clamp(0, 1) - h).detach()",
+    "Custom autograd.Function that could not be captured",
+    "`MyFunction.apply(x)` attaches the function's own `backward` to its outputs. When an "
+    "input requires grad, fullgraph captures the forward and the backward into the graph "
+    "as one node (the compiled backward is the user's). It gives that up when the "
+    "forward makes a call that must run eagerly (`.item()`, `print`), uses "
+    "`ctx.mark_dirty` or returns a tensor it did not compute, or when the backward, run "
+    "once early on stand-in gradients, would have an effect (a print, a store into an "
+    "object from outside, a global) or fails: then the call runs eagerly between graphs "
+    "on every call, its outputs keeping the user's backward. Without gradients "
+    "(`torch.no_grad()`, inference) the forward is stepped into like any other code.",
+    "Keep Python effects out of `backward` (log from the training loop instead) and "
+    "`.item()` out of `forward`; for an in-place Function, return a new tensor instead "
+    "of `ctx.mark_dirty`.",
+    example="class Clamp(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x.clamp(0, 1)\n\n    @staticmethod\n    def backward(ctx, g):\n        print(\"grad norm\", g.norm())  # FG209: an effect in backward\n        return g",
+    use_instead="class Clamp(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x.clamp(0, 1)\n\n    @staticmethod\n    def backward(ctx, g):\n        return g  # captured with the forward: one graph",
 )
 
 CATEGORIES: dict[str, BreakCategory] = {

@@ -98,6 +98,17 @@ def cond_op():
     return torch.ops.higher_order.cond
 
 
+def autograd_function_apply_op():
+    """The higher-order operator Dynamo emits for a custom autograd.Function:
+    ``autograd_function_apply(fwd_body, bwd_body, *operands, non_differentiable_idx=...,
+    saved_for_backward_idx=...)``; None on a torch without it."""
+    try:
+        from torch._functorch.autograd_function import autograd_function_apply
+    except ImportError:
+        return None
+    return autograd_function_apply
+
+
 def set_grad_enabled_op():
     """The graph node target that switches grad mode inside a graph (as Dynamo emits)."""
     return torch._C._set_grad_enabled

@@ -95,7 +95,7 @@ def capture_cond(run: MonitorRun, pred, true_fn, false_fn, operands=()):
     if not isinstance(pred, torch.Tensor):
         # A Python predicate: torch.cond just picks (its value is guarded by the caller's CALL).
         return (true_fn if pred else false_fn)(*operands)
-    with _unobserved(run):  # the monitor's own looks at the predicate are not the program's
+    with unobserved(run):  # the monitor's own looks at the predicate are not the program's
         taken = bool(pred)
         valid = pred.numel() == 1 and all(isinstance(t, torch.Tensor) for t in operands)
     if not valid:
@@ -110,7 +110,7 @@ def capture_cond(run: MonitorRun, pred, true_fn, false_fn, operands=()):
     true_run = _run_branch(run, true_fn, operands, must_succeed=taken)
     false_run = _run_branch(run, false_fn, operands, must_succeed=not taken)
     chosen = true_run if taken else false_run
-    with _unobserved(run):
+    with unobserved(run):
         problem = true_run.problem or false_run.problem or _mismatch(true_run, false_run)
     if problem is None:
         try:
@@ -126,7 +126,7 @@ def _as_eager(run: MonitorRun, problem: str, pred, true_fn, false_fn, operands):
     """Not capturable: the run is not compiled, and the call does what eager torch.cond does
     (which, for branches that break its rules, is to raise its own error)."""
     run.refuse(f"torch.cond not captured: {problem}")
-    with _unobserved(run):
+    with unobserved(run):
         return torch_internals.cond_function()(pred, true_fn, false_fn, operands)
 
 
@@ -213,7 +213,7 @@ def _subgraph(branch: _BranchRun, free: list[torch.Tensor]) -> torch.fx.GraphMod
 
 
 @contextlib.contextmanager
-def _unobserved(run: MonitorRun):
+def unobserved(run: MonitorRun):
     """Torch calls made by the monitor itself, not recorded as the program's."""
     saved = run.paused, run.mode.paused
     run.paused = run.mode.paused = True

@@ -178,6 +178,10 @@ class GraphTape:
             self.keepalive.append(tensor)
         return origin
 
+    def computed(self, tensor: torch.Tensor) -> bool:
+        """Whether this tape's graphs computed ``tensor`` (rather than took it in)."""
+        return isinstance(self.producer.get(id(tensor)), NodeOrigin)
+
     def node_for(self, tensor: torch.Tensor) -> torch.fx.Node:
         segment = self.current
         node = segment.env.get(id(tensor))

@@ -18,7 +18,7 @@ from typing import Any
 
 from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture.tape import Unsupported
-from fullgraph.runtime.monitor import annotation_table, warnings_blocks
+from fullgraph.runtime.monitor import annotation_table, speculation, warnings_blocks
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.symbolic.scalars import Sym
 
@@ -41,6 +41,11 @@ class Callouts:
     """Replayed calls: recorded on the tape in program order."""
 
     def _replayed_callout(self, state, fn, args, kwargs, annotation, result, fn_depth):
+        if self.speculating is not None:
+            # Run early, a call that must be replayed would be an effect eager never made.
+            name = annotation_table.qualified_name(fn)
+            speculation.block(self, state.frame, fn_depth, f"calls {name}")
+            return None
         index = len(self.tape.callouts)
         if index in self.injected:
             # This call already ran in the replay that missed: hand the interpreter

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 
 from fullgraph.runtime import breaks, cpython
-from fullgraph.runtime.capture import higher_order
-from fullgraph.runtime.monitor import annotation_table, autograd_calls
+from fullgraph.runtime.capture import custom_functions, higher_order
+from fullgraph.runtime.monitor import annotation_table, autograd_calls, speculation
 from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
 from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.state import FrameState, Mutation
@@ -78,11 +78,18 @@ class CallHandling(Callouts):
             source = self.source_of(fn)
             self._register_callable(fn, source)
             self.read(AttrSource(source, "func"), fn.func, symbolic=False)
+        if custom_functions.is_context_method(fn):
+            return None  # ``ctx.save_for_backward(x)`` on the capture's stand-in ctx
         if autograd_calls.is_custom_function_apply(fn, args) and autograd_calls.needs_grad(
             args, kwargs
         ):
-            # Its outputs must carry the user's backward, which no graph can hold yet: the
-            # call runs as it is (its forward unobserved), every time.
+            if self.speculating is None and custom_functions.capturable(fn, args, kwargs):
+                # Forward and backward both go into the graph (capture/custom_functions.py).
+                replacement = custom_functions.capture_for(self, fn, args)
+                self.keepalive.extend((fn, replacement))
+                cpython.replace_stack_item(state.frame, fn_depth, replacement)
+                return None
+            # Its outputs carry the user's backward: the call runs as it is, every time.
             return self._replayed_callout(
                 state, fn, args, kwargs, _CUSTOM_FUNCTION, result, fn_depth
             )
@@ -171,6 +178,11 @@ class CallHandling(Callouts):
             return self._replayed_callout(
                 state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
             )
+        if annotation.mutates and not speculation.allows_store(
+            self, _mutated_owner(receiver, args, annotation)
+        ):
+            speculation.block(self, state.frame, fn_depth, f"calls {name} on an object")
+            return None
         if annotation.pure:
             after = self._pure_call(fn, name, receiver, args, kwargs, annotation, result)
             if isinstance(fn, type):  # a library object made now: a replay has no such object
@@ -247,11 +259,7 @@ class CallHandling(Callouts):
             return lambda: self._getattr_read(fn, owner, attr, result())
         if annotation.mutates:
             function = receiver is None or isinstance(receiver, types.ModuleType)
-            owner = (
-                receiver
-                if not function
-                else (args[annotation.mutates[0]] if len(args) > annotation.mutates[0] else None)
-            )
+            owner = _mutated_owner(receiver, args, annotation)
             call_args = args[1:] if args and args[0] is owner else args
             if name == "setdefault" and isinstance(owner, dict) and call_args:
                 return self._setdefault(owner, call_args, result)
@@ -401,6 +409,14 @@ _CONSUMING_BUILTINS = frozenset(
     [sum, min, max, sorted, list, tuple, set, frozenset, dict, any, all, next, map, filter]
 )
 _ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
+
+
+def _mutated_owner(receiver: Any, args: tuple, annotation: Any) -> Any:
+    """What a mutating call changes: its receiver, or the argument its annotation names."""
+    if receiver is not None and not isinstance(receiver, types.ModuleType):
+        return receiver
+    position = annotation.mutates[0]
+    return args[position] if len(args) > position else None
 
 
 def _detaching_variable(args: tuple, kwargs: dict) -> bool:

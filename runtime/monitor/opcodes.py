@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor import speculation
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
@@ -131,6 +132,8 @@ def store_deref(run, state, ins) -> After:
     function = cpython.frame_function(state.frame)
     if index is not None and function is not None:
         cell = function.__closure__[index]
+        if run.speculating is not None:
+            return speculation.undo_cell_store(run, cell)
         fn_source = run.source_of(function)
         run.written_cells.add(id(cell))
         if fn_source is not None:
@@ -138,39 +141,54 @@ def store_deref(run, state, ins) -> After:
     return None
 
 
+def _blocked_store(run, state, depth: int, what: str) -> bool:
+    """In a speculative run, a store into anything but its ``ctx`` raises instead."""
+    if speculation.allows_store(run, tos(state, depth)):
+        return False
+    speculation.block(run, state.frame, depth, what)
+    return True
+
+
 @handles("STORE_ATTR")
 def store_attr(run, state, ins) -> After:
-    run.store_attr(tos(state), ins.argval, value=tos(state, 1))
+    if not _blocked_store(run, state, 0, f"sets the attribute {ins.argval!r}"):
+        run.store_attr(tos(state), ins.argval, value=tos(state, 1))
     return None
 
 
 @handles("DELETE_ATTR")
 def delete_attr(run, state, ins) -> After:
-    run.store_attr(tos(state), ins.argval, delete=True)
+    if not _blocked_store(run, state, 0, f"deletes the attribute {ins.argval!r}"):
+        run.store_attr(tos(state), ins.argval, delete=True)
     return None
 
 
 @handles("STORE_SUBSCR")
 def store_subscr(run, state, ins) -> After:
-    run.store_item(tos(state, 1), tos(state))
+    if not _blocked_store(run, state, 1, "stores an item"):
+        run.store_item(tos(state, 1), tos(state))
     return None
 
 
 @handles("STORE_SLICE", since=(3, 12))
 def store_slice(run, state, ins) -> After:
     # container[start:stop] = value: [value, container, start, stop]
-    run.store_item(tos(state, 2), slice(tos(state, 1), tos(state)))
+    if not _blocked_store(run, state, 2, "stores a slice"):
+        run.store_item(tos(state, 2), slice(tos(state, 1), tos(state)))
     return None
 
 
 @handles("DELETE_SUBSCR")
 def delete_subscr(run, state, ins) -> After:
-    run.store_item(tos(state, 1), tos(state), delete=True)
+    if not _blocked_store(run, state, 1, "deletes an item"):
+        run.store_item(tos(state, 1), tos(state), delete=True)
     return None
 
 
 @handles("STORE_GLOBAL", "DELETE_GLOBAL")
 def store_global(run, state, ins) -> After:
+    if run.speculating is not None:
+        return speculation.undo_global_store(run, state.frame.f_globals, ins.argval)
     run.store_global(state.frame.f_globals, ins.argval)
     return None
 

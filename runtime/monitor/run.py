@@ -115,6 +115,10 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.frames: list[FrameState] = []
         self.paused = False
         self.callout_pending = False
+        # While a custom Function's backward runs early (monitor/speculation.py): the
+        # ctx it may write to, and the first effect it tried to make (None: none).
+        self.speculating: Any = None
+        self.speculation_problem: str | None = None
         self.unsupported: list[breaks.GraphBreak] = []
         self.breaks: list[breaks.GraphBreak] = []
         self.tape = GraphTape(self.resolve_external, self.locate, self.lift)

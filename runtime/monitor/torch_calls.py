@@ -16,7 +16,7 @@ import torch
 from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS
 from fullgraph.runtime.capture.tape import Unsupported
-from fullgraph.runtime.monitor import annotation_table, autograd_calls
+from fullgraph.runtime.monitor import annotation_table, autograd_calls, speculation
 from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
 from fullgraph.runtime.torch_internals import getset_descriptor_name, tree_flatten
@@ -75,6 +75,11 @@ class TorchCallRouting:
 
     def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
         name = getattr(func, "__name__", "")
+        if self.speculating is not None:
+            effect = speculation.torch_effect(func, args, kwargs, self.tape.computed)
+            if effect is not None:
+                self.speculation_problem = self.speculation_problem or effect
+                raise speculation.SpeculationBlocked(effect)
         if (
             name in DATA_DEPENDENT
             or (name == "__getitem__" and _has_mask_index(args))

@@ -131,12 +131,15 @@ class Call:
     """Call the target.  ``args`` / ``kwargs``: values (tensors are deep-copied per
     twin, aliasing among them preserved) or a function of the env returning them
     (called after seeding, so ``torch.randn`` gives both twins the same data).
-    ``context``: a function of the env returning a context manager the call runs in."""
+    ``context``: a function of the env returning a context manager the call runs in.
+    ``then(env, result)``: runs right after the call, outside it (``loss.backward()``
+    on what a compiled forward returned); what it raises or prints is compared too."""
 
     args: Any = ()
     kwargs: Any = None
     context: Callable[[Env], Any] | None = None
     label: str = ""
+    then: Callable[[Env, Any], Any] | None = None
 
     def describe(self) -> str:
         return self.label or "call"
@@ -721,6 +724,8 @@ class Twin:
                         context = step.context(env) if step.context else contextlib.nullcontext()
                         with context:
                             obs.result = env.call(*args, **kwargs)
+                            if step.then is not None:
+                                step.then(env, obs.result)
                 except Exception as error:  # noqa: BLE001 - compared with the other twin
                     obs.error = (type(error).__name__, str(error))
                     obs.error_object = error

@@ -1,0 +1,134 @@
+"""Speculative runs: user code the monitor runs early, whose effects must not happen.
+
+A custom ``torch.autograd.Function``'s backward runs, in eager, when the
+program calls ``loss.backward()`` — maybe never.  To put it into the graph
+the monitor runs it once during the monitoring run, on stand-in gradients
+(``capture/custom_functions.py``).  That run is speculative: a ``print``, a
+store into an object from before it, or any call the monitor would replay
+would be an effect eager never made at that point.  While
+``MonitorRun.speculating`` is set, the monitor therefore makes each such
+instruction raise :class:`SpeculationBlocked` *instead* of having its effect
+(it swaps the callee or the store's target on the interpreter's stack for a
+:class:`Blocker`), and the capture falls back to running the Function as
+eager does.  A store to a global or a closure cell, which has no target on
+the stack to swap, is undone right after it happens.  Torch calls are checked before they run
+(:func:`torch_effect`): ``backward()`` and an in-place update of a tensor
+from before the run raise the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor import autograd_calls
+
+
+class SpeculationBlocked(Exception):
+    """An effect a speculative run tried to make (the run is abandoned)."""
+
+
+class Blocker:
+    """Stands in for a callee or a store target: any use raises SpeculationBlocked."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        object.__setattr__(self, "what", what)
+
+    def _blocked(self, *args: Any, **kwargs: Any):
+        raise SpeculationBlocked(self.what)
+
+    __call__ = __setattr__ = __delattr__ = __setitem__ = __delitem__ = _blocked
+
+
+def block(run: Any, frame: Any, depth: int, what: str) -> None:
+    """Make the instruction about to run raise instead of acting on its stack item
+    ``depth`` (the callee of a CALL, the owner of a store)."""
+    blocker = Blocker(what)
+    run.keepalive.append(blocker)
+    # Noted now as well: user code may catch the exception and carry on.
+    run.speculation_problem = run.speculation_problem or what
+    cpython.replace_stack_item(frame, depth, blocker)
+
+
+def allows_store(run: Any, owner: Any) -> bool:
+    """Outside a speculative run every store happens; inside one only stores into the
+    object the run was given to write (the Function's ``ctx``)."""
+    return run.speculating is None or owner is run.speculating
+
+
+def undo_global_store(run: Any, globals_dict: dict, name: str):
+    """The pending action that puts a global back as it was before a speculative store."""
+    missing = object()
+    before = globals_dict.get(name, missing)
+
+    def undo() -> None:
+        if before is missing:
+            globals_dict.pop(name, None)
+        else:
+            globals_dict[name] = before
+        run.speculation_problem = run.speculation_problem or f"stores the global {name!r}"
+
+    return undo
+
+
+def undo_cell_store(run: Any, cell: Any):
+    """The pending action that puts a closure cell back as it was."""
+    try:
+        before, empty = cell.cell_contents, False
+    except ValueError:
+        before, empty = None, True
+
+    def undo() -> None:
+        if empty:
+            try:
+                del cell.cell_contents
+            except ValueError:
+                pass
+        else:
+            cell.cell_contents = before
+        run.speculation_problem = run.speculation_problem or "stores into a closure cell"
+
+    return undo
+
+
+# In-place operators that are not named with a trailing underscore.
+_INPLACE_DUNDERS = frozenset(
+    f"__i{op}__"
+    for op in (
+        "add",
+        "sub",
+        "mul",
+        "truediv",
+        "floordiv",
+        "mod",
+        "pow",
+        "and",
+        "or",
+        "xor",
+        "lshift",
+        "rshift",
+        "matmul",
+    )
+) | {"__setitem__"}
+
+
+def torch_effect(func: Any, args: tuple, kwargs: dict, made_here: Any) -> str | None:
+    """Why a torch call would be an effect of the speculative run (None: it is not):
+    autograd calls, and in-place updates of a tensor ``made_here(t)`` says is older."""
+    name = getattr(func, "__name__", "")
+    if autograd_calls.is_autograd_torch_function(func):
+        return f"calls {name}"
+    targets = []
+    if isinstance(kwargs.get("out"), torch.Tensor):
+        targets.append(kwargs["out"])
+    inplace = name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("_"))
+    if inplace and args and isinstance(args[0], torch.Tensor):
+        targets.append(args[0])
+    for tensor in targets:
+        if not made_here(tensor):
+            return f"updates a tensor from before it in place ({name})"
+    return None
