@@ -32,6 +32,17 @@ def inductor_dynamic_backend(gm: torch.fx.GraphModule, example_inputs: list) -> 
     return torch.compile(gm, backend="inductor", dynamic=True, fullgraph=True)
 
 
+def inductor_unbacked_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+    """Inductor for a graph with an op whose output sizes depend on data (``nonzero``):
+    traced on fake inputs under a ShapeEnv, so those sizes are unbacked symbols."""
+    return torch_internals.compile_fx(gm, torch_internals.fakes_with_shape_env(example_inputs))
+
+
+def sized_by_data_variant(backend: Backend) -> Backend:
+    """The backend for such a graph (the eager fx graph takes any sizes already)."""
+    return inductor_unbacked_backend if backend is inductor_backend else backend
+
+
 def dynamic_variant(name: str, backend: Backend) -> Backend:
     """The backend to use once sizes vary (the eager fx graph is size-generic already)."""
     return inductor_dynamic_backend if name == "inductor" else backend

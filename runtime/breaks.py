@@ -68,13 +68,19 @@ TENSOR_VALUE_READ = _category(
 DATA_DEPENDENT_SHAPE = _category(
     "FG203",
     "data-dependent-shape",
-    "Operation whose output shape depends on tensor data",
-    "`nonzero`, boolean-mask indexing, `unique` and similar produce a shape that "
-    "is known only after the data is read, so the graph ends before them.",
-    "Use a fixed-shape formulation: `torch.where(mask, x, 0)` instead of "
-    "`x[mask]`, or `masked_fill` and a reduction.",
-    example="def forward(self, x, mask):\n    return x[mask].sum()  # FG203",
-    use_instead="def forward(self, x, mask):\n    return torch.where(mask, x, 0).sum()",
+    "Size that depends on tensor data, read in Python",
+    "`nonzero`, boolean-mask indexing, `masked_select`, `unique` and `torch.where(cond)` "
+    "stay in the graph, their output sizes unbacked symbols, while only torch ops use "
+    "those sizes. Where Python reads one (`idx.shape[0]`, `len(idx)`, `numel()`, a "
+    "loop over the rows) or a later graph takes such a tensor in, the function's "
+    "later runs make these ops callouts between graphs (their result sizes followed "
+    "as symbols); `bincount`, `pack_padded_sequence` and factories sized by a "
+    "tensor's value are callouts always.",
+    "Let torch ops consume the sizes (`rows.sum() / mask.sum()` rather than "
+    "`/ rows.shape[0]`), or use a fixed-shape formulation: `torch.where(mask, x, 0)` "
+    "instead of `x[mask]`.",
+    example="def forward(self, x, mask):\n    rows = x[mask]\n    return rows.sum() / rows.shape[0]  # FG203",
+    use_instead="def forward(self, x, mask):\n    rows = x[mask]\n    return rows.sum() / mask.sum()",
 )
 UNKNOWN_NATIVE_CALL = _category(
     "FG204",

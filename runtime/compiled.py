@@ -62,6 +62,9 @@ class CompiledFunction:
         self.recompile_limit = recompile_limit
         self.records: list[Record] = []
         self.varying: set = set()  # sources of scalars seen to change: lifted, not guarded
+        # Ops sized by data (nonzero) stay in the graph until a run finds Python reading
+        # such a size (capture/data_dependent.py): then they are callouts for good.
+        self.sized_by_data_in_graph = True
         self.dynamic: dict = {}  # sources of tensors whose sizes changed -> dims
         # Set once a record with tensor-returning callouts (nonzero, x[mask]) missed: the
         # sizes of those results are followed as symbols from then on.
@@ -220,6 +223,8 @@ class CompiledFunction:
         finally:
             if run is not None and run.shapes is not None:
                 result = run.shapes.close(result, run.mutations)
+            if run is not None and run.keeps_sized_by_data_out:
+                self.sized_by_data_in_graph = False
         return result
 
     def _start_run(self, args: tuple, kwargs: dict, injected: dict | None) -> MonitorRun:
@@ -232,6 +237,7 @@ class CompiledFunction:
             injected,
             dynamic=self.dynamic,
             follow_sizes=self.follow_sizes or bool(self.dynamic),
+            sized_by_data_in_graph=self.sized_by_data_in_graph,
         )
 
     def _run_and_record(self, run: MonitorRun, args: tuple, kwargs: dict):

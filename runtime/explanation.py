@@ -14,29 +14,45 @@ from fullgraph.runtime.report import Report, fill_report, make_report
 
 
 def explain_call(fn: Callable, args: tuple, kwargs: dict) -> Report:
+    report, kept_out = _explain_once(fn, args, kwargs, sized_by_data_in_graph=True)
+    if kept_out:
+        # Python read a size nonzero or x[mask] decided: as the compiled function's next
+        # run does, run once more with those ops between graphs, and report that run
+        # (the program runs twice: its effects are made twice).
+        why = report.notes[0] if report.notes else ""
+        report, _ = _explain_once(fn, args, kwargs, sized_by_data_in_graph=False)
+        report.notes.insert(0, f"monitored twice, the first run {why}")
+    return report
+
+
+def _explain_once(
+    fn: Callable, args: tuple, kwargs: dict, sized_by_data_in_graph: bool
+) -> tuple[Report, bool]:
+    """One monitoring run's report, and whether it kept data-sized ops out for the next."""
     cpython.check_supported()
     module = fn if isinstance(fn, torch.nn.Module) else None
     root = type(fn).forward if module is not None else fn
-    run = MonitorRun(root, args, kwargs, module)
+    run = MonitorRun(root, args, kwargs, module, sized_by_data_in_graph=sized_by_data_in_graph)
     monitor = Monitor(run)
     try:
         result = monitor.execute(lambda: fn(*args, **kwargs))
     except Exception as error:  # noqa: BLE001 - the user's program raised: that is a result, not a crash
-        return make_report(fn, run, error)
+        return make_report(fn, run, error), False
     report = make_report(fn, run, None)
+    kept_out = run.keeps_sized_by_data_out
     if monitor.tool_error is not None:
         report.notes.append(f"internal error in fullgraph's monitor: {monitor.tool_error!r}")
-        return report
+        return report, kept_out
     try:
         record = build_record(run, result, None, len(args), tuple(kwargs))
     except RecordError as error:
         report.notes.append(f"not compiled: {error.detail}")
         _add_segment_graphs(report, run)
-        return report
+        return report, kept_out
     if not record.reusable:
         report.notes.append(f"not reusable: {record.not_reusable_reason}")
     fill_report(report, [record])
-    return report
+    return report, kept_out
 
 
 def _add_segment_graphs(report: Report, run: MonitorRun) -> None:

@@ -109,6 +109,19 @@ def autograd_function_apply_op():
     return autograd_function_apply
 
 
+def fakes_with_shape_env(values: list) -> list:
+    """Fake copies of a graph's example inputs (same sizes) in a fake mode with a
+    ShapeEnv, where an op whose output sizes depend on data gets unbacked symbols."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    return [
+        mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v
+        for v in values
+    ]
+
+
 def set_grad_enabled_op():
     """The graph node target that switches grad mode inside a graph (as Dynamo emits)."""
     return torch._C._set_grad_enabled

@@ -40,6 +40,12 @@ DYNAMO_VERSION = "2.13."
 DYNAMO_SPLITS_BREAKLESS: dict[str, str] = {
     "seq2seq_teacher_forcing": "nn.GRU is not traced (allow_rnn is off): step_unsupported",
     "word_language_model": "nn.LSTM is not traced (allow_rnn is off): step_unsupported",
+    # Data-dependent sizes: one graph in fullgraph (unbacked symbols), a break in Dynamo
+    # unless capture_dynamic_output_shape_ops is set.
+    "masked_depth_loss": "x[mask] is a dynamic-output-shape op: break",
+    "nonzero_selected_tokens": "nonzero is a dynamic-output-shape op: break",
+    "prototypical_network": "x[mask] is a dynamic-output-shape op: break",
+    "class_balanced_unique": "unique is a dynamic-output-shape op: break",
 }
 # Programs with FG201/FG202/FG203 markers that Dynamo nevertheless captures whole.
 DYNAMO_HANDLES: dict[str, str] = {

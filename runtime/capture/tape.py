@@ -23,6 +23,7 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
+from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.data_checks import DataCheck, drop_unused, plan_check, storage_key
 from fullgraph.runtime.capture.nodes import emit_call, target_name
 from fullgraph.runtime.capture.origins import (
@@ -86,6 +87,7 @@ class Segment:
     # Storages the segment's ops have updated in place so far (None: one without a storage).
     updated_storages: set = dataclasses.field(default_factory=set)
     data_checks: list[DataCheck] = dataclasses.field(default_factory=list)  # hoisted in front
+    sized_by_data: bool = False  # holds an op whose output sizes depend on data (nonzero)
 
     def output_index(self, node: torch.fx.Node) -> int:
         if node not in self.outputs:
@@ -155,6 +157,7 @@ class GraphTape:
         self.entry_state = global_state()
         self.entry_autocast = autocast_state()
         self.unsupported: Unsupported | None = None
+        self.shaped_by_data: set[int] = set()  # ids of tensors whose sizes depend on data
         self.shapes: ShapeTracker | None = None  # set when input sizes vary (symbolic sizes)
         self.generic_sizes = False  # the record is compiled for any size (set at build time)
 
@@ -300,6 +303,7 @@ class GraphTape:
         segment.op_counts[name] = segment.op_counts.get(name, 0) + 1
         if self.shapes is not None:
             self.shapes.propagate(func, args, kwargs, result, self.fake_of)
+        data_dependent.propagate(self, func, args, kwargs, flat, result)
         if isinstance(result, torch.Tensor):
             self.bind(result, node)
             return
@@ -443,6 +447,8 @@ class GraphTape:
         (None: not needed)."""
         segment = self.current
         updated = segment.updated_storages
+        if segment.sized_by_data:
+            return False, None  # a check graph would be compiled for today's sizes
         if None in updated or any(storage_key(t) in updated for t in tensors):
             return False, None  # read after the segment updated it: it must wait its turn
         made_here = [

@@ -186,3 +186,19 @@ def needs_grad(args: tuple, kwargs: dict) -> bool:
         return False
     values = (*args, *kwargs.values())
     return any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
+
+
+def detaching_variable(args: tuple, kwargs: dict) -> bool:
+    """``Variable(t)`` / ``Variable(t, requires_grad=False)``: a detached alias of ``t``."""
+    return (
+        len(args) == 1
+        and isinstance(args[0], torch.Tensor)
+        and set(kwargs) <= {"requires_grad"}  # volatile= warns that it was removed
+        and not kwargs.get("requires_grad", False)
+    )
+
+
+def legacy_variable(data: torch.Tensor, requires_grad: bool = False):
+    """What ``torch.autograd.Variable(data)`` returns (no grad history, the same storage),
+    as a tensor method the capture records."""
+    return data.detach()

@@ -93,9 +93,9 @@ class CallHandling(Callouts):
             return self._replayed_callout(
                 state, fn, args, kwargs, _CUSTOM_FUNCTION, result, fn_depth
             )
-        if fn is torch.autograd.Variable and _detaching_variable(args, kwargs):
+        if fn is torch.autograd.Variable and autograd_calls.detaching_variable(args, kwargs):
             # The legacy wrapper is native code the capture can't see: it is t.detach().
-            cpython.replace_stack_item(state.frame, fn_depth, _legacy_variable)
+            cpython.replace_stack_item(state.frame, fn_depth, autograd_calls.legacy_variable)
             return None
         if higher_order.is_cond(fn):
             # Eager torch.cond would compile its branches with Dynamo; capture them instead.
@@ -178,6 +178,10 @@ class CallHandling(Callouts):
             return self._replayed_callout(
                 state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
             )
+        if fn is len and args and sizes.follows_len(args[0]):
+            # len(x) would make a followed size a plain int: x.size(0) keeps it a SizeInt.
+            cpython.replace_stack_item(state.frame, fn_depth, sizes.tensor_len)
+            return None
         if annotation.mutates and not speculation.allows_store(
             self, _mutated_owner(receiver, args, annotation)
         ):
@@ -417,22 +421,6 @@ def _mutated_owner(receiver: Any, args: tuple, annotation: Any) -> Any:
         return receiver
     position = annotation.mutates[0]
     return args[position] if len(args) > position else None
-
-
-def _detaching_variable(args: tuple, kwargs: dict) -> bool:
-    """``Variable(t)`` / ``Variable(t, requires_grad=False)``: a detached alias of ``t``."""
-    return (
-        len(args) == 1
-        and isinstance(args[0], torch.Tensor)
-        and set(kwargs) <= {"requires_grad"}  # volatile= warns that it was removed
-        and not kwargs.get("requires_grad", False)
-    )
-
-
-def _legacy_variable(data: torch.Tensor, requires_grad: bool = False):
-    """What ``torch.autograd.Variable(data)`` returns (no grad history, the same storage),
-    as a tensor method the capture records."""
-    return data.detach()
 
 
 def _steps_into(fn: Any, target: Any) -> bool:

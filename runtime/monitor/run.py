@@ -71,8 +71,13 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         injected: dict | None = None,
         dynamic: dict | None = None,
         follow_sizes: bool | None = None,
+        sized_by_data_in_graph: bool = True,
     ):
         self.fn = fn
+        # Whether nonzero, x[mask] and the like go into the graph (False once a run found
+        # Python reading such a size: capture/data_dependent.py).
+        self.sized_by_data_in_graph = sized_by_data_in_graph
+        self.keeps_sized_by_data_out = False  # set for the runs after this one
         self.size_reads = 0  # tensor sizes Python saw (shape, size(), len ...)
         # Results of callouts a missed replay already made (by callout index).
         self.injected: dict[int, Any] = dict(injected or {})
@@ -122,6 +127,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.unsupported: list[breaks.GraphBreak] = []
         self.breaks: list[breaks.GraphBreak] = []
         self.tape = GraphTape(self.resolve_external, self.locate, self.lift)
+        self.main_tape = self.tape  # self.tape is a branch's own while one is captured
         # Input sizes seen to change between calls: followed as symbols (runtime/symbolic/shapes.py).
         if follow_sizes is None:
             follow_sizes = bool(dynamic)

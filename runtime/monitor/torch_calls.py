@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime import breaks, torch_internals
+from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS
 from fullgraph.runtime.capture.tape import Unsupported
 from fullgraph.runtime.monitor import annotation_table, autograd_calls, speculation
@@ -80,16 +81,25 @@ class TorchCallRouting:
             if effect is not None:
                 self.speculation_problem = self.speculation_problem or effect
                 raise speculation.SpeculationBlocked(effect)
-        if (
+        sized_by_data = (  # the output's sizes come from the data: nonzero, x[mask]
             name in DATA_DEPENDENT
             or (name == "__getitem__" and _has_mask_index(args))
+            or (func is torch.where and len(args) + len(kwargs) == 1)
+        )
+        if (
+            (sized_by_data and not data_dependent.may_enter_graph(self, func, name))
             or _packed_sequence_call(name, args)
             or _size_from_tensor(name, args)
-            or (func is torch.where and len(args) + len(kwargs) == 1)
         ):
             result = func(*args, **kwargs)
             self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
             return result
+        prop = getset_descriptor_name(func)
+        reads_size = name in _SIZE_READS or prop in _SIZE_READS or name in _SIZE_DEPENDENT_OPS
+        if reads_size and args and data_dependent.shaped_by_data(self.tape, args[0]):
+            # ``rows.shape[0]``, ``for i in idx``: Python depends on a size the data decides;
+            # as a callout's result such a size can be followed (symbolic/shapes.py).
+            data_dependent.keep_as_callouts(self, "Python reads a size that depends on data")
         if name in _SIZE_DEPENDENT_OPS and not self._static_size(name, args, kwargs):
             self.size_reads += 1  # how many outputs depends on a size
         if name == "__iter__" and args and isinstance(args[0], torch.Tensor) and args[0].dim() > 0:
@@ -134,7 +144,6 @@ class TorchCallRouting:
             return result
         mutated = [t for t, v in zip(tensors, versions) if _version(t) != v]
         try:
-            prop = getset_descriptor_name(func)
             if name in _HIDDEN_STATE_CALLS or prop in _HIDDEN_STATE_CALLS:
                 # Not a function of what the guard checks (memory addresses, autograd
                 # flags, hooks): replayed each call, its result checked where it is read.
@@ -150,9 +159,11 @@ class TorchCallRouting:
                 if name in _POWER_OPS:
                     self._integer_power_condition(args)
                 self.tape.record_op(func, args, kwargs, result, mutated)
+                if sized_by_data:
+                    data_dependent.mark(self.tape, result)
             elif name in VALUE_READS:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
-            elif name in _SIZE_READS or getset_descriptor_name(func) in _SIZE_READS:
+            elif name in _SIZE_READS or prop in _SIZE_READS:
                 symbolic = self._symbolic_size(getset_descriptor_name(func) or name, args, result)
                 if symbolic is None:
                     self.size_reads += 1  # Python now depends on a size: no dynamic shapes
@@ -213,7 +224,9 @@ class TorchCallRouting:
                 return sizes[dim]
             return None
         if name == "__len__" and sizes:
-            return sizes[0]
+            # len() turns whatever __len__ returns into a plain int: the number is used
+            # as it is, so the record holds only for it (F73).
+            return None if isinstance(sizes[0], SizeInt) else result
         if name in ("numel", "nelement"):
             total = 1
             for size in sizes:

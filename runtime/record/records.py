@@ -18,7 +18,8 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.backends import Backend
+from fullgraph.runtime.backends import Backend, sized_by_data_variant
+from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.data_checks import check_module, draws_random, storage_key
 from fullgraph.runtime.capture.origins import ExternalOrigin
 from fullgraph.runtime.capture.tape import Unsupported
@@ -133,6 +134,17 @@ def graph_modules(run: MonitorRun) -> list[torch.fx.GraphModule]:
     return modules
 
 
+def _compile(run: MonitorRun, segment, gm, examples: list, backend: Backend):
+    if not segment.sized_by_data:
+        return backend(gm, examples)
+    try:
+        return sized_by_data_variant(backend)(gm, examples)
+    except Exception as error:  # noqa: BLE001 - torch can't keep such a size symbolic here
+        why = f"the graph with a data-dependent size failed to compile ({type(error).__name__})"
+        data_dependent.keep_as_callouts(run, why)
+        raise RecordError(None, run.not_recordable[-1], transient=True) from None
+
+
 def build_record(
     run: MonitorRun,
     result: Any,
@@ -150,6 +162,9 @@ def build_record(
     # A varying number the program used without the monitor following it (read by a
     # loop, a library call...) was baked in as it was: guard its value after all.
     run.symbolic_sources &= run.symbolic_taken
+    crossing = data_dependent.crossing(run.tape)
+    if crossing is not None:
+        data_dependent.keep_as_callouts(run, crossing)
     if run.not_recordable:
         raise RecordError(
             None,
@@ -210,7 +225,7 @@ def build_record(
         if segment.op_count or segment.outputs:
             examples = [node.meta.get("example_value") for node, _ in segment.placeholders]
             compiled_graphs[f"graph{segment.index}"] = (
-                backend(gm, examples) if backend else gm.forward
+                _compile(run, segment, gm, examples, backend) if backend else gm.forward
             )
     namespace.update(compiled_graphs)
     splits, checks, deferred = run.tape.call_sites()

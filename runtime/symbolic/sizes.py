@@ -409,3 +409,13 @@ def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], A
     container, key = top(1), top(0)
     if not isinstance(container, torch.Tensor) and holds_size(key):
         tracker.concretize_all(key)
+
+
+def follows_len(value: Any) -> bool:
+    """``len(x)`` of a tensor whose first size may be followed as a symbol."""
+    return isinstance(value, torch.Tensor) and value.dim() > 0
+
+
+def tensor_len(tensor: torch.Tensor) -> int:
+    """``len(tensor)`` as the size read it is (a SizeInt while sizes are followed)."""
+    return tensor.size(0)

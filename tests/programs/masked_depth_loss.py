@@ -12,7 +12,7 @@ class DepthNet(nn.Module):
         pred = self.net(image)
         mask = target > 0
         diff = (pred - target).abs()
-        loss = diff[mask].mean()  # BREAK: FG203
+        loss = diff[mask].mean()  # one graph: its sizes are unbacked symbols
         return loss * 10.0, pred
 
 
@@ -29,4 +29,4 @@ def make_inputs(seed: int):
     return (image, target)
 
 
-EXPECTED_GRAPHS = 2
+EXPECTED_GRAPHS = 1

@@ -11,7 +11,7 @@ class TokenPruner(nn.Module):
 
     def forward(self, tokens):
         scores = self.score(tokens).squeeze(-1)
-        keep = torch.nonzero(scores > 0).squeeze(1)  # BREAK: FG203
+        keep = torch.nonzero(scores > 0).squeeze(1)  # one graph: its sizes are unbacked symbols
         kept = tokens.index_select(0, keep)
         return torch.relu(self.fc(kept)).sum(dim=0) / tokens.shape[0]
 
@@ -26,7 +26,7 @@ def make_inputs(seed: int):
     return (torch.randn(10, 6, generator=g),)
 
 
-EXPECTED_GRAPHS = 2
+EXPECTED_GRAPHS = 1
 # How many tokens survive changes with the data, so how often the runtime
 # re-monitors depends on its dynamic-shape policy: not asserted.
 EXPECTED_MONITOR_RUNS = None

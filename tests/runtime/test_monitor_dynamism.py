@@ -145,13 +145,30 @@ def masked_sum(x):
     return x[x > 0].sum() * 2
 
 
-def test_a_data_dependent_shape_is_a_break_and_results_stay_right():
+def test_a_data_dependent_shape_stays_in_the_graph_and_results_stay_right():
     compiled = fr.compile(masked_sum, backend="eager")
     for _ in range(4):
         x = torch.randn(16)
         torch.testing.assert_close(compiled(x), masked_sum(x))
+    assert compiled.stats.monitor_runs == 1 and compiled.stats.hits == 3
     report = fr.explain(masked_sum, torch.randn(16))
-    assert [b.category.code for b in report.breaks] == ["FG203"]
+    assert report.breaks == [] and len(report.graphs) == 1
+
+
+def rows_per_call(x):
+    rows = x[x > 0]
+    return rows.sum(), rows.shape[0]
+
+
+def test_python_reading_a_data_dependent_size_makes_the_op_a_break():
+    report = fr.explain(rows_per_call, torch.randn(16))
+    assert [b.category.code for b in report.breaks] == ["FG203"]  # at the size read
+    assert "Python reads a size that depends on data" in report.notes[0]
+    compiled = fr.compile(rows_per_call, backend="eager")
+    for _ in range(5):
+        x = torch.randn(16)
+        assert compiled(x)[1] == rows_per_call(x)[1]
+    assert compiled.stats.hits >= 2
 
 
 NAME = {"value": "relu"}
