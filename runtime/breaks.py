@@ -152,15 +152,16 @@ CUSTOM_AUTOGRAD_FUNCTION = _category(
     "input requires grad, fullgraph captures the forward and the backward into the graph "
     "as one node (the compiled backward is the user's). It gives that up when the "
     "forward makes a call that must run eagerly (`.item()`, `print`), uses "
-    "`ctx.mark_dirty` or returns a tensor it did not compute, or when the backward, run "
+    "`ctx.mark_dirty` where torch's operator can't take it (2.11) or returns a tensor "
+    "it did not compute, or when the backward, run "
     "once early on stand-in gradients, would have an effect (a print, a store into an "
     "object from outside, a global) or fails: then the call runs eagerly between graphs "
     "on every call, its outputs keeping the user's backward. Without gradients "
     "(`torch.no_grad()`, inference) the forward is stepped into like any other code.",
     "Keep Python effects out of `backward` (log from the training loop instead) and "
-    "`.item()` out of `forward`; for an in-place Function, return a new tensor instead "
-    "of `ctx.mark_dirty`.",
-    example="class Clamp(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x.clamp(0, 1)\n\n    @staticmethod\n    def backward(ctx, g):\n        print(\"grad norm\", g.norm())  # FG209: an effect in backward\n        return g",
+    "`.item()` out of `forward`; on torch 2.11, return a new tensor instead of "
+    "`ctx.mark_dirty`.",
+    example='class Clamp(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x.clamp(0, 1)\n\n    @staticmethod\n    def backward(ctx, g):\n        print("grad norm", g.norm())  # FG209: an effect in backward\n        return g',
     use_instead="class Clamp(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x.clamp(0, 1)\n\n    @staticmethod\n    def backward(ctx, g):\n        return g  # captured with the forward: one graph",
 )
 

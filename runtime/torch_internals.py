@@ -8,6 +8,8 @@ private is imported here so that a move is fixed once.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 
 import torch
 from torch.overrides import TorchFunctionMode  # noqa: F401  (public since 2.0)
@@ -107,6 +109,18 @@ def autograd_function_apply_op():
     except ImportError:
         return None
     return autograd_function_apply
+
+
+@functools.cache
+def autograd_function_apply_marks_dirty() -> bool:
+    """Whether this torch's autograd_function_apply takes ``dirty_idx`` (ctx.mark_dirty)."""
+    op = autograd_function_apply_op()
+    if op is None:
+        return False
+    try:
+        return "dirty_idx" in inspect.getsource(type(op).__call__)
+    except (OSError, TypeError):
+        return False
 
 
 def fakes_with_shape_env(values: list) -> list:

@@ -62,8 +62,10 @@ class DataDependentShapeRule(Rule):
     WHY_IS_THIS_BAD = (
         "The number of elements these produce is only known after the data is read, so "
         "the shapes of everything downstream are unknown when the graph is built. "
-        "Compilers end the graph before them (runtime code FG203) or recompile for every "
-        "new size."
+        "Dynamo ends the graph before them unless told to capture them; fullgraph's "
+        "runtime keeps them in the graph only while no Python code reads those sizes "
+        "(`idx.shape[0]`, `len(idx)`: runtime code FG203), and other compilers recompile "
+        "for every new size."
     )
     FIX_SAFETY = (
         "No fix is offered: a fixed-shape rewrite (`torch.where(mask, x, 0)`) keeps the "

@@ -73,6 +73,7 @@ class FunctionContext:
         self._fg_dirty: tuple = ()
         self._fg_materialize_grads = True
         self._fg_unsupported: str | None = None
+        self._fg_inputs_before: dict | None = None  # copies of the inputs, for mark_dirty
 
     def save_for_backward(self, *tensors: Any) -> None:
         self._fg_saved = tensors
@@ -169,6 +170,9 @@ def capture_custom_function(run: MonitorRun, cls: type, class_in_args: bool, *ar
     run.keepalive.append(ctx)
     with unobserved(run):
         before = _RngState()
+        # forward runs twice (captured, then as the operator): an input it may update in
+        # place (ctx.mark_dirty) is put back in between.
+        ctx._fg_inputs_before = _inputs_before(cls, args)
     forward = _run_forward(run, cls, ctx, args)  # the user's own error reaches the program
     with unobserved(run):
         after_forward = _RngState()
@@ -216,6 +220,17 @@ def _read_methods(run: MonitorRun, cls: type) -> None:
         run.read(AttrSource(source, name), getattr(cls, name), symbolic=False)
 
 
+def _inputs_before(cls: type, args: tuple) -> dict | None:
+    """Copies of the tensor arguments (by id) when forward's code marks an input dirty."""
+    codes = [cls.forward.__code__]
+    if _uses_setup_context(cls):
+        codes.append(cls.setup_context.__code__)
+    if not any("mark_dirty" in code.co_names for code in codes):
+        return None
+    with torch.no_grad():
+        return {id(a): a.clone() for a in args if isinstance(a, torch.Tensor)}
+
+
 def _run_forward(run: MonitorRun, cls: type, ctx: FunctionContext, args: tuple) -> _Body:
     with torch.no_grad():  # as apply runs it; the tape starts in that mode too
         body = _Body(BranchTape(run, [a for a in args if isinstance(a, torch.Tensor)]))
@@ -231,7 +246,9 @@ def _run_forward(run: MonitorRun, cls: type, ctx: FunctionContext, args: tuple) 
             outer.keepalive.append(body.tape.keepalive)
     body.result = result
     body.outputs = result if isinstance(result, tuple) else (result,)
-    body.problem = _body_problem("forward", body.tape) or _forward_problem(ctx, args, body)
+    body.problem = _forward_problem(ctx, args, body) or _body_problem(
+        "forward", body.tape, ctx._fg_dirty
+    )
     return body
 
 
@@ -239,7 +256,13 @@ def _forward_problem(ctx: FunctionContext, args: tuple, body: _Body) -> str | No
     if ctx._fg_unsupported is not None:
         return ctx._fg_unsupported
     if ctx._fg_dirty:
-        return "ctx.mark_dirty (an input updated in place)"
+        if not torch_internals.autograd_function_apply_marks_dirty():
+            return "ctx.mark_dirty (this torch's autograd_function_apply has no dirty_idx)"
+        if ctx._fg_inputs_before is None:
+            return "ctx.mark_dirty called outside forward's own code"
+        for tensor in ctx._fg_dirty:
+            if not any(tensor is a for a in args) or not any(tensor is o for o in body.outputs):
+                return "ctx.mark_dirty of a tensor that is not both an input and an output"
     if not body.outputs or not all(isinstance(o, torch.Tensor) for o in body.outputs):
         return "forward must return a tensor or a tuple of tensors"
     for output in body.outputs:
@@ -248,13 +271,16 @@ def _forward_problem(ctx: FunctionContext, args: tuple, body: _Body) -> str | No
     return None
 
 
-def _body_problem(name: str, tape: BranchTape) -> str | None:
+def _body_problem(name: str, tape: BranchTape, dirty: tuple = ()) -> str | None:
     if tape.unsupported is not None:
         return f"{name}: {tape.unsupported.detail}"
     if tape.callouts:
         return f"{name} calls `{tape.callouts[0].function_name}`, which must run eagerly"
-    if tape.current.mutated_placeholders:
-        return f"{name} updates a tensor from outside it in place"
+    origins = dict(tape.current.placeholders)
+    for node in tape.current.mutated_placeholders:
+        tensor = tape.free[origins[node].index]
+        if not any(tensor is d for d in dirty):  # ctx.mark_dirty's inputs may be updated
+            return f"{name} updates a tensor from outside it in place"
     return None
 
 
@@ -324,12 +350,17 @@ def _emit(run: MonitorRun, cls: type, ctx, args: tuple, forward: _Body, backward
             i for i, t in enumerate(saved) if any(t is s for s in ctx._fg_saved)
         ],
     }
+    dirty = [i for i, o in enumerate(forward.outputs) if any(o is d for d in ctx._fg_dirty)]
+    if dirty:
+        kwargs["dirty_idx"] = dirty  # absent otherwise: the call Dynamo emits then
     tape = run.tape
     segment = tape.current
     operand_nodes = [
         tape.lifted_placeholder(*lifted[id(t)]) if id(t) in lifted else tape.node_for(t)
         for t in operands
     ]
+    with unobserved(run):  # (storage queries of the monitor's own)
+        tape.note_updates(list(ctx._fg_dirty))  # before their outputs rebind them
     tape.sync_grad_mode(segment)
     number = sum(1 for name in segment.submodules if name.startswith("fwd_body"))
     names = (f"fwd_body_{number}", f"bwd_body_{number}")
@@ -343,6 +374,9 @@ def _emit(run: MonitorRun, cls: type, ctx, args: tuple, forward: _Body, backward
     segment.op_count += 1
     segment.op_counts[cls.__name__] = segment.op_counts.get(cls.__name__, 0) + 1
     with unobserved(run):
+        with torch.no_grad():
+            for tensor in ctx._fg_dirty:  # as it was before the captured forward updated it
+                tensor.copy_(ctx._fg_inputs_before[id(tensor)])
         outputs = hop(fwd_body, bwd_body, *operands, **kwargs)
     for position, output in enumerate(outputs):
         tape.bind(output, segment.graph.call_function(operator.getitem, (node, position)))

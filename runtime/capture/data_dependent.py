@@ -36,6 +36,8 @@ def may_enter_graph(run: Any, func: Any, name: str) -> bool:
     """Whether this data-dependent op goes into the graph of the run's main tape."""
     if not run.sized_by_data_in_graph or run.tape is not run.main_tape:
         return False
+    if run.shapes is not None and run.shapes.active:
+        return False  # sizes followed: as a callout's result, its sizes can be followed too
     # torch.where(cond) is nonzero by another name; x[mask] is masked_select's.
     return name in IN_GRAPH_OPS or func is torch.where or name == "__getitem__"
 

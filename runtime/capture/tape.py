@@ -294,9 +294,7 @@ class GraphTape:
             for x in flat
         ]
         node_args, node_kwargs = tree_unflatten(mapped, spec)
-        for tensor in mutated:
-            self._note_mutation(segment, tensor)
-        segment.updated_storages.update(storage_key(tensor) for tensor in mutated)
+        self.note_updates(mutated)
         node = emit_call(segment.graph, func, node_args, node_kwargs)
         name = target_name(func)
         segment.op_count += 1
@@ -311,11 +309,11 @@ class GraphTape:
             return
         self._bind_structure(segment.graph, node, result, name)
 
-    def _note_mutation(self, segment: Segment, tensor: torch.Tensor) -> None:
-        """An in-place update: of a graph input (directly or through a view), or internal."""
-        for candidate in (tensor, tensor._base):
-            if candidate is None:
-                continue
+    def note_updates(self, tensors: list) -> None:
+        """Tensors the op about to be recorded updates in place: graph inputs (directly
+        or through a view) become mutated placeholders."""
+        segment = self.current
+        for candidate in (c for t in tensors for c in (t, t._base) if c is not None):
             node = segment.env.get(id(candidate))
             if node is not None and node.op == "placeholder":
                 if node not in segment.mutated_placeholders:
@@ -323,6 +321,7 @@ class GraphTape:
                 origin = dict(segment.placeholders).get(node)
                 if isinstance(origin, ExternalOrigin):
                     segment.mutates_external = True
+        segment.updated_storages.update(storage_key(tensor) for tensor in tensors)
 
     def _bind_structure(
         self, graph: torch.fx.Graph, node: torch.fx.Node, value: Any, name: str

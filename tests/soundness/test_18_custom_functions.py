@@ -14,10 +14,12 @@ on every call, including the first, where the capture was tried and given up.
 
 from __future__ import annotations
 
+import pytest
 import torch
 from harness import Call, Case, Do, backends, calls, program_env, run_case
 
 import fullgraph.runtime as fr
+from fullgraph.runtime import torch_internals
 
 STRAIGHT_THROUGH = """
 import torch
@@ -611,8 +613,11 @@ def forward(x):
 """
 
 
-@backends()
-def test_mark_dirty_runs_as_eager(backend):
+@backends(inductor=True)
+def test_mark_dirty_updates_the_input_as_eager_does(backend):
+    """One graph where torch's operator takes ``dirty_idx`` (2.13), replayed between
+    graphs otherwise: either way the input is updated once and gradients are the user's."""
+
     def zero(env):
         env.ns.w.grad = None
 
@@ -719,3 +724,14 @@ def test_a_capture_given_up_says_why_and_the_next_run_replays_the_call():
     assert ns.LOG and len(ns.LOG) == 3  # the three backwards, none from the capture
     report = fr.explain(ns.forward, torch.randn(3))
     assert [b.category.code for b in report.breaks] == ["FG209"]
+
+
+@pytest.mark.skipif(
+    not torch_internals.autograd_function_apply_marks_dirty(),
+    reason="this torch's autograd_function_apply has no dirty_idx",
+)
+def test_mark_dirty_is_one_graph():
+    ns = program_env(MARK_DIRTY, "step").ns
+    report = fr.explain(ns.step, torch.randn(4))
+    assert [b.category.code for b in report.breaks] == ["FG208"]  # only loss.backward()
+    assert "dirty_idx = [0]" in report.graphs[0]["code"]
