@@ -83,7 +83,7 @@ class CallHandling(Callouts):
         if autograd_calls.is_custom_function_apply(fn, args) and autograd_calls.needs_grad(
             args, kwargs
         ):
-            if self.speculating is None and custom_functions.capturable(fn, args, kwargs):
+            if self.tape is self.main_tape and custom_functions.capturable(fn, args, kwargs):
                 # Forward and backward both go into the graph (capture/custom_functions.py).
                 replacement = custom_functions.capture_for(self, fn, args)
                 self.keepalive.extend((fn, replacement))

@@ -735,3 +735,52 @@ def test_mark_dirty_is_one_graph():
     report = fr.explain(ns.step, torch.randn(4))
     assert [b.category.code for b in report.breaks] == ["FG208"]  # only loss.backward()
     assert "dirty_idx = [0]" in report.graphs[0]["code"]
+
+
+TWO_CALLS_AND_A_MODULE = """
+import torch
+
+torch.manual_seed(0)
+
+class Swish(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        s = torch.sigmoid(x)
+        ctx.save_for_backward(x, s)
+        return x * s
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, s = ctx.saved_tensors
+        return grad * (s * (1 + x * (1 - s)))
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 8)
+        self.b = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = Swish.apply(self.a(x))
+        return Swish.apply(self.b(h)) + x      # the same Function twice in one graph
+"""
+
+
+@backends(inductor=True)
+def test_the_same_function_twice_in_a_module(backend):
+    run_case(
+        Case(
+            "two_calls_module",
+            lambda: program_env(TWO_CALLS_AND_A_MODULE + "\nnet = Block()\n", "net"),
+            [
+                *[
+                    Call(lambda env: (torch.randn(3, 4),), then=lambda env, y: y.sum().backward())
+                    for _ in range(3)
+                ],
+                Call(lambda env: (torch.randn(3, 4),), context=lambda env: torch.no_grad()),
+                Call(lambda env: (torch.randn(3, 4),), then=lambda env, y: y.sum().backward()),
+            ],
+            min_hits=2,
+        ),
+        backend,
+    )
