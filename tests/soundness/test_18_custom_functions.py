@@ -50,6 +50,28 @@ class Net(torch.nn.Module):
 """
 
 
+def _zero_w_grad(env):
+    env.ns.w.grad = None
+
+
+def _w_grad_case(name, source, target, shape, *, watch=None, between=(), after=2, **options):
+    """Three training steps, ``w.grad = None`` (and ``between``), ``after`` more steps on
+    fresh inputs of ``shape``; ``w.grad`` is compared after each unless ``watch`` says."""
+    steps = [
+        *calls(3, lambda env: (torch.randn(*shape),)),
+        Do(_zero_w_grad, "w.grad = None"),
+        *between,
+        *calls(after, lambda env: (torch.randn(*shape),)),
+    ]
+    return Case(
+        name,
+        lambda: program_env(source, target),
+        steps,
+        watch=watch or (lambda env: env.ns.w.grad),
+        **options,
+    )
+
+
 def _backward(env, loss):
     loss.backward()
 
@@ -169,23 +191,7 @@ def step(x):
 
 @backends()
 def test_setup_context_style_with_a_non_differentiable_output(backend):
-    def zero(env):
-        env.ns.w.grad = None
-
-    run_case(
-        Case(
-            "setup_context",
-            lambda: program_env(SETUP_CONTEXT, "step"),
-            [
-                *calls(3, lambda env: (torch.randn(3, 4),)),
-                Do(zero, "w.grad = None"),
-                *calls(2, lambda env: (torch.randn(3, 4),)),
-            ],
-            watch=lambda env: env.ns.w.grad,
-            min_hits=3,
-        ),
-        backend,
-    )
+    run_case(_w_grad_case("setup_context", SETUP_CONTEXT, "step", (3, 4), min_hits=3), backend)
 
 
 NEEDS_INPUT_GRAD = """
@@ -330,18 +336,12 @@ def step(x):
 
 @backends()
 def test_same_tensor_twice_and_a_closed_over_parameter(backend):
-    def zero(env):
-        env.ns.w.grad = None
-
     run_case(
-        Case(
+        _w_grad_case(
             "twice_closed_over",
-            lambda: program_env(TWICE_AND_CLOSED_OVER, "step"),
-            [
-                *calls(3, lambda env: (torch.randn(4),)),
-                Do(zero, "w.grad = None"),
-                *calls(2, lambda env: (torch.randn(4),)),
-            ],
+            TWICE_AND_CLOSED_OVER,
+            "step",
+            (4,),
             watch=lambda env: (env.ns.w.grad, env.ns.bias.grad),
             min_hits=3,
         ),
@@ -380,23 +380,7 @@ def test_random_forward_draws_what_eager_draws(backend):
     """The capture runs forward twice (captured, then as the operator): the RNG is put
     back in between, so the first call's mask and RNG state are eager's."""
 
-    def zero(env):
-        env.ns.w.grad = None
-
-    run_case(
-        Case(
-            "random_forward",
-            lambda: program_env(RANDOM_FORWARD, "step"),
-            [
-                *calls(3, lambda env: (torch.randn(6),)),
-                Do(zero, "w.grad = None"),
-                *calls(2, lambda env: (torch.randn(6),)),
-            ],
-            watch=lambda env: env.ns.w.grad,
-            min_hits=3,
-        ),
-        backend,
-    )
+    run_case(_w_grad_case("random_forward", RANDOM_FORWARD, "step", (6,), min_hits=3), backend)
 
 
 REPLACED_BACKWARD = """
@@ -430,20 +414,14 @@ def test_backward_replaced_on_the_class(backend):
     def replace(env):
         env.ns.Clip.backward = staticmethod(env.ns.doubled)
 
-    def zero(env):
-        env.ns.w.grad = None
-
     run_case(
-        Case(
+        _w_grad_case(
             "replaced_backward",
-            lambda: program_env(REPLACED_BACKWARD, "step"),
-            [
-                *calls(3, lambda env: (torch.randn(8),)),
-                Do(zero, "w.grad = None"),
-                Do(replace, "Clip.backward = doubled"),
-                *calls(3, lambda env: (torch.randn(8),)),
-            ],
-            watch=lambda env: env.ns.w.grad,
+            REPLACED_BACKWARD,
+            "step",
+            (8,),
+            between=[Do(replace, "Clip.backward = doubled")],
+            after=3,
             min_hits=3,
         ),
         backend,
@@ -618,43 +596,12 @@ def test_mark_dirty_updates_the_input_as_eager_does(backend):
     """One graph where torch's operator takes ``dirty_idx`` (2.13), replayed between
     graphs otherwise: either way the input is updated once and gradients are the user's."""
 
-    def zero(env):
-        env.ns.w.grad = None
-
-    run_case(
-        Case(
-            "mark_dirty",
-            lambda: program_env(MARK_DIRTY, "step"),
-            [
-                *calls(3, lambda env: (torch.randn(4),)),
-                Do(zero, "w.grad = None"),
-                *calls(2, lambda env: (torch.randn(4),)),
-            ],
-            watch=lambda env: env.ns.w.grad,
-            min_hits=2,
-        ),
-        backend,
-    )
+    run_case(_w_grad_case("mark_dirty", MARK_DIRTY, "step", (4,), min_hits=2), backend)
 
 
 @backends()
 def test_item_in_forward_runs_as_eager(backend):
-    def zero(env):
-        env.ns.w.grad = None
-
-    run_case(
-        Case(
-            "item_in_forward",
-            lambda: program_env(ITEM_IN_FORWARD, "step"),
-            [
-                *calls(3, lambda env: (torch.randn(5),)),
-                Do(zero, "w.grad = None"),
-                *calls(2, lambda env: (torch.randn(5),)),
-            ],
-            watch=lambda env: env.ns.w.grad,
-        ),
-        backend,
-    )
+    run_case(_w_grad_case("item_in_forward", ITEM_IN_FORWARD, "step", (5,)), backend)
 
 
 @backends()
