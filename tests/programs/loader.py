@@ -34,7 +34,9 @@ _MODULE_PREFIX = "fullgraph_corpus."
 # A marker is a comment of its own: "# BREAK: FG201" or "# BREAK: FG201, FG202".  What
 # the runtime keeps in the graph has its own kind: a value read checked in front of the
 # graph is "# CHECK: FG202", an output effect made after it "# DEFER: FG201"; kinds on
-# one line are separated by semicolons ("# BREAK: FG202; DEFER: FG201").
+# one line are separated by semicolons ("# BREAK: FG202; DEFER: FG201").  "# GRAPH: FG203"
+# marks an op sized by data that stays in the graph: the runtime reports nothing there
+# (it is not one of the kinds below), the static rules do.
 MARKER_KINDS = ("BREAK", "CHECK", "DEFER")
 _CODES = r"[A-Z0-9]+(?:\s*,\s*[A-Z0-9]+)*"
 _MARKER = re.compile(

@@ -11,7 +11,7 @@ class TokenPruner(nn.Module):
 
     def forward(self, tokens):
         scores = self.score(tokens).squeeze(-1)
-        keep = torch.nonzero(scores > 0).squeeze(1)  # one graph: its sizes are unbacked symbols
+        keep = torch.nonzero(scores > 0).squeeze(1)  # GRAPH: FG203
         kept = tokens.index_select(0, keep)
         return torch.relu(self.fc(kept)).sum(dim=0) / tokens.shape[0]
 

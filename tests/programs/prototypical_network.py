@@ -13,7 +13,7 @@ class ProtoNet(nn.Module):
         z_support = self.encoder(support)
         z_query = self.encoder(query)
         prototypes = torch.stack(
-            [z_support[support_y == c].mean(dim=0) for c in range(self.n_way)]  # one graph: its sizes are unbacked symbols
+            [z_support[support_y == c].mean(dim=0) for c in range(self.n_way)]  # GRAPH: FG203
         )
         dists = torch.cdist(z_query, prototypes)
         return (-dists).log_softmax(dim=-1)

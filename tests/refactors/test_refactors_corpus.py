@@ -72,11 +72,13 @@ def test_marked_break_is_reported_on_its_line(name: str) -> None:
     code, text = EXPECTED[name]
     lines = _source(name).splitlines()
     # A static finding stands at the line where the program reads tensor data, whether the
-    # runtime splits the graph there (BREAK) or checks the data in front of it (CHECK).
+    # runtime splits the graph there (BREAK), checks the data in front of it (CHECK) or
+    # keeps a data-dependent size in the graph (GRAPH).
+    kinds = ("# BREAK", "# CHECK", "# DEFER", "; DEFER", "# GRAPH")
     marked = {
         i + 1
         for i, line in enumerate(lines)
-        if any(f"{kind}:" in line for kind in ("# BREAK", "# CHECK", "# DEFER", "; DEFER"))
+        if any(f"{kind}:" in line for kind in kinds)
         and text in line
     }
     assert marked, f"the corpus no longer marks `{text}` in {name}"
