@@ -187,6 +187,8 @@ def capture_custom_function(run: MonitorRun, cls: type, class_in_args: bool, *ar
             return _emit(run, cls, ctx, args, forward, backward)
         except Unsupported as error:
             problem = error.detail
+        except Exception as error:  # noqa: BLE001 - a fullgraph bug: the program goes on
+            problem = f"internal error in fullgraph's capture: {error!r}"
     with unobserved(run):
         after_forward.restore()
     _NOT_CAPTURED[cls] = problem
