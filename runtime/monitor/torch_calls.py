@@ -78,6 +78,9 @@ class TorchCallRouting:
         name = getattr(func, "__name__", "")
         if self.speculating is not None:
             effect = speculation.torch_effect(func, args, kwargs, self.tape.computed)
+            hidden = getset_descriptor_name(func) or name
+            if effect is None and hidden in _HIDDEN_STATE_EFFECTS:
+                effect = f"calls {hidden}"  # a hook or retain_grad, in place too early
             if effect is not None:
                 self.speculation_problem = self.speculation_problem or effect
                 raise speculation.SpeculationBlocked(effect)

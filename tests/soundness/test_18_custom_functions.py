@@ -731,3 +731,45 @@ def test_the_same_function_twice_in_a_module(backend):
         ),
         backend,
     )
+
+
+HOOK_IN_BACKWARD = """
+import torch
+
+SEEN = []
+
+class Hooked(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight):
+        ctx.save_for_backward(x, weight)
+        return x * weight
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        # From this backward on, every gradient of weight is logged (one hook more each time).
+        weight.register_hook(lambda g: SEEN.append(round(float(g.sum()), 4)))
+        return grad * weight, grad * x
+
+w = torch.nn.Parameter(torch.ones(3))
+
+def forward(x):
+    return Hooked.apply(x, w).sum()
+"""
+
+
+@backends()
+def test_backward_registering_a_hook_is_not_run_early(backend):
+    """A hook registered in backward must not exist before the first backward."""
+    run_case(
+        Case(
+            "hook_in_backward",
+            lambda: program_env(HOOK_IN_BACKWARD, "forward"),
+            [
+                Call(lambda env: (torch.randn(3),)),
+                *[Call(lambda env: (torch.randn(3),), then=_backward) for _ in range(3)],
+            ],
+            watch=lambda env: (list(env.ns.SEEN), env.ns.w.grad),
+        ),
+        backend,
+    )
