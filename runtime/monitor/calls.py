@@ -182,8 +182,10 @@ class CallHandling(Callouts):
             # len(x) would make a followed size a plain int: x.size(0) keeps it a SizeInt.
             cpython.replace_stack_item(state.frame, fn_depth, sizes.tensor_len)
             return None
-        if annotation.mutates and not speculation.allows_store(
-            self, _mutated_owner(receiver, args, annotation)
+        if (
+            annotation.mutates
+            and self.speculating is not None
+            and not speculation.allows_store(self, _mutated_owner(receiver, args, annotation))
         ):
             speculation.block(self, state.frame, fn_depth, f"calls {name} on an object")
             return None

@@ -116,11 +116,13 @@ _INPLACE_DUNDERS = frozenset(
 ) | {"__setitem__"}
 
 
-def torch_effect(func: Any, args: tuple, kwargs: dict, made_here: Any) -> str | None:
-    """Why a torch call would be an effect of the speculative run (None: it is not):
-    autograd calls, and in-place updates of a tensor ``made_here(t)`` says is older."""
-    name = getattr(func, "__name__", "")
-    if autograd_calls.is_autograd_torch_function(func):
+def torch_effect(
+    func: Any, name: str, args: tuple, kwargs: dict, made_here: Any, effects: frozenset
+) -> str | None:
+    """Why torch call ``name`` would be an effect of the speculative run (None: it is
+    not): autograd calls, ``effects`` (hooks, ``retain_grad``: in place too early), and
+    in-place updates of a tensor ``made_here(t)`` says is older."""
+    if autograd_calls.is_autograd_torch_function(func) or name in effects:
         return f"calls {name}"
     targets = []
     if isinstance(kwargs.get("out"), torch.Tensor):

@@ -76,11 +76,11 @@ class TorchCallRouting:
 
     def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
         name = getattr(func, "__name__", "")
+        prop = getset_descriptor_name(func)
         if self.speculating is not None:
-            effect = speculation.torch_effect(func, args, kwargs, self.tape.computed)
-            hidden = getset_descriptor_name(func) or name
-            if effect is None and hidden in _HIDDEN_STATE_EFFECTS:
-                effect = f"calls {hidden}"  # a hook or retain_grad, in place too early
+            effect = speculation.torch_effect(
+                func, prop or name, args, kwargs, self.tape.computed, _HIDDEN_STATE_EFFECTS
+            )
             if effect is not None:
                 self.speculation_problem = self.speculation_problem or effect
                 raise speculation.SpeculationBlocked(effect)
@@ -97,7 +97,6 @@ class TorchCallRouting:
             result = func(*args, **kwargs)
             self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
             return result
-        prop = getset_descriptor_name(func)
         reads_size = name in _SIZE_READS or prop in _SIZE_READS or name in _SIZE_DEPENDENT_OPS
         if reads_size and args and data_dependent.shaped_by_data(self.tape, args[0]):
             # ``rows.shape[0]``, ``for i in idx``: Python depends on a size the data decides;
