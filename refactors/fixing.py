@@ -89,7 +89,7 @@ def _apply_round(source: str, context: RuleContext, fixable: list[Finding]) -> s
             inside.update(_ancestors(node, context))
     if changes:
         try:
-            return rewrite(context.module, changes, imports)
+            return rewrite(context.module, changes, imports, context.parent)
         except Exception:
             logger.exception("the merged fixes of %s could not be built; fixing one", context.path)
     # One fix alone, as its own edits say (the rule built it; a failure is no edits).

@@ -23,7 +23,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 class ChunkNames:
     """The names through which a chunk and the rest of the module see each other."""
 
-    # Bound at module level (assignments, imports, ``global``), and every def/class name.
+    # Bound at module level (assignments, imports, ``global``), and every class name and
+    # every name of a function that is no method (regions.py calls them by name from
+    # anywhere, nested ones too); methods are in ``methods``.
     binds: frozenset[str]
     # The identifiers the chunk mentions (but names local to their function),
     # ``self.<attribute>`` names and its class names.
@@ -44,6 +46,18 @@ class ChunkNames:
     # For a chunk of plain imports only: each bound name -> how it is imported. Other
     # chunks depend on such a chunk only through the bindings of the names they use.
     imports: tuple[tuple[str, tuple], ...] | None = None
+    # Each function as regions.py resolves calls to it: (its class, or None for a plain
+    # or nested function; its name; the names it calls itself).
+    functions: tuple[tuple[str | None, str, frozenset[str]], ...] = ()
+    # ``self.<attribute> = f`` (or ``partial(f, ...)``) in a method of a class:
+    # (class, attribute, f); a call of ``self.<attribute>`` there reaches ``f``.
+    function_attributes: frozenset[tuple[str, str, str]] = frozenset()
+    # (class, name) of each method: reached by name only from its own class.
+    methods: frozenset[tuple[str, str]] = frozenset()
+    # ``self.<attribute>`` read where no class owns ``self`` (a plain function, or one
+    # nested in a method, whose ``self`` the rules may take for the method's class): it
+    # may be any class's method.
+    loose_attributes: frozenset[str] = frozenset()
 
     def bindings(self, names: frozenset[str] | set[str]) -> tuple:
         """What another chunk that uses ``names`` can see of this import chunk."""
@@ -71,6 +85,13 @@ class _NameCollector(ast.NodeVisitor):
         self.base_names: set[str] = set()
         self.depth = 0
         self.locals: list[set[str]] = []  # one set per enclosing function
+        # The enclosing classes and functions, innermost last, as regions.py sees them:
+        # a class name, or the index of a function in ``functions``.
+        self.owners: list[str | int] = []
+        self.functions: list[tuple[str | None, str, set[str]]] = []
+        self.function_attributes: set[tuple[str, str, str]] = set()
+        self.methods: set[tuple[str, str]] = set()
+        self.loose_attributes: set[str] = set()
 
     def _bind(self, name: str | None) -> None:
         if name is not None and self.depth == 0:
@@ -95,30 +116,74 @@ class _NameCollector(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.value, ast.Name) and node.value.id == "self":
             self.uses.add(node.attr)
+            function = self._function_index()
+            if function is None or self.functions[function][0] is None:
+                self.loose_attributes.add(node.attr)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        called = None
         if isinstance(func, ast.Name):
-            self.calls.add(func.id)
+            called = func.id
         elif (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
         ):
-            self.calls.add(func.attr)
+            called = func.attr
+        if called is not None:
+            self.calls.add(called)
+            function = self._function_index()
+            if function is not None:
+                self.functions[function][2].add(called)
+        self.generic_visit(node)
+
+    def _function_index(self) -> int | None:
+        """The innermost enclosing function (regions.py files a call under it), if any."""
+        for owner in reversed(self.owners):
+            if isinstance(owner, int):
+                return owner
+        return None
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        function = self._function_index()
+        owner = self.functions[function][0] if function is not None else None
+        if owner is not None:
+            value = node.value
+            if isinstance(value, ast.Call) and value.args:
+                value = value.args[0]  # functools.partial(f, ...), or more: a superset
+            if isinstance(value, ast.Name):
+                for target in node.targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
+                        self.function_attributes.add((owner, target.attr, value.id))
         self.generic_visit(node)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.defines.add(node.name)
-        self.binds.add(node.name)
         self.may_compile = self.may_compile or bool(node.decorator_list) or node.name == "forward"
         # Decorators, defaults and annotations are evaluated in the enclosing scope.
+        # As regions.py: a method's class is the innermost class when no function encloses
+        # it (a class inside a function has none), and a call in its decorators, defaults
+        # or annotations is the function's own.
+        in_function = any(isinstance(owner, int) for owner in self.owners)
+        owner = self.owners[-1] if self.owners and not in_function else None
+        if owner is None:
+            self.binds.add(node.name)
+        else:
+            self.methods.add((owner, node.name))
+        self.functions.append((owner, node.name, set()))
+        self.owners.append(len(self.functions) - 1)
         for part in [*node.decorator_list, *_defaults(node.args), node.returns]:
             if part is not None:
                 self.visit(part)
         self._annotations(node)
         self._scoped(node.body, _function_locals(node))
+        self.owners.pop()
 
     visit_FunctionDef = _function
     visit_AsyncFunctionDef = _function
@@ -153,7 +218,9 @@ class _NameCollector(ast.NodeVisitor):
         self.uses.add(node.name)
         for part in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.visit(part)
+        self.owners.append(node.name)
         self._scoped(node.body)
+        self.owners.pop()
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for part in _defaults(node.args):
@@ -280,4 +347,8 @@ def chunk_names(statements: Sequence[ast.stmt]) -> ChunkNames:
         frozenset(collector.base_names),
         collector.star_import,
         tuple(sorted(collector.imported)) if only_imports else None,
+        tuple((owner, name, frozenset(calls)) for owner, name, calls in collector.functions),
+        frozenset(collector.function_attributes),
+        frozenset(collector.methods),
+        frozenset(collector.loose_attributes),
     )

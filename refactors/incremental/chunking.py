@@ -204,6 +204,30 @@ class DependencyIndex:
         self.callers: dict[str, list[int]] = {}
         self.subclassers: dict[str, list[int]] = {}
         self.star_imports = [i for i, chunk in enumerate(chunks) if chunk.names.star_import]
+        # The call tree function by function, resolved as regions.py resolves it: a call
+        # of ``name`` reaches every plain function of that name and, from a method of
+        # class C, C's methods of that name and the functions C assigned to ``self.name``.
+        # Keys are (class or None, function name); values (chunk, calling function's key).
+        self.plain_callers: dict[str, list[tuple[int, tuple]]] = {}
+        self.method_callers: dict[tuple[str, str], list[tuple[int, tuple]]] = {}
+        self.assigned_to: dict[str, set[tuple[str, str]]] = {}
+        for index, chunk in enumerate(chunks):
+            for owner, name, calls in chunk.names.functions:
+                for called in calls:
+                    self.plain_callers.setdefault(called, []).append((index, (owner, name)))
+                    if owner is not None:
+                        self.method_callers.setdefault((owner, called), []).append(
+                            (index, (owner, name))
+                        )
+            for owner, attribute, function in chunk.names.function_attributes:
+                self.assigned_to.setdefault(function, set()).add((owner, attribute))
+        # Methods by name, for ``self.<name>`` read where no class owns ``self``.  (A
+        # method of class C needs no index of its own: the chunks that define a class C
+        # are found through the class name, which each of them uses.)
+        self.methods_named: dict[str, list[int]] = {}
+        for index, chunk in enumerate(chunks):
+            for _, name in chunk.names.methods:
+                self.methods_named.setdefault(name, []).append(index)
         for index, chunk in enumerate(chunks):
             for name in chunk.names.binds:
                 self.binders.setdefault(name, []).append(index)
@@ -231,20 +255,32 @@ class DependencyIndex:
                         pending.append(callee)
         return found
 
+    def _callers_of(self, owner: str | None, name: str) -> list[tuple[int, tuple]]:
+        """The functions whose calls may reach the function ``name`` of class ``owner``."""
+        if owner is not None:
+            return self.method_callers.get((owner, name), [])
+        found = list(self.plain_callers.get(name, ()))
+        for klass, attribute in self.assigned_to.get(name, ()):
+            found.extend(self.method_callers.get((klass, attribute), ()))
+        return found
+
     def needed(self, index: int) -> list[int]:
         """The chunks to lint with chunk ``index`` (itself included), in file order."""
         chunks = self.chunks
         # Callers first: whether a function is compiled depends on who calls it (only
-        # callers that may be compiled themselves pass a region on).
+        # callers that may be compiled themselves pass a region on), and on who calls
+        # those callers: followed function by function, not through every function of
+        # a caller's chunk (in model code every class calls some other's method names).
         callers = {index}
-        pending = [index]
+        pending = [(owner, name) for owner, name, _ in chunks[index].names.functions]
+        followed = set(pending)
         while pending:
-            current = pending.pop()
-            for name in chunks[current].names.defines:
-                for caller in self.callers.get(name, ()):
-                    if caller not in callers and caller in self.compiled:
-                        callers.add(caller)
-                        pending.append(caller)
+            for caller, key in self._callers_of(*pending.pop()):
+                if caller in self.compiled:
+                    callers.add(caller)
+                    if key not in followed:
+                        followed.add(key)
+                        pending.append(key)
         # The subclasses of its classes, which may rebuild their layers.
         pending = [index]
         while pending:
@@ -257,10 +293,20 @@ class DependencyIndex:
         found = set(callers) | set(self.star_imports)
         pending = list(found)
         while pending:
-            current = pending.pop()
-            for name in chunks[current].names.uses:
-                for binder in self.binders.get(name, ()):
-                    if binder not in found:
-                        found.add(binder)
-                        pending.append(binder)
+            for user in self._binders_of(chunks[pending.pop()].names):
+                if user not in found:
+                    found.add(user)
+                    pending.append(user)
         return sorted(found)
+
+    def _binders_of(self, names: ChunkNames) -> Iterable[int]:
+        """The chunks that bind what ``names`` uses.
+
+        A method of one of its classes is among them through the class name; a method
+        is no binding of its name for other classes (regions.py and the rules reach
+        ``self.m`` only in the caller's own class), unless ``self`` has no class there.
+        """
+        for name in names.uses:
+            yield from self.binders.get(name, ())
+        for name in names.loose_attributes:
+            yield from self.methods_named.get(name, ())

@@ -267,6 +267,29 @@ def test_an_edit_relints_only_the_chunks_it_reaches(own_cache) -> None:
     assert linter.relinted == 1  # the first chunk, which holds the new lines
 
 
+def test_methods_of_the_same_name_in_other_classes_are_no_dependency(own_cache) -> None:
+    source = (FIXTURES / "incremental" / "method_names.py").read_text(encoding="utf-8")
+    linter = IncrementalLinter()
+    linter.lint(source)
+    # `Runner.helper` is called by name from `Runner.forward` only: `Decoder` defines a
+    # `helper` too, but its calls never reach Runner's, so only Runner's chunk changes.
+    edited = source.replace('print("runner helper")', 'print("runner helper", x)')
+    _assert_same(edited, lint_source(edited), linter.lint(edited))
+    assert linter.relinted == 1
+    # Every class has an `_init_weights`: editing Encoder's re-lints Encoder and the
+    # functions it calls (whether they are compiled depends on it), no other class.
+    edited = edited.replace('print("init encoder")', 'print("init encoder", module)')
+    _assert_same(edited, lint_source(edited), linter.lint(edited))
+    assert linter.relinted == 4  # Encoder, scale, noisy_loss, step2
+    # `noisy_loss` is compiled through `self.loss_fn = noisy_loss`: once the attribute
+    # names another function, noisy_loss's print is no break any more.
+    assert [f.line for f in lint_source(edited) if f.code == "FG102"].count(21) == 1
+    edited = edited.replace("self.loss_fn = noisy_loss", "self.loss_fn = scale")
+    findings = linter.lint(edited)
+    _assert_same(edited, lint_source(edited), findings)
+    assert not [f for f in findings if f.code == "FG102" and f.line == 21]
+
+
 def test_bench_file_edit_relints_one_block(whole_file_fixes, own_cache) -> None:
     source = _bench_source(120)
     linter = IncrementalLinter("bench.py")
