@@ -165,12 +165,15 @@ class IterItemsSource(Source):
 
 @dataclasses.dataclass(frozen=True, eq=True)
 class KeysSource(Source):
-    """``tuple(base.keys())``: read when the program iterates a mapping."""
+    """``tuple(base.keys())``: read when the program iterates a mapping; with ``upto``,
+    its first ``upto`` keys (a walk that stopped on the way)."""
 
     base: Source
+    upto: int | None = None
 
     def expr(self) -> str:
-        return f"tuple({self.base.expr()}.keys())"
+        keys = f"tuple({self.base.expr()}.keys())"
+        return keys if self.upto is None else f"{keys}[:{self.upto}]"
 
 
 @dataclasses.dataclass(frozen=True, eq=True)

@@ -21,7 +21,7 @@ import torch
 
 from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture import custom_functions, higher_order
-from fullgraph.runtime.monitor import annotation_table, autograd_calls, speculation
+from fullgraph.runtime.monitor import annotation_table, autograd_calls, module_walks, speculation
 from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
 from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.state import FrameState, Mutation
@@ -123,6 +123,11 @@ class CallHandling(Callouts):
             tracker.concretize_all((args, kwargs))
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None
+        if module_walks.walk_of(target):
+            walk = module_walks.guarding_walk(self, fn, target, args)
+            if walk is not None:
+                cpython.replace_stack_item(state.frame, fn_depth, walk)
+                return None
         if (
             isinstance(fn, type)
             and fn.__module__ not in ("builtins",)

@@ -25,6 +25,7 @@ from fullgraph.runtime.capture.origins import (
 )
 from fullgraph.runtime.capture.tape import GraphTape, Unsupported
 from fullgraph.runtime.capture.values import is_numpy_scalar, lifted_dtype
+from fullgraph.runtime.monitor.module_walks import ModuleWalk
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.mock_support import HELPERS
@@ -192,6 +193,10 @@ class MockWriter:
             return self._temp(
                 f"{self.ns.name_for(kind)}({self._rebuild(kind.__mro__[-2](value))})", value
             )
+        if isinstance(value, ModuleWalk):  # made again from the module it walks
+            arguments = [self.value(a) for a in value.args]
+            arguments += [f"{k}={self.value(v)}" for k, v in value.kwargs.items()]
+            return f"{value.source.expr()}.{value.name}({', '.join(arguments)})"
         state = _object_state(value)
         if (
             state is not None

@@ -346,7 +346,8 @@ def _computed(source: Source) -> Callable | None:
     if isinstance(source, LenSource):
         return len
     if isinstance(source, KeysSource):
-        return lambda base: tuple(base.keys())
+        upto = source.upto
+        return lambda base: tuple(base.keys())[:upto]
     if isinstance(source, ContainsSource):
         key = source.key
         return lambda base: key in base

@@ -324,7 +324,7 @@ net = Net()
 """
 
 
-@backends(xfail="F56: sorted()/list() of a ParameterDict or ModuleDict does not guard its keys")
+@backends()
 def test_sequential_slice_parameter_list_and_dict_change(backend):
     run_case(
         Case(
