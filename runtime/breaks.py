@@ -89,7 +89,10 @@ UNKNOWN_NATIVE_CALL = _category(
     "The monitor cannot see inside a C function it has no annotation for, nor "
     "inside standard-library Python that reads an object from outside the call "
     "(`os.environ.get`, `copy.copy(cfg)`), so it must assume the call is dynamic: "
-    "it is run eagerly on every call and its result is checked.",
+    "it is run eagerly on every call and its result is checked.  A random draw "
+    "from an explicit `torch.Generator` (`torch.randn(n, generator=g)`) is run the "
+    "same way: the generator's state lives outside the graph and advances with "
+    "each draw.",
     "If the function is pure, add an annotation for it (one line in "
     "`fullgraph.runtime.monitor.annotation_table`); otherwise move it out of the hot path.",
     example="def forward(self, x):\n    scale = some_c_extension.compute_scale()  # FG204\n    return x * scale",

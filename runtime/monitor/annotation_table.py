@@ -328,6 +328,9 @@ OBJECT_METHODS: dict[str, Annotation] = {
     "__sizeof__": PURE,
 }
 
+_GENERATOR_SETTERS = ("manual_seed", "seed", "set_state", "set_offset", "graphsafe_set_state")
+_GENERATOR_READS = ("get_state", "initial_seed", "get_offset", "graphsafe_get_state")
+
 # Specific functions that differ from their module's entry.
 FUNCTIONS: dict[str, Annotation] = {
     # Reads of process-wide settings no guard checks: replayed, their result checked.
@@ -367,6 +370,11 @@ FUNCTIONS: dict[str, Annotation] = {
     "torch.manual_seed": EFFECT,
     "torch.seed": EFFECT,
     "torch.random.manual_seed": EFFECT,
+    "torch.random.seed": EFFECT,
+    # An explicit torch.Generator: its state lives outside the graph (draws from it are
+    # callouts too, torch_calls.py), so seeding it is replayed in order, reading it checked.
+    **{f"torch._C.Generator.{name}": EFFECT for name in _GENERATOR_SETTERS},
+    **{f"torch._C.Generator.{name}": READS_HIDDEN_STATE for name in _GENERATOR_READS},
     "torch.cuda.synchronize": EFFECT,
     # Process-wide settings: replayed in order (the graphs don't depend on them).
     "torch.set_num_threads": EFFECT,

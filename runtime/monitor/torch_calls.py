@@ -123,6 +123,14 @@ class TorchCallRouting:
             result = self.injected.pop(len(self.tape.callouts))  # read in the replay that missed
             self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
             return result
+        if any(isinstance(value, torch.Generator) for value in (*args, *kwargs.values())):
+            # ``torch.randn(n, generator=g)``: the generator's state is outside the graph
+            # and advances with each draw, so the draw runs on it every call.
+            result = func(*args, **kwargs)
+            self._torch_callout(
+                func, args, kwargs, result, breaks.UNKNOWN_NATIVE_CALL, effectful=True
+            )
+            return result
         for value in (*args, *kwargs.values()):
             # ``x.reshape(shape)``, ``F.pad(x, cfg["pad"])``, ``torch.tensor(WEIGHTS)``: torch
             # reads a list from outside item by item, unobserved; the graph bakes them in.
