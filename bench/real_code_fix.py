@@ -10,7 +10,8 @@
    ``--models-per-file``), builds the file's ``*Config`` with tiny sizes, builds
    the original and the fixed class from one seed, copies the weights across,
    runs both in eval mode on the same random inputs (``input_ids``,
-   ``pixel_values`` or ``input_values``, whichever ``forward`` takes) and compares
+   ``pixel_values``, ``input_values`` or ``input_features``, whichever ``forward``
+   takes) and compares
    every output tensor exactly; then counts Dynamo's graph breaks on each with
    ``torch._dynamo.explain`` (the fixed count must be lower or equal).
 
@@ -127,6 +128,10 @@ def inputs_for(model, config):
         return {"pixel_values": torch.randn(2, channels, size, size, generator=generator)}
     if "input_values" in parameters:
         return {"input_values": torch.randn(2, 4000, generator=generator)}
+    dim = getattr(config, "feature_projection_input_dim", None)
+    if "input_features" in parameters and isinstance(dim, int):
+        # (batch, frames, features), as wav2vec2-bert's feature extractor makes them.
+        return {"input_features": torch.randn(2, 50, dim, generator=generator)}
     return None
 
 

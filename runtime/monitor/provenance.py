@@ -39,6 +39,7 @@ from fullgraph.runtime.sources import (
     LenSource,
     LookupSource,
     Source,
+    TypeOfSource,
     base_of,
     is_key_representable,
     module_hooks,
@@ -427,6 +428,14 @@ class Provenance:
         for name, value in vars(module).items():
             if not name.startswith("_") and name != "training" and is_setting(value):
                 self.read(AttrSource(source, name), value, symbolic=False)
+        if module._modules or isinstance(module, torch.nn.Sequential):
+            # A container layer runs every child in order (an nn.Sequential, the
+            # ModuleList of an nn.TransformerEncoder): which children, and of what
+            # kind (a Sigmoid swapped for a Tanh has no setting that tells them apart).
+            modules = AttrSource(source, "_modules")
+            self.read(KeysSource(modules), tuple(module._modules), symbolic=False)
+            for name, child in module._modules.items():
+                self.read(TypeOfSource(AttrSource(source, name)), type(child), symbolic=False)
         for name, child in module._modules.items():
             if child is None:
                 continue

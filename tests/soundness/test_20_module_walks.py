@@ -233,3 +233,45 @@ def test_clipped_training_step_replays_with_a_fresh_walk(backend):
         ),
         backend,
     )
+
+
+CONTAINER_LAYERS = """
+import copy
+import torch
+
+seq = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Sigmoid())
+layer = torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True)
+encoder = torch.nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
+
+def f(x):
+    return seq(x), encoder(x.unsqueeze(0))
+"""
+
+
+@backends()
+def test_container_layers_run_the_children_they_hold_now(backend):
+    # nn.Sequential and nn.TransformerEncoder are torch's Python, run unobserved: each
+    # runs every child it holds, so a child appended, removed or swapped for another
+    # kind with no setting of its own (Sigmoid -> Tanh) changes the result.
+    run_case(
+        Case(
+            "container_layers_run_the_children_they_hold_now",
+            prog(CONTAINER_LAYERS),
+            [
+                *calls(2, mat),
+                execg("seq[1] = torch.nn.Tanh()"),
+                *calls(2, mat),
+                execg("seq.append(torch.nn.ReLU())"),
+                *calls(2, mat),
+                execg("del seq[0]"),
+                *calls(2, mat),
+                execg(
+                    "encoder.layers.append(copy.deepcopy(encoder.layers[0])); "
+                    "encoder.num_layers += 1"
+                ),
+                *calls(2, mat),
+            ],
+            min_hits=5,
+        ),
+        backend,
+    )
