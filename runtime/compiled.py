@@ -47,6 +47,10 @@ class Stats:
 class CompiledFunction:
     """What ``fullgraph.runtime.compile`` returns."""
 
+    # Called inside another compiled function's monitoring run, it is stepped into as
+    # the code it compiles (monitor/user_code.py: compiled_inner_target).
+    inlined_when_monitored = True
+
     def __init__(
         self,
         target: Callable,

@@ -25,7 +25,11 @@ from fullgraph.runtime.monitor import annotation_table, autograd_calls, module_w
 from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
 from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.state import FrameState, Mutation
-from fullgraph.runtime.monitor.user_code import has_user_forward, is_user_code
+from fullgraph.runtime.monitor.user_code import (
+    compiled_inner_target,
+    has_user_forward,
+    is_user_code,
+)
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
@@ -60,6 +64,13 @@ class CallHandling(Callouts):
             return self._replayed_callout(
                 state, fn, args, kwargs, _AUTOGRAD_STATE, result, fn_depth
             )
+        inner = compiled_inner_target(fn)
+        if inner is not None:  # another compiled function: its code, observed here
+            compiled = fn.__func__ if isinstance(fn, types.MethodType) else fn
+            if self.source_of(compiled) is not None:  # its module's weights get sources
+                self.read(AttrSource(self.source_of(compiled), "fn"), compiled.fn)
+            cpython.replace_stack_item(state.frame, fn_depth, inner)
+            return self.call(state, inner, args, kwargs, result, fn_depth)
         if isinstance(fn, torch.nn.Module):
             source = self.source_of(fn)
             if source is not None:
@@ -168,7 +179,7 @@ class CallHandling(Callouts):
             self.refuse(f"{annotation_table.qualified_name(fn)} {annotation.refuses}")
             return None
         name = getattr(fn, "__name__", "")
-        view_of = _module_dict_view(fn, target, name, args)
+        view_of = module_walks.module_dict_view(fn, target, name, args)
         if view_of is not None:
             # ``self.heads.items()``: torch's Python, run unobserved; its items keep
             # their sources and the keys are guarded, as for a plain dict.
@@ -475,17 +486,6 @@ def _follows(value: Any) -> bool:
         return True
     numpy = sys.modules.get("numpy")
     return numpy is not None and isinstance(value, (numpy.generic, numpy.ndarray))
-
-
-def _module_dict_view(fn: Any, target: Any, name: str, args: tuple) -> Any:
-    """The ModuleDict (or ParameterDict) whose ``items/keys/values`` this call is, if any:
-    a bound method, or the plain function with the dict first (LOAD_METHOD)."""
-    if name not in ("items", "keys", "values"):
-        return None
-    owner = fn.__self__ if isinstance(fn, types.MethodType) else (args[0] if args else None)
-    if not isinstance(owner, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
-        return None
-    return owner if getattr(type(owner), name, None) is target else None
 
 
 _AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)

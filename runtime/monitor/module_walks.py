@@ -44,6 +44,17 @@ _WALKS: dict[Callable, tuple[Callable, str | None, bool]] = {
 }
 
 
+def module_dict_view(fn: Any, target: Any, name: str, args: tuple) -> Any:
+    """The ModuleDict (or ParameterDict) whose ``items/keys/values`` this call is, if any:
+    a bound method, or the plain function with the dict first (LOAD_METHOD)."""
+    if name not in ("items", "keys", "values"):
+        return None
+    owner = fn.__self__ if isinstance(fn, types.MethodType) else (args[0] if args else None)
+    if not isinstance(owner, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+        return None
+    return owner if getattr(type(owner), name, None) is target else None
+
+
 def walk_of(target: Any) -> bool:
     """Whether ``target`` (a function, not bound) is one of torch's module walks."""
     try:

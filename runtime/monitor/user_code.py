@@ -102,3 +102,20 @@ def user_property(cls: type, name: str) -> bool:
                 and is_user_code(getter.__code__)
             )
     return False
+
+
+def compiled_inner_target(fn: Any) -> Any:
+    """What a fullgraph-compiled callable called inside a monitored run stands for (its
+    function or module, bound to the instance when it decorates a method), else None.
+
+    The outer run steps into it as plain code: the inner object's replay would read
+    what its guard checks out of the outer run's sight (a global the inner function
+    reads), and the outer record would keep the value it saw.
+    """
+    compiled = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if not getattr(type(compiled), "inlined_when_monitored", False):
+        return None
+    target = compiled.fn
+    if isinstance(fn, types.MethodType) and not isinstance(target, torch.nn.Module):
+        return types.MethodType(target, fn.__self__)
+    return target
