@@ -42,6 +42,9 @@ class Stats:
     rerun_after_error: int = 0
     last_replay_error: str | None = None
     eager_trial_calls: int = 0  # calls the eager-or-record trial ran eagerly (eager_check.py)
+    # Why the latest record the trial judged slower than eager runs eagerly (the calls
+    # its guard accepts run the plain function; the function's other records replay).
+    slower_than_eager: str | None = None
 
 
 class CompiledFunction:
@@ -125,7 +128,8 @@ class CompiledFunction:
         self.trial = None
         reason = trial.verdict()
         if reason is not None:
-            self.stats.fallback_reason = reason
+            trial.record.slower_than_eager = reason
+            self.stats.slower_than_eager = reason
             if self.last_report is not None:
                 self.last_report.notes.append(reason)
 
@@ -136,6 +140,11 @@ class CompiledFunction:
         for position, record in enumerate(self.records):
             if made and not record.shares_callouts(made_by, max(made) + 1):
                 continue  # its replay would repeat those effects
+            if record.slower_than_eager is not None:
+                if not made and record.guard(args, kwargs, self.module, root_fn) is not None:
+                    self.stats.fallbacks += 1  # eager is faster for the calls it accepts
+                    return self.fn(*args, **kwargs)
+                continue
             made_now: dict = {}
             rng = rng_state() if record.draws_random else None
             try:

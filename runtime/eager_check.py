@@ -6,9 +6,10 @@ never be slower than the program it compiles, so once a record has replayed
 ``WARM_HITS`` times (compiled kernels and caches are warm by then), the next
 calls that its guard accepts alternate between the plain function and the
 replay, ``SAMPLES`` of each, timed.  When the fastest replay is more than
-``MARGIN`` above the fastest plain call, the whole function runs eagerly from
-then on and ``stats.fallback_reason`` (and the report) say so with both
-figures.  The fastest, not the median: on a shared machine a call is only ever
+``MARGIN`` above the fastest plain call, the calls that record's guard accepts
+run eagerly from then on (the function's other records, for other sizes or
+modes, still replay), and ``stats.slower_than_eager`` (and the report) say so
+with both figures.  The fastest, not the median: on a shared machine a call is only ever
 slowed down (a descheduled thread, another process's burst), and two slowed
 replays out of three made a record that wins give way to eager for good.
 
@@ -58,7 +59,7 @@ class EagerTrial:
         return (
             f"eager is faster: replaying the record took {_ms(replay)} per call, "
             f"the plain function {_ms(eager)} (fastest of {SAMPLES} calls each, after "
-            f"{WARM_HITS} replays); the function runs eagerly"
+            f"{WARM_HITS} replays); the calls it accepts run eagerly"
         )
 
 

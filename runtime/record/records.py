@@ -67,6 +67,9 @@ class Record:
     check_graphs: dict[str, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
     draws_random: bool = False  # a graph draws from torch's generator (restored on a rerun)
     hits: int = 0
+    # Set when the eager trial found this record slower than the plain function: the
+    # calls its guard accepts run eagerly (other records of the function still replay).
+    slower_than_eager: str | None = None
     native_checks: int = 0  # checks the native guard tree runs (the rest run in Python)
     guard_code: GuardCode | None = None  # the checks the guard renders (explanations reuse them)
 

@@ -60,12 +60,13 @@ def test_a_record_slower_than_eager_gives_way_to_eager(monkeypatch):
         torch.testing.assert_close(compiled(x), x * 2)
     stats = compiled.stats
     assert stats.eager_trial_calls == eager_check.SAMPLES
-    assert stats.fallback_reason == (
+    assert stats.slower_than_eager == (
         "eager is faster: replaying the record took 2.000 ms per call, the plain function "
         f"1.000 ms (fastest of {eager_check.SAMPLES} calls each, after "
-        f"{eager_check.WARM_HITS} replays); the function runs eagerly"
+        f"{eager_check.WARM_HITS} replays); the calls it accepts run eagerly"
     )
-    assert stats.fallback_reason in compiled.report().notes
+    assert compiled.records[0].slower_than_eager == stats.slower_than_eager
+    assert stats.slower_than_eager in compiled.report().notes
     before = stats.fallbacks
     x = torch.randn(3)
     torch.testing.assert_close(compiled(x), x * 2)
@@ -73,12 +74,31 @@ def test_a_record_slower_than_eager_gives_way_to_eager(monkeypatch):
     assert len(effects) == WARM_THEN_TRIAL + 1  # every call's effect, exactly once
 
 
+def test_only_the_slower_record_gives_way_to_eager(monkeypatch):
+    # Two records (two dtypes); the trial of the first finds it slower than eager.
+    # Calls it accepts run eagerly from then on; the other dtype still replays.
+    compiled = _compile(ScriptedClock(monkeypatch, eager=0.001, replay=0.002))
+    for _ in range(WARM_THEN_TRIAL):
+        compiled(torch.randn(3))
+    assert compiled.records[0].slower_than_eager is not None
+    assert compiled.stats.fallback_reason is None
+    compiled(torch.randn(3, dtype=torch.float64))  # monitored: a record of its own
+    hits, fallbacks = compiled.stats.hits, compiled.stats.fallbacks
+    for _ in range(3):
+        y, x = torch.randn(3, dtype=torch.float64), torch.randn(3)
+        torch.testing.assert_close(compiled(y), y * 2)
+        torch.testing.assert_close(compiled(x), x * 2)
+    assert compiled.stats.hits == hits + 3  # the float64 record replays
+    assert compiled.stats.fallbacks == fallbacks + 3  # float32 runs eagerly
+    assert compiled.stats.monitor_runs == 2
+
+
 def test_a_record_faster_than_eager_keeps_replaying(monkeypatch):
     compiled = _compile(ScriptedClock(monkeypatch, eager=0.001, replay=0.0005))
     for _ in range(WARM_THEN_TRIAL + 5):
         x = torch.randn(3)
         torch.testing.assert_close(compiled(x), x * 2)
-    assert compiled.stats.fallback_reason is None
+    assert compiled.stats.slower_than_eager is None
     assert compiled.stats.eager_trial_calls == eager_check.SAMPLES
     assert compiled.stats.monitor_runs == 1
     assert compiled.stats.hits == WARM_THEN_TRIAL + 5 - 1 - eager_check.SAMPLES
@@ -93,7 +113,7 @@ def test_replays_slowed_by_a_busy_machine_do_not_give_the_record_up(monkeypatch)
         x = torch.randn(3)
         torch.testing.assert_close(compiled(x), x * 2)
     assert compiled.stats.eager_trial_calls == eager_check.SAMPLES
-    assert compiled.stats.fallback_reason is None
+    assert compiled.stats.slower_than_eager is None
     assert compiled.stats.fallbacks == 0
 
 
@@ -101,11 +121,11 @@ def test_within_the_margin_the_record_stays(monkeypatch):
     compiled = _compile(ScriptedClock(monkeypatch, eager=0.001, replay=0.00105))
     for _ in range(WARM_THEN_TRIAL):
         compiled(torch.randn(3))
-    assert compiled.stats.fallback_reason is None
+    assert compiled.stats.slower_than_eager is None
 
 
 def test_the_trial_can_be_turned_off(monkeypatch):
     compiled = _compile(ScriptedClock(monkeypatch, eager=0.001, replay=0.01), eager_check=False)
     for _ in range(WARM_THEN_TRIAL + 2):
         compiled(torch.randn(3))
-    assert compiled.stats.eager_trial_calls == 0 and compiled.stats.fallback_reason is None
+    assert compiled.stats.eager_trial_calls == 0 and compiled.stats.slower_than_eager is None
