@@ -42,6 +42,9 @@ class Stats:
     rerun_after_error: int = 0
     last_replay_error: str | None = None
     eager_trial_calls: int = 0  # calls the eager-or-record trial ran eagerly (eager_check.py)
+    # Why no more monitoring runs are made although records exist: they still replay
+    # what their guards accept, other calls run eagerly (fallbacks).
+    monitoring_stopped: str | None = None
     # Why the latest record the trial judged slower than eager runs eagerly (the calls
     # its guard accepts run the plain function; the function's other records replay).
     slower_than_eager: str | None = None
@@ -180,6 +183,9 @@ class CompiledFunction:
         self._note_changes(args, kwargs, root_fn)
         if made:
             return self._monitor(args, kwargs, injected=made)
+        if self.stats.monitoring_stopped is not None:
+            self.stats.fallbacks += 1
+            return self.fn(*args, **kwargs)
         if len(self.records) >= self.recompile_limit:
             why = self.records[0].failed_check(args, kwargs, self.module, root_fn)
             self.stats.fallback_reason = (
@@ -280,23 +286,32 @@ class CompiledFunction:
                 self.stats.unrecorded_reason = error.detail
                 report.notes.append(f"not recorded: {error.detail}")
                 return result
-            self.stats.fallback_reason = f"not compiled: {error.detail}"
-            report.notes.append(self.stats.fallback_reason)
+            self._stop_monitoring(f"not compiled: {error.detail}", report)
             return result
         except Exception as error:  # noqa: BLE001 - a bug in fullgraph, never the user's
             self.stats.fallback_reason = f"internal error in fullgraph while recording: {error!r}"
             report.notes.append(self.stats.fallback_reason)
             return result
         if not record.reusable:
-            self.stats.fallback_reason = (
-                f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}"
+            self._stop_monitoring(
+                f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}", report
             )
-            report.notes.append(self.stats.fallback_reason)
             return result
         self.records.insert(0, record)
         self.stats.records = len(self.records)
         fill_report(report, [record])
         return result
+
+    def _stop_monitoring(self, reason: str, report: Report) -> None:
+        """A run that can't become a record: no more monitoring runs.  Without records
+        the function runs eagerly from now on; with some, they still replay the calls
+        their guards accept (a model whose config switch reaches an unsupported
+        construct keeps its records for the other setting) and only the rest run eagerly."""
+        report.notes.append(reason)
+        if self.records:
+            self.stats.monitoring_stopped = reason
+        else:
+            self.stats.fallback_reason = reason
 
     def report(self) -> Report | None:
         if self.last_report is not None:

@@ -12,8 +12,9 @@ torch's walk yields and, before each item, guards what torch had to read to
 get there: in walk order, each module up to the item's owner (its identity),
 the keys of its ``_modules`` and of the member dict the walk lists
 (``_parameters`` or ``_buffers``), and each member: a missing one by value,
-a tensor by identity, so a weight tied or untied since the record (which
-changes what the deduplicating walk yields) is a miss.  ``next(self.parameters())``
+a tensor by its metadata, and two members of equal metadata as two objects
+(or one), so a weight tied or untied since the record (which changes what the
+deduplicating walk yields) is a miss.  ``next(self.parameters())``
 (a model's device or dtype) guards only the first module's members.
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.sources import AttrSource, IdSource, KeysSource, Source
+from fullgraph.runtime.sources import AttrSource, KeysSource, Source
 
 _Module = torch.nn.Module
 
@@ -158,6 +159,7 @@ class _Walk:
             self.order.append((prefix, module, source))
         self.positions = {path: index for index, (path, _, _) in enumerate(self.order)}
         self.seen = -1  # the last position reached
+        self.members_seen: dict[tuple, list[tuple[torch.Tensor, Source]]] = {}
         self.open: list[int] = []  # reached, their _modules not read in full yet
 
     def reached(self, position: int) -> None:
@@ -205,10 +207,20 @@ class _Walk:
         run.read(KeysSource(AttrSource(source, self.members)), tuple(listed), symbolic=False)
         for key, member in listed.items():
             member_source = AttrSource(source, key)
-            run.read(member_source, member, symbolic=False)
-            if member is not None:
-                # Which tensors the deduplicating walk skips depends on identity.
-                run.read(IdSource(member_source), id(member), symbolic=False)
+            run.read(member_source, member, symbolic=False)  # one tensor twice: an alias
+            if isinstance(member, torch.Tensor):
+                self._distinct_from_earlier(member, member_source)
+
+    def _distinct_from_earlier(self, member: torch.Tensor, source: Source) -> None:
+        """Which tensors the deduplicating walk skips depends on identity: a member that
+        is another object than an earlier one of the same metadata must stay so (tied
+        later, the walk would yield one tensor fewer; members that differ in metadata
+        can't be tied without the metadata check failing)."""
+        key = (type(member), member.dtype, member.device, member.shape, member.requires_grad)
+        for earlier, earlier_source in self.members_seen.get(key, ()):
+            if earlier is not member:
+                self.run.distinct.append((earlier_source, source))
+        self.members_seen.setdefault(key, []).append((member, source))
 
     def _modules_of(self, index: int, upto: int | None) -> None:
         """Guard the keys of a module's ``_modules`` (the first ``upto``) and those children."""

@@ -103,6 +103,9 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.source_values: dict[Source, Any] = {}  # what each registered source reached
         self.changed_state: dict[type, str] = {}  # kinds of objects a replayed call changed
         self.aliases: list[tuple[Source, Source]] = []
+        # Pairs of paths to two objects that must stay two (module_walks.py: a weight
+        # tied to another one later would change what a deduplicating walk yields).
+        self.distinct: list[tuple[Source, Source]] = []
         # Library objects the run made (warnings.catch_warnings()): calls on them can't
         # be replayed, since a replay would call them on this run's object.
         # id -> (class, args, kwargs, callouts recorded before it was made)
@@ -215,8 +218,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
             return
         if not is_literal(sym.value):
             self.refuse(
-                f"a {type(sym.value).__name__} computed from tensor data is used "
-                "in a way the monitor cannot replay"
+                f"a {type(sym.value).__name__} that a replayed call returned (or that was "
+                "computed from one) is used in a way the monitor cannot replay"
             )
             return
         self.add_condition(Condition(sym, "equal", sym.value))

@@ -348,6 +348,7 @@ def generate_guard(
     values: dict | None = None,
     entry_state: dict | None = None,
     kwargs_ordered: bool = False,
+    distinct: list[tuple[Source, Source]] = (),
 ) -> GuardCode:
     ns = Namespace()
     for name, value in globals_consts.items():
@@ -416,6 +417,14 @@ def generate_guard(
                 lambda a, b: f"{a} is {b}",
                 f"aliasing {first} / {second}",
                 NativeLeaf("alias"),
+            )
+        )
+    for first, second in dict.fromkeys(distinct):  # two objects that must stay two
+        checks.append(
+            Check(
+                (first, second),
+                lambda a, b: f"{a} is not {b}",
+                f"{first} and {second} are distinct objects",
             )
         )
     updated_set = set(updated_inputs)

@@ -217,6 +217,7 @@ def build_record(
         kwargs_ordered=bool(
             run.root_code is not None and run.root_code.co_flags & inspect.CO_VARKEYWORDS
         ),
+        distinct=run.distinct,
     )
     if generic and dynamic_backend is not None:
         backend = dynamic_backend
