@@ -211,6 +211,10 @@ class DependencyIndex:
         self.plain_callers: dict[str, list[tuple[int, tuple]]] = {}
         self.method_callers: dict[tuple[str, str], list[tuple[int, tuple]]] = {}
         self.assigned_to: dict[str, set[tuple[str, str]]] = {}
+        # Methods by name, for ``self.<name>`` read where no class owns ``self``.  (A
+        # method of class C needs no index of its own: the chunks that define a class C
+        # are found through the class name, which each of them uses.)
+        self.methods_named: dict[str, list[int]] = {}
         for index, chunk in enumerate(chunks):
             for owner, name, calls in chunk.names.functions:
                 for called in calls:
@@ -221,11 +225,6 @@ class DependencyIndex:
                         )
             for owner, attribute, function in chunk.names.function_attributes:
                 self.assigned_to.setdefault(function, set()).add((owner, attribute))
-        # Methods by name, for ``self.<name>`` read where no class owns ``self``.  (A
-        # method of class C needs no index of its own: the chunks that define a class C
-        # are found through the class name, which each of them uses.)
-        self.methods_named: dict[str, list[int]] = {}
-        for index, chunk in enumerate(chunks):
             for _, name in chunk.names.methods:
                 self.methods_named.setdefault(name, []).append(index)
         for index, chunk in enumerate(chunks):

@@ -66,9 +66,10 @@ class CallHandling(Callouts):
             )
         inner = compiled_inner_target(fn)
         if inner is not None:  # another compiled function: its code, observed here
-            compiled = fn.__func__ if isinstance(fn, types.MethodType) else fn
-            if self.source_of(compiled) is not None:  # its module's weights get sources
-                self.read(AttrSource(self.source_of(compiled), "fn"), compiled.fn)
+            compiled, inner = inner
+            compiled_source = self.source_of(compiled)
+            if compiled_source is not None:  # its module's weights get sources
+                self.read(AttrSource(compiled_source, "fn"), compiled.fn)
             cpython.replace_stack_item(state.frame, fn_depth, inner)
             return self.call(state, inner, args, kwargs, result, fn_depth)
         if isinstance(fn, torch.nn.Module):

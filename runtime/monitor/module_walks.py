@@ -45,12 +45,17 @@ _WALKS: dict[Callable, tuple[Callable, str | None, bool]] = {
 }
 
 
+def _receiver(fn: Any, args: tuple) -> Any:
+    """The object a method call is on: a bound method's, or (after LOAD_METHOD, the
+    plain function on the stack) the first argument."""
+    return fn.__self__ if isinstance(fn, types.MethodType) else (args[0] if args else None)
+
+
 def module_dict_view(fn: Any, target: Any, name: str, args: tuple) -> Any:
-    """The ModuleDict (or ParameterDict) whose ``items/keys/values`` this call is, if any:
-    a bound method, or the plain function with the dict first (LOAD_METHOD)."""
+    """The ModuleDict (or ParameterDict) whose ``items/keys/values`` this call is, if any."""
     if name not in ("items", "keys", "values"):
         return None
-    owner = fn.__self__ if isinstance(fn, types.MethodType) else (args[0] if args else None)
+    owner = _receiver(fn, args)
     if not isinstance(owner, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
         return None
     return owner if getattr(type(owner), name, None) is target else None
@@ -69,7 +74,7 @@ def guarding_walk(run: Any, fn: Any, target: Callable, args: tuple) -> Callable 
     first in ``args``): a walk that guards as it goes; None for a module the call made
     or changed, which the guard at entry can say nothing about."""
     bound = isinstance(fn, types.MethodType)
-    module = fn.__self__ if bound else (args[0] if args else None)
+    module = _receiver(fn, args)
     source = run.source_of(module) if isinstance(module, _Module) else None
     if source is None or run.written_external(module):
         return None

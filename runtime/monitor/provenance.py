@@ -428,18 +428,19 @@ class Provenance:
         for name, value in vars(module).items():
             if not name.startswith("_") and name != "training" and is_setting(value):
                 self.read(AttrSource(source, name), value, symbolic=False)
-        if module._modules or isinstance(module, torch.nn.Sequential):
-            # A container layer runs every child in order (an nn.Sequential, the
-            # ModuleList of an nn.TransformerEncoder): which children, and of what
-            # kind (a Sigmoid swapped for a Tanh has no setting that tells them apart).
+        # A container layer runs every child in order (an nn.Sequential, the ModuleList
+        # of an nn.TransformerEncoder): which children, and of what kind (a Sigmoid
+        # swapped for a Tanh has no setting that tells them apart).
+        container = bool(module._modules) or isinstance(module, torch.nn.Sequential)
+        if container:
             modules = AttrSource(source, "_modules")
             self.read(KeysSource(modules), tuple(module._modules), symbolic=False)
-            for name, child in module._modules.items():
-                self.read(TypeOfSource(AttrSource(source, name)), type(child), symbolic=False)
         for name, child in module._modules.items():
+            child_source = AttrSource(source, name)
+            if container:
+                self.read(TypeOfSource(child_source), type(child), symbolic=False)
             if child is None:
                 continue
-            child_source = AttrSource(source, name)
             self.register(child, child_source)
             if has_user_forward(child):
                 self.register_module_tree(child, child_source)

@@ -104,9 +104,10 @@ def user_property(cls: type, name: str) -> bool:
     return False
 
 
-def compiled_inner_target(fn: Any) -> Any:
-    """What a fullgraph-compiled callable called inside a monitored run stands for (its
-    function or module, bound to the instance when it decorates a method), else None.
+def compiled_inner_target(fn: Any) -> tuple[Any, Any] | None:
+    """For a fullgraph-compiled callable called inside a monitored run: the compiled
+    object and what it stands for (its function or module, bound to the instance when
+    it decorates a method); else None.
 
     The outer run steps into it as plain code: the inner object's replay would read
     what its guard checks out of the outer run's sight (a global the inner function
@@ -117,5 +118,5 @@ def compiled_inner_target(fn: Any) -> Any:
         return None
     target = compiled.fn
     if isinstance(fn, types.MethodType) and not isinstance(target, torch.nn.Module):
-        return types.MethodType(target, fn.__self__)
-    return target
+        target = types.MethodType(target, fn.__self__)
+    return compiled, target
