@@ -85,6 +85,9 @@ class CompiledFunction:
         self.eager_check = eager_check
         self.trial: EagerTrial | None = None
         self.last_hit: Record | None = None
+        # Set once a run that could not become a record changed the program's own state:
+        # the next run gets one more try (see _stop_monitoring), never a second one.
+        self.retried_after_setup = False
         if isinstance(target, autograd_calls.distributed_wrappers()):
             # Its forward is torch's own bookkeeping around the model's: replaying the
             # model's graph alone would skip the gradient all-reduce.  Run it as it is.
@@ -286,7 +289,7 @@ class CompiledFunction:
                 self.stats.unrecorded_reason = error.detail
                 report.notes.append(f"not recorded: {error.detail}")
                 return result
-            self._stop_monitoring(f"not compiled: {error.detail}", report)
+            self._stop_monitoring(f"not compiled: {error.detail}", report, run)
             return result
         except Exception as error:  # noqa: BLE001 - a bug in fullgraph, never the user's
             self.stats.fallback_reason = f"internal error in fullgraph while recording: {error!r}"
@@ -294,7 +297,9 @@ class CompiledFunction:
             return result
         if not record.reusable:
             self._stop_monitoring(
-                f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}", report
+                f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}",
+                report,
+                run,
             )
             return result
         self.records.insert(0, record)
@@ -302,12 +307,25 @@ class CompiledFunction:
         fill_report(report, [record])
         return result
 
-    def _stop_monitoring(self, reason: str, report: Report) -> None:
+    def _stop_monitoring(self, reason: str, report: Report, run: MonitorRun) -> None:
         """A run that can't become a record: no more monitoring runs.  Without records
         the function runs eagerly from now on; with some, they still replay the calls
         their guards accept (a model whose config switch reaches an unsupported
-        construct keeps its records for the other setting) and only the rest run eagerly."""
+        construct keeps its records for the other setting) and only the rest run eagerly.
+
+        Except once: a run that changed the program's own objects may have been a
+        one-time setup, after which the calls record fine.  Transformers installs its
+        output-capturing hooks (``register_forward_hook``, whose handle no replay can
+        make again) on the first call that asks for hidden states and marks the model
+        as hooked; every later call, with or without hidden states, is recordable.  So
+        such a run leaves the next call one more monitoring run; a second unrecordable
+        run stops monitoring as above."""
         report.notes.append(reason)
+        if run.mutations and not self.retried_after_setup:
+            self.retried_after_setup = True
+            self.stats.unrecorded += 1
+            self.stats.unrecorded_reason = reason
+            return
         if self.records:
             self.stats.monitoring_stopped = reason
         else:

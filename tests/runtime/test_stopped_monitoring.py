@@ -54,3 +54,61 @@ def test_without_records_the_function_runs_eagerly():
     flag["noise"] = False
     torch.testing.assert_close(compiled(x), x * 2)
     assert compiled.stats.monitor_runs == 1 and compiled.stats.fallbacks == 1
+
+
+class LazilyHooked(torch.nn.Module):
+    """Installs a forward hook on its first call and marks itself, as transformers'
+    output capturing does on the first call that asks for hidden states."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        if not getattr(self, "hooked", False):
+            self.layer.register_forward_hook(lambda module, args, output: output * 2)
+            self.hooked = True
+        return self.layer(x).relu()
+
+
+def test_a_run_that_set_the_program_up_gets_one_more_monitoring_run():
+    torch.manual_seed(0)
+    model, twin = LazilyHooked(), LazilyHooked()
+    twin.load_state_dict(model.state_dict())
+    compiled = fr.compile(model, backend="eager")
+    for _ in range(4):
+        x = torch.randn(2, 3)
+        torch.testing.assert_close(compiled(x), twin(x), rtol=0, atol=0)
+    stats = compiled.stats
+    # The installing run can't be a record (its hook handle can't be made again); the
+    # next call is monitored with the hook in place and replays from then on.
+    assert stats.monitor_runs == 2 and stats.hits == 2
+    assert "RemovableHandle" in stats.unrecorded_reason
+    assert stats.fallback_reason is None and stats.monitoring_stopped is None
+
+
+class AlwaysHooking(torch.nn.Module):
+    """Installs a hook on every call: no run of it is recordable."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        self.layer.register_forward_hook(lambda module, args, output: output + 1)
+        self.hooked = True
+        return self.layer(x)
+
+
+def test_the_retry_is_made_once():
+    torch.manual_seed(0)
+    model, twin = AlwaysHooking(), AlwaysHooking()
+    twin.load_state_dict(model.state_dict())
+    compiled = fr.compile(model, backend="eager")
+    x = torch.randn(2, 3)
+    for _ in range(4):
+        torch.testing.assert_close(compiled(x), twin(x), rtol=0, atol=0)
+    stats = compiled.stats
+    assert stats.monitor_runs == 2
+    assert "RemovableHandle" in stats.fallback_reason
+    assert stats.fallbacks == 2 and stats.hits == 0
