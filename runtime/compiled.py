@@ -26,6 +26,10 @@ from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
 from fullgraph.runtime.record.records import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
 
+# Monitoring runs in a row that made no record (each for a reason that may pass: an
+# aliased input, state a call changed) before the function stops being monitored.
+UNRECORDED_LIMIT = 4
+
 
 @dataclasses.dataclass
 class Stats:
@@ -88,6 +92,7 @@ class CompiledFunction:
         # Set once a run that could not become a record changed the program's own state:
         # the next run gets one more try (see _stop_monitoring), never a second one.
         self.retried_after_setup = False
+        self.unrecorded_in_a_row = 0  # monitoring runs since the last record that made none
         if isinstance(target, autograd_calls.distributed_wrappers()):
             # Its forward is torch's own bookkeeping around the model's: replaying the
             # model's graph alone would skip the gradient all-reduce.  Run it as it is.
@@ -288,6 +293,17 @@ class CompiledFunction:
                 self.stats.unrecorded += 1
                 self.stats.unrecorded_reason = error.detail
                 report.notes.append(f"not recorded: {error.detail}")
+                self.unrecorded_in_a_row += 1
+                if self.unrecorded_in_a_row >= UNRECORDED_LIMIT:
+                    # Monitoring costs tens of eager calls: a function no call of which
+                    # becomes a record (a hook registered on every call) runs eagerly.
+                    self.retried_after_setup = True
+                    self._stop_monitoring(
+                        f"not compiled: {self.unrecorded_in_a_row} calls in a row could not "
+                        f"be recorded; the latest: {error.detail}",
+                        report,
+                        run,
+                    )
                 return result
             self._stop_monitoring(f"not compiled: {error.detail}", report, run)
             return result
@@ -303,6 +319,7 @@ class CompiledFunction:
             )
             return result
         self.records.insert(0, record)
+        self.unrecorded_in_a_row = 0
         self.stats.records = len(self.records)
         fill_report(report, [record])
         return result

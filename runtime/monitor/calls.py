@@ -21,7 +21,13 @@ import torch
 
 from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture import custom_functions, higher_order
-from fullgraph.runtime.monitor import annotation_table, autograd_calls, module_walks, speculation
+from fullgraph.runtime.monitor import (
+    annotation_table,
+    autograd_calls,
+    module_walks,
+    speculation,
+    training_switch,
+)
 from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
 from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.state import FrameState, Mutation
@@ -116,9 +122,10 @@ class CallHandling(Callouts):
             cpython.replace_stack_item(state.frame, fn_depth, replacement)
             return None
         if autograd_calls.is_autograd_state_call(fn, args):
-            self.note_state_change(
-                autograd_calls.state_changed_by(fn, args), annotation_table.qualified_name(fn)
-            )
+            if not training_switch.follow(self, fn, args, kwargs):
+                self.note_state_change(
+                    autograd_calls.state_changed_by(fn, args), annotation_table.qualified_name(fn)
+                )
             return self._replayed_callout(
                 state, fn, args, kwargs, _AUTOGRAD_STATE, result, fn_depth
             )

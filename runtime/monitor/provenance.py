@@ -423,7 +423,8 @@ class Provenance:
         self.guard_library_globals(type(module))
         # Setting by setting, not one dict-version check: a model switched to eval()
         # and back to train() must hit its train-mode record again.
-        self.read(AttrSource(source, "training"), module.training, symbolic=False)
+        if (id(module), "training") not in self.written:  # else set by ``train()`` in the run
+            self.read(AttrSource(source, "training"), module.training, symbolic=False)
         self.read(HooksSource(source), module_hooks(module), symbolic=False)
         for name, value in vars(module).items():
             if not name.startswith("_") and name != "training" and is_setting(value):

@@ -204,6 +204,15 @@ def _delete_fast(run, state, ins, shadow) -> After:
     return None
 
 
+@_handles("POP_TOP")
+def _pop_top(run, state, ins, shadow) -> After:
+    """A value dropped unused (the module ``model.train()`` returns, a discarded call
+    result): nothing the program does depends on it, so nothing about it is guarded."""
+    if shadow:
+        shadow[-1] = None
+    return None
+
+
 @_handles("COPY")
 def _copy(run, state, ins, shadow) -> After:
     sym = shadow[-ins.arg] if len(shadow) >= ins.arg else None

@@ -60,7 +60,7 @@ def generate_mock(
     tail = MockWriter(tape, sources, ns, input_index, symbols)
     tail.callout_results = writer.callout_results
     for callout in tape.callouts:
-        if not _shared(callout.result):
+        if not _shared(callout.result) and not _returns_its_module(callout):
             writer.callout_results[id(callout.result)] = f"c{callout.index}"
     for mutation in mutations:
         tail.mutation(mutation)
@@ -238,6 +238,18 @@ def _draws_before_midguard(tape: GraphTape, last_midguard: int) -> bool:
     return any(
         draws_random(node) for segment in tape.segments[: last + 1] for node in segment.graph.nodes
     )
+
+
+def _returns_its_module(callout) -> bool:
+    """``model.train()``, ``model.to(...)``: torch's module methods return the module
+    they are called on, which keeps its own source (it is no new value of the call)."""
+    result = callout.result
+    if not isinstance(result, torch.nn.Module):
+        return False
+    receiver = getattr(callout.function, "__self__", None)
+    if receiver is None and callout.args:
+        receiver = callout.args[0]
+    return receiver is result
 
 
 def _shared(value: Any) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 import fullgraph.runtime as fr
+import fullgraph.runtime.compiled as fr_compiled
 
 flag = {"noise": False}
 
@@ -83,7 +84,7 @@ def test_a_run_that_set_the_program_up_gets_one_more_monitoring_run():
     # The installing run can't be a record (its hook handle can't be made again); the
     # next call is monitored with the hook in place and replays from then on.
     assert stats.monitor_runs == 2 and stats.hits == 2
-    assert "RemovableHandle" in stats.unrecorded_reason
+    assert "register_forward_hook" in stats.unrecorded_reason
     assert stats.fallback_reason is None and stats.monitoring_stopped is None
 
 
@@ -100,15 +101,44 @@ class AlwaysHooking(torch.nn.Module):
         return self.layer(x)
 
 
-def test_the_retry_is_made_once():
+def test_a_function_no_call_of_which_can_be_recorded_stops_being_monitored():
     torch.manual_seed(0)
     model, twin = AlwaysHooking(), AlwaysHooking()
     twin.load_state_dict(model.state_dict())
     compiled = fr.compile(model, backend="eager")
     x = torch.randn(2, 3)
-    for _ in range(4):
+    for _ in range(fr_compiled.UNRECORDED_LIMIT + 2):
         torch.testing.assert_close(compiled(x), twin(x), rtol=0, atol=0)
     stats = compiled.stats
-    assert stats.monitor_runs == 2
-    assert "RemovableHandle" in stats.fallback_reason
+    assert stats.monitor_runs == fr_compiled.UNRECORDED_LIMIT
+    assert f"{fr_compiled.UNRECORDED_LIMIT} calls in a row" in stats.fallback_reason
+    assert "register_forward_hook" in stats.fallback_reason
     assert stats.fallbacks == 2 and stats.hits == 0
+
+
+class LazyNoise(torch.nn.Module):
+    """Makes its generator on the first call: that run can't be a record (no replay can
+    make the generator again), the calls after it draw from the stored one."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        if not hasattr(self, "noise"):
+            self.noise = torch.Generator().manual_seed(0)
+        return self.layer(x) + torch.rand(3, generator=self.noise)
+
+
+def test_a_lazily_made_generator_replays_from_the_second_run():
+    torch.manual_seed(0)
+    model, twin = LazyNoise(), LazyNoise()
+    twin.load_state_dict(model.state_dict())
+    compiled = fr.compile(model, backend="eager")
+    x = torch.randn(2, 3)
+    for _ in range(5):
+        torch.testing.assert_close(compiled(x), twin(x), rtol=0, atol=0)
+    stats = compiled.stats
+    assert stats.monitor_runs == 2 and stats.hits == 3
+    assert "Generator" in stats.unrecorded_reason
+    assert stats.fallback_reason is None and stats.monitoring_stopped is None
