@@ -156,6 +156,13 @@ class CallHandling(Callouts):
         ):
             # A user class (its __init__ is stepped into) or a Python class of a library
             # (warnings.catch_warnings): either way an object this run makes.
+            init = getattr(getattr(fn, "__init__", None), "__code__", None)
+            if init is None or not is_user_code(init):
+                # Made by code the monitor does not step into (``itertools.chain(xs)``,
+                # ``array.array("f", xs)``): what it holds comes from its arguments.
+                for value in (*args, *kwargs.values()):
+                    if isinstance(value, (list, tuple, dict)):
+                        self.read_nested(value)
             return self._noting_made(None, result, (fn, args, kwargs))
         receiver = getattr(fn, "__self__", None)
         objclass = getattr(fn, "__objclass__", None)
@@ -324,14 +331,21 @@ class CallHandling(Callouts):
             if kind in ("items", "values", "keys") and receiver is not None:
                 return lambda: self.derive_iterator(result(), receiver, kind)
             return None
-        builtin_type = isinstance(fn, type) and fn.__module__ == "builtins"
-        builtin = isinstance(fn, types.BuiltinFunctionType) and fn.__self__ is not None
-        if builtin or builtin_type:  # list(xs), sorted(xs), map(f, xs): all of xs is read
-            for value in args:
-                if isinstance(value, (list, tuple, dict)) or (
-                    fn in _CONSUMING_BUILTINS and isinstance(value, _ITERATED_WHOLE)
-                ):
-                    self.read_whole(value)
+        if fn is vars and len(args) == 1 and self.source_of(args[0]) is not None:
+            # ``vars(args)["lr"]``: the object's own ``__dict__``, read like any dict of it.
+            owner_source = self.source_of(args[0])
+            return lambda: self.register(result(), AttrSource(owner_source, "__dict__"))
+        if fn in _READ_NOTHING:
+            return None
+        # The call reads its receiver and arguments unobserved (``L.copy()``,
+        # ``copy.deepcopy(cfg)``, ``statistics.mean(xs)``, ``",".join(names)``,
+        # ``list(xs)``, ``sorted(d)``): every container from outside among them is read
+        # whole, so a replay whose containers changed misses.
+        for value in (receiver, *args, *kwargs.values()):
+            if isinstance(value, (list, tuple, dict)):
+                self.read_nested(value)
+            elif fn in _CONSUMING_BUILTINS and isinstance(value, _ITERATED_WHOLE):
+                self.read_whole(value)
         return None
 
     def _next_call(self, args: tuple, result) -> Callable:
@@ -439,6 +453,8 @@ _CONSUMING_BUILTINS = frozenset(
     [sum, min, max, sorted, list, tuple, set, frozenset, dict, any, all, next, map, filter]
 )
 _ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
+# Pure builtins that read only what their arguments are, not what they hold.
+_READ_NOTHING = frozenset([isinstance, issubclass, callable, type, id])
 
 
 def _mutated_owner(receiver: Any, args: tuple, annotation: Any) -> Any:
