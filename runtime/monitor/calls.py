@@ -10,7 +10,6 @@ eagerly).  Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.
 
 from __future__ import annotations
 
-import collections.abc
 import functools
 import sys
 import types
@@ -27,9 +26,9 @@ from fullgraph.runtime.monitor import (
     module_walks,
     speculation,
     training_switch,
+    unobserved_reads,
 )
 from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
-from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.state import FrameState, Mutation
 from fullgraph.runtime.monitor.user_code import (
     compiled_inner_target,
@@ -156,13 +155,7 @@ class CallHandling(Callouts):
         ):
             # A user class (its __init__ is stepped into) or a Python class of a library
             # (warnings.catch_warnings): either way an object this run makes.
-            init = getattr(getattr(fn, "__init__", None), "__code__", None)
-            if init is None or not is_user_code(init):
-                # Made by code the monitor does not step into (``itertools.chain(xs)``,
-                # ``array.array("f", xs)``): what it holds comes from its arguments.
-                for value in (*args, *kwargs.values()):
-                    if isinstance(value, (list, tuple, dict)):
-                        self.read_nested(value)
+            unobserved_reads.read_by_constructor(self, fn, args, kwargs)
             return self._noting_made(None, result, (fn, args, kwargs))
         receiver = getattr(fn, "__self__", None)
         objclass = getattr(fn, "__objclass__", None)
@@ -331,22 +324,7 @@ class CallHandling(Callouts):
             if kind in ("items", "values", "keys") and receiver is not None:
                 return lambda: self.derive_iterator(result(), receiver, kind)
             return None
-        if fn is vars and len(args) == 1 and self.source_of(args[0]) is not None:
-            # ``vars(args)["lr"]``: the object's own ``__dict__``, read like any dict of it.
-            owner_source = self.source_of(args[0])
-            return lambda: self.register(result(), AttrSource(owner_source, "__dict__"))
-        if fn in _READ_NOTHING:
-            return None
-        # The call reads its receiver and arguments unobserved (``L.copy()``,
-        # ``copy.deepcopy(cfg)``, ``statistics.mean(xs)``, ``",".join(names)``,
-        # ``list(xs)``, ``sorted(d)``): every container from outside among them is read
-        # whole, so a replay whose containers changed misses.
-        for value in (receiver, *args, *kwargs.values()):
-            if isinstance(value, (list, tuple, dict)):
-                self.read_nested(value)
-            elif fn in _CONSUMING_BUILTINS and isinstance(value, _ITERATED_WHOLE):
-                self.read_whole(value)
-        return None
+        return unobserved_reads.read_by_call(self, fn, receiver, args, kwargs, result)
 
     def _next_call(self, args: tuple, result) -> Callable:
         """``next(it)`` on an iterator over an outside container: the item keeps its
@@ -445,16 +423,6 @@ class CallHandling(Callouts):
 
 # Mutating calls whose result is taken from the container (the guard reads it first).
 _TAKING_MUTATORS = frozenset(["pop", "popitem", "popleft", "heappop", "heapreplace", "heappushpop"])
-
-# Builtins that iterate an argument (``isinstance(it, ...)``, ``id(it)`` do not), and
-# what they iterate that the guard reads whole: a set in its order, an iterator
-# from outside (which refuses the record: a replay would not advance it).
-_CONSUMING_BUILTINS = frozenset(
-    [sum, min, max, sorted, list, tuple, set, frozenset, dict, any, all, next, map, filter]
-)
-_ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
-# Pure builtins that read only what their arguments are, not what they hold.
-_READ_NOTHING = frozenset([isinstance, issubclass, callable, type, id])
 
 
 def _mutated_owner(receiver: Any, args: tuple, annotation: Any) -> Any:

@@ -1,0 +1,59 @@
+"""What library code the monitor does not step into reads of the values it is given.
+
+C methods and standard-library functions (``L.copy()``, ``copy.deepcopy(cfg)``,
+``statistics.mean(xs)``, ``",".join(names)``, ``itertools.chain(xs)``) run
+unobserved: their result is taken as it is, so the guard must check all of
+what they read.  Every container from outside among the receiver and the
+arguments is read whole (nested lists and dicts too), so a replay whose
+containers changed misses; ``vars(obj)`` is ``obj.__dict__`` itself and keeps
+that source, so what the program reads of it is guarded item by item.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+from collections.abc import Callable
+from typing import Any
+
+from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
+from fullgraph.runtime.monitor.user_code import is_user_code
+from fullgraph.runtime.sources import AttrSource
+
+# Builtins that iterate an argument (``isinstance(it, ...)``, ``id(it)`` do not), and
+# what they iterate that the guard reads whole: a set in its order, an iterator
+# from outside (which refuses the record: a replay would not advance it).
+CONSUMING_BUILTINS = frozenset(
+    [sum, min, max, sorted, list, tuple, set, frozenset, dict, any, all, next, map, filter]
+)
+ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
+# Pure builtins that read only what their arguments are, not what they hold.
+_READ_NOTHING = frozenset([isinstance, issubclass, callable, type, id])
+
+
+def read_by_call(
+    run: Any, fn: Any, receiver: Any, args: tuple, kwargs: dict, result
+) -> Callable | None:
+    """A pure library call: guard what it reads; may return an after-phase."""
+    if fn is vars and len(args) == 1 and run.source_of(args[0]) is not None:
+        # ``vars(args)["lr"]``: the object's own ``__dict__``, read like any dict of it.
+        owner_source = run.source_of(args[0])
+        return lambda: run.register(result(), AttrSource(owner_source, "__dict__"))
+    if fn in _READ_NOTHING:
+        return None
+    for value in (receiver, *args, *kwargs.values()):
+        if isinstance(value, (list, tuple, dict)):
+            run.read_nested(value)
+        elif fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE):
+            run.read_whole(value)
+    return None
+
+
+def read_by_constructor(run: Any, cls: type, args: tuple, kwargs: dict) -> None:
+    """An object of a class whose ``__init__`` the monitor does not step into
+    (``itertools.chain(xs)``, ``array.array("f", xs)``): it holds what it was given."""
+    init = getattr(getattr(cls, "__init__", None), "__code__", None)
+    if init is not None and is_user_code(init):
+        return  # stepped into: its reads are guarded as they happen
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, (list, tuple, dict)):
+            run.read_nested(value)
