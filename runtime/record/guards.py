@@ -18,13 +18,8 @@ so the mock doesn't fetch them again; on failure it returns ``None``.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import decimal
-import enum
-import fractions
 import math
-import numbers
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,6 +29,8 @@ import torch
 from fullgraph.runtime.capture.values import is_numpy_scalar
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guard_helpers import storages_apart
+from fullgraph.runtime.record.native_leaves import NativeLeaf
+from fullgraph.runtime.record.number_checks import number_check
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
@@ -46,24 +43,6 @@ from fullgraph.runtime.sources import (
 from fullgraph.runtime.symbolic.scalars import INT64_MAX, INT64_MIN
 
 GUARD_PARAMS = "A, K, M, F"
-
-
-@dataclasses.dataclass(frozen=True)
-class NativeLeaf:
-    """How native evaluation checks a :class:`Check` without running its Python.
-
-    ``kind``: ``"id"`` (the value is ``value``), ``"equals"`` (same type and
-    equal), ``"type"`` (``type(v) is value``), ``"tensor"`` (metadata of the
-    example tensor ``value``; ``dynamic``: dimensions whose size is not
-    checked), ``"no_hooks"``, ``"method"`` (``v.__func__ is value``),
-    ``"alias"`` (the check's two sources are one object), ``"signature"``
-    (``value``: the positional count and keyword names) or ``"covered"``
-    (implied by the signature's leaf).
-    """
-
-    kind: str
-    value: Any = None
-    dynamic: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,7 +252,7 @@ def value_check(
             "value",
             NativeLeaf("equals", value),
         )
-    number = _number_check(value, ns)
+    number = number_check(value, ns)
     if number is not None:  # IntEnum, class Width(int), a str subclass, Fraction, Decimal
         return number
     if isinstance(value, IDENTITY_CHECKED):  # a function, class or builtin passed in
@@ -295,127 +274,6 @@ def value_check(
         )
     bound = ns.bind(value, _hint(value, source), provenance=source.expr())
     return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
-
-
-# The builtin scalar types a subclass instance's value lives in, read by C code
-# (``Tensor.__mul__``, ``__index__``, ``str.__eq__``) the run does not see.
-_SCALAR_BASES = (int, float, complex, str, bytes)
-_PLAIN = {  # the value as its base type, whatever the subclass overrides
-    int: int.__int__,
-    float: float.__float__,
-    complex: lambda v: complex(complex.real.__get__(v), complex.imag.__get__(v)),
-    str: str.__str__,
-    bytes: lambda v: bytes.__getitem__(v, slice(None)),
-}
-
-
-def _number_check(
-    value: Any, ns: Namespace
-) -> tuple[Callable[[str], str], str, NativeLeaf | None] | None:
-    """The value check of a scalar that is not a plain literal, or None for other values.
-
-    An instance of an int / float / complex / str / bytes subclass (an ``IntEnum``, a
-    ``str`` Enum, ``class Width(int)``) or a number such as ``Fraction`` / ``Decimal``
-    holds a value that C code or untraced library code reads (``x * a``,
-    ``x.repeat(n)``, ``m == "eval"``, ``float(q)``): its type alone says nothing of
-    it.  Enum members are singletons, checked by identity; the others by exact type
-    and value (through the base type's own methods when the subclass overrides them).
-    """
-    if isinstance(value, enum.Enum):
-        member = ns.bind(value, f"{type(value).__name__}_{value.name}")
-        return (lambda name: f"{name} is {member}"), "enum member", NativeLeaf("id", value)
-    kind = type(value)
-    base = next((b for b in _SCALAR_BASES if isinstance(value, b)), None)
-    if base is not None:
-        type_name = ns.name_for(kind)
-        plain = _PLAIN[base](value)
-        if base is complex or (base is float and (math.isnan(plain) or plain == 0.0)):
-            # nan != nan, -0.0 == 0.0: the exact repr tells them apart
-            text = base.__repr__(plain)
-            return (
-                (
-                    lambda name: (
-                        f"type({name}) is {type_name} and {base.__name__}.__repr__({name}) "
-                        f"== {text!r}"
-                    )
-                ),
-                "value (exact)",
-                None,
-            )
-        if kind.__eq__ is base.__eq__:
-            return (
-                (lambda name: f"type({name}) is {type_name} and {name} == {literal(plain)}"),
-                "value",
-                NativeLeaf("equals", value),
-            )
-        return (  # the subclass's own __eq__ is not what C code compares
-            (
-                lambda name: (
-                    f"type({name}) is {type_name} and "
-                    f"{base.__name__}.__eq__({name}, {literal(plain)})"
-                )
-            ),
-            "value",
-            None,
-        )
-    if isinstance(value, decimal.Decimal):
-        # Decimal('1.0') == Decimal('1.00') (and a signaling NaN raises on ==), yet
-        # str() and the arithmetic tell them apart: its string is exact.
-        type_name = ns.name_for(kind)
-        text = decimal.Decimal.__str__(value)
-        if kind.__str__ is decimal.Decimal.__str__:
-            return (
-                (lambda name: f"type({name}) is {type_name} and str({name}) == {text!r}"),
-                "value (exact)",
-                None,
-            )
-        decimal_name = ns.name_for(decimal.Decimal)
-        return (
-            (
-                lambda name: (
-                    f"type({name}) is {type_name} and {decimal_name}.__str__({name}) == {text!r}"
-                )
-            ),
-            "value (exact)",
-            None,
-        )
-    if isinstance(value, fractions.Fraction):
-        type_name = ns.name_for(kind)
-        held = fractions.Fraction(value)  # an exact Fraction of the same value
-        sign = "neg" if held.numerator < 0 else ""
-        bound = ns.bind(held, f"fraction_{sign}{abs(held.numerator)}_{held.denominator}")
-        if kind is fractions.Fraction:
-            return (
-                (lambda name: f"type({name}) is {type_name} and {name} == {bound}"),
-                "value",
-                NativeLeaf("equals", held),
-            )
-        fraction_name = ns.name_for(fractions.Fraction)
-        return (
-            (
-                lambda name: (
-                    f"type({name}) is {type_name} and {fraction_name}.__eq__({name}, {bound})"
-                )
-            ),
-            "value",
-            None,
-        )
-    if isinstance(value, numbers.Number) and not isinstance(value, torch.Tensor):
-        try:  # another number type: exact type and equality with a copy
-            held = copy.copy(value)
-            comparable = type(held) is kind and (held == value) is True
-        except Exception:  # noqa: BLE001 - not copyable or comparable: as before
-            return None
-        if not comparable:
-            return None
-        type_name = ns.name_for(kind)
-        bound = ns.bind(held, "number_" + kind.__name__)
-        return (
-            (lambda name: f"type({name}) is {type_name} and {name} == {bound}"),
-            "value",
-            NativeLeaf("equals", held),
-        )
-    return None
 
 
 def _equality_is_loose(value: Any) -> bool:
