@@ -305,8 +305,10 @@ IDENTITY_CHECKED = (
 
 
 def _identity_guarded(value: Any) -> bool:
-    """Values whose guard is ``is <the object>`` (so two paths to one are aliased by it)."""
-    return isinstance(value, (*IDENTITY_CHECKED, torch.nn.Module))
+    """Values whose guard is ``is <the object>`` wherever they are read (so two paths
+    to one are aliased by it).  Not modules: one passed as an argument is checked by
+    type only, and ``f(m, m)`` must not replay for ``f(m1, m2)``."""
+    return isinstance(value, IDENTITY_CHECKED)
 
 
 def _hint(value: Any, source: Source) -> str:

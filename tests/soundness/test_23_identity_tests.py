@@ -333,13 +333,7 @@ def untied(env):
     return env.ns.lin1, env.ns.lin2, torch.randn(4)
 
 
-@backends(
-    xfail=(
-        "F79 follow-up: the alias of two module arguments is not guarded "
-        "(record/guards.py skips the alias check for nn.Module values as identity-"
-        "checked, but a module passed as an argument is checked by type only)"
-    )
-)
+@backends()
 def test_one_module_passed_twice_then_two(backend):
     run_case(
         Case(
