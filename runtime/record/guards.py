@@ -398,7 +398,7 @@ def generate_guard(
     for condition in conditions:  # branches taken on symbolic arguments
         checks.append(Check((), _fixed(condition.source(literal)), condition.why))
     for first, second in dict.fromkeys(aliases):  # one check per pair, in order
-        if _identity_guarded(reads.get(first)):
+        if _identity_guarded(reads.get(first)) and second in reads:
             continue  # both paths are checked against the same object already
         checks.append(
             Check(

@@ -349,3 +349,38 @@ def test_one_module_passed_twice_then_two(backend):
         ),
         backend,
     )
+
+
+TWO_MODULES = """
+import types
+import torch
+
+lib = types.ModuleType("lib23")
+exec(
+    "def act(x):\\n    return x * 2\\n\\ndef helper(x):\\n    return act(x) + 1\\n",
+    lib.__dict__,
+)
+act, helper = lib.act, lib.helper  # ``from lib import act, helper``
+
+def f(x):
+    return act(x) + helper(x)
+"""
+
+
+@backends()
+def test_a_function_rebound_in_the_module_that_calls_it(backend):
+    # ``helper`` reads ``act`` from lib's globals: one function reached through two
+    # modules' globals; rebinding lib.act changes helper, not this module's ``act``.
+    run_case(
+        Case(
+            "a_function_rebound_in_the_module_that_calls_it",
+            prog(TWO_MODULES),
+            [
+                *calls(2, lambda env: (torch.ones(2),)),
+                execg("lib.act = lambda x: x * 100"),
+                *calls(2, lambda env: (torch.ones(2),)),
+            ],
+            min_hits=2,
+        ),
+        backend,
+    )
