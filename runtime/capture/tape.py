@@ -51,6 +51,7 @@ from fullgraph.runtime.symbolic.sizes import (
 )
 from fullgraph.runtime.torch_internals import (
     AUTOCAST_DEVICES,
+    INFERENCE_MODE,
     autocast_state,
     enter_autocast_op,
     exit_autocast_op,
@@ -60,6 +61,20 @@ from fullgraph.runtime.torch_internals import (
     tree_flatten,
     tree_unflatten,
 )
+
+# Process-wide autograd settings a function may leave changed when it returns
+# (``torch.autograd.set_detect_anomaly(True)``): expression -> its value now.  The
+# guard checks them at entry (so the exit state is what the record says) and the mock
+# leaves them as the monitoring run left them.
+ANOMALY_ENABLED = "torch.is_anomaly_enabled()"
+ANOMALY_CHECK_NAN = "torch.is_anomaly_check_nan_enabled()"
+
+
+def anomaly_state() -> dict[str, bool]:
+    return {
+        ANOMALY_ENABLED: torch.is_anomaly_enabled(),
+        ANOMALY_CHECK_NAN: torch.is_anomaly_check_nan_enabled(),
+    }
 
 
 @dataclasses.dataclass
@@ -154,8 +169,11 @@ class GraphTape:
         self.producer: dict[int, Origin] = {}
         self.keepalive: list[Any] = []
         self.entry_grad_mode = torch.is_grad_enabled()
-        self.entry_state = global_state()
+        self.entry_state = {**global_state(), **anomaly_state()}
         self.entry_autocast = autocast_state()
+        # The state the run returned with (set by finish): the mock leaves it so.
+        self.exit_grad_mode = self.entry_grad_mode
+        self.exit_anomaly = anomaly_state()
         self.unsupported: Unsupported | None = None
         self.shaped_by_data: set[int] = set()  # ids of tensors whose sizes depend on data
         self.shapes: ShapeTracker | None = None  # set when input sizes vary (symbolic sizes)
@@ -252,7 +270,20 @@ class GraphTape:
         sym = self.lift(value)
         if sym is None:
             return value
-        return self.lifted_placeholder(sym, value)
+        return self.lifted_number(sym, value)
+
+    def lifted_number(self, sym: Any, value: Any) -> torch.fx.Node:
+        """A lifted scalar as an op's operand: the Python number again, read from its 0-d
+        tensor input (``scalar1.item()``).  torch treats a Python number differently from
+        a 0-d tensor: it takes part in type promotion only by kind (``int_tensor * 2.5``
+        is float32, ``half_tensor * 1.1`` float16, where a float64 0-d tensor would make
+        float64), is computed with as a double (not rounded to the tensor's dtype first),
+        and selects the Scalar overloads (``x ** 2`` squares, ``2 ** x`` is
+        ``pow(Scalar, Tensor)``): the op in the graph is then the op the program ran."""
+        node = self.lifted_placeholder(sym, value)
+        number = self.current.graph.call_method("item", (node,))
+        number.meta["example_value"] = value
+        return number
 
     def lifted_placeholder(self, sym: Any, value: Any) -> torch.fx.Node:
         """A graph input for symbolic scalar ``sym`` (whose value now is ``value``)."""
@@ -481,6 +512,9 @@ class GraphTape:
         return origin
 
     def finish(self) -> None:
+        """Close the segment graphs (each ends in the grad mode and autocast state the
+        call started with) and note the global state the function returns with."""
+        self._note_exit_state()
         for segment in self.segments:
             for node, _ in reversed(segment.autocast_stack):  # regions still open: closed
                 segment.graph.call_function(exit_autocast_op(), (node,))
@@ -491,6 +525,27 @@ class GraphTape:
             segment.graph.output(tuple(segment.outputs))
             for check in reversed(segment.data_checks):  # their slices, if nothing else uses them
                 segment.op_count -= drop_unused(segment, check)
+
+    def _note_exit_state(self) -> None:
+        """The global state the function leaves changed when it returns (eager leaves it
+        so): grad mode and anomaly detection the mock sets after the last graph; an
+        inference-mode or autocast region left open, which no replay can leave open."""
+        self.exit_grad_mode = torch.is_grad_enabled()
+        self.exit_anomaly = anomaly_state()
+        inference = torch.is_inference_mode_enabled()
+        if inference != self.entry_state[INFERENCE_MODE]:
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                f"the function returns with torch.inference_mode() {'on' if inference else 'off'} "
+                f"(entered with __enter__() and not exited); a replay cannot leave it so",
+            )
+        if autocast_state() != self.entry_autocast:
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                "the function returns with autocast settings it changed (a torch.autocast "
+                "region entered with __enter__() and not exited, or torch.set_autocast_enabled); "
+                "a replay cannot leave them so",
+            )
 
     def _clone_mutated_inputs(self, segment: Segment) -> None:
         origins = dict(segment.placeholders)

@@ -380,6 +380,7 @@ FUNCTIONS: dict[str, Annotation] = {
     "torch.set_num_threads": EFFECT,
     "torch.set_num_interop_threads": EFFECT,
     "torch.set_printoptions": EFFECT,
+    "torch._tensor_str.set_printoptions": EFFECT,  # where torch.set_printoptions lives
     "torch.set_flush_denormal": EFFECT,
     "torch.use_deterministic_algorithms": EFFECT,
     # Settings the operations after them compute with: a graph captured under one
@@ -391,6 +392,7 @@ FUNCTIONS: dict[str, Annotation] = {
             ("torch.set_default_tensor_type", "changes the dtype later tensors are made with"),
             ("torch.set_default_device", "changes the device later tensors are made on"),
             ("torch.set_float32_matmul_precision", "changes how later matmuls compute"),
+            ("torch._tensor_str.printoptions", "sets print options a replay's prints would miss"),
             # A replay draws a graph's random numbers in one go, without the restore.
             ("torch.set_rng_state", "restores the random state between random draws"),
             ("torch.random.set_rng_state", "restores the random state between random draws"),

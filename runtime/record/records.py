@@ -225,12 +225,16 @@ def build_record(
     record_id = next(_record_ids)
     namespace = dict(ns.values)
     compiled_graphs = {}
-    for gm, segment in zip(graphs, run.tape.segments):
-        if segment.op_count or segment.outputs:
-            examples = [node.meta.get("example_value") for node, _ in segment.placeholders]
-            compiled_graphs[f"graph{segment.index}"] = (
-                _compile(run, segment, gm, examples, backend) if backend else gm.forward
-            )
+    # Each graph starts (and ends) in the grad mode the call started with, which a replay
+    # runs it in: it is compiled so (AOTAutograd traces a backward only with grad on), and
+    # the grad mode the function returned with is the caller's again afterwards.
+    with torch.set_grad_enabled(run.tape.entry_grad_mode):
+        for gm, segment in zip(graphs, run.tape.segments):
+            if segment.op_count or segment.outputs:
+                examples = [node.meta.get("example_value") for node, _ in segment.placeholders]
+                compiled_graphs[f"graph{segment.index}"] = (
+                    _compile(run, segment, gm, examples, backend) if backend else gm.forward
+                )
     namespace.update(compiled_graphs)
     splits, checks, deferred = run.tape.call_sites()
     check_graphs = {
