@@ -180,8 +180,12 @@ class CallHandling(Callouts):
             return None
         annotation = annotation_table.lookup(fn)
         if annotation is None:
-            if isinstance(getattr(type(fn), "__call__", None), types.FunctionType):  # noqa: B004
-                return None  # an object with a Python __call__: stepped into
+            call = getattr(type(fn), "__call__", None)  # noqa: B004
+            if isinstance(call, types.FunctionType):  # an object with a Python __call__
+                source = self.source_of(fn)
+                if source is not None:  # its class's __call__ runs: replaced, another call
+                    self.read(AttrSource(TypeOfSource(source), "__call__"), call, symbolic=False)
+                return None  # stepped into
             annotation = annotation_table.UNKNOWN_NATIVE
         if annotation.refuses is not None:
             self.refuse(f"{annotation_table.qualified_name(fn)} {annotation.refuses}")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import speculation
+from fullgraph.runtime.monitor import method_lookups, speculation
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
@@ -69,15 +69,33 @@ def load_attr(run, state, ins) -> After:
     name = ins.argval
 
     def after() -> None:
-        # A method load pushes [method, self] when the attribute is a method found
-        # on the type (decided by the owner's type, which is guarded), else the
-        # value and a NULL (their order depends on the version).
+        # A method load pushes [method, self] when the attribute is a function found
+        # on the type, else the value and a NULL (their order depends on the version).
         depth = cpython.loaded_depth(ins, lambda depth: tos(state, depth))
         if depth is not None:
             run.read_attr(owner, name, tos(state, depth))
+        else:  # [method, self]: the function found on the type, under self
+            method_lookups.read_method(run, owner, name, tos(state, 1))
 
     # A missing attribute that decides an ``except`` path: guard that it is missing.
     after.on_exception = lambda error: run.read_missing_attr(owner, name, error)
+
+    return after
+
+
+@handles("LOAD_SUPER_ATTR", since=(3, 12))
+def load_super_attr(run, state, ins) -> After:
+    """``super().name``: [super, class, self] -> the attribute (or [method, self])."""
+    start, obj = tos(state, 1), tos(state)
+    name = ins.argval
+
+    def after() -> None:
+        value = tos(state)
+        if ins.arg & 1:  # [method, self], or the value beside a NULL (order by version)
+            below = tos(state, 1)
+            value = value if below is cpython.NULL else below
+        if isinstance(start, type):
+            method_lookups.read_super_attr(run, start, obj, name, value)
 
     return after
 

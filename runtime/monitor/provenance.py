@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from fullgraph.runtime.monitor import method_lookups
 from fullgraph.runtime.monitor.iteration import (
     SNAPSHOT_ITERABLES,
 )
@@ -203,6 +204,9 @@ class Provenance:
                 source = self.source_of(owner) or self.resolve_external(owner)
                 if source is not None:
                     self.read(AttrSource(source, name), value)
+            return
+        if isinstance(owner, super):  # ``super().forward`` (3.11: a super object's attribute)
+            method_lookups.read_super_attr(self, owner.__thisclass__, owner.__self__, name, value)
             return
         source = self.source_of(owner)
         if source is None or isinstance(owner, types.ModuleType) and name.startswith("__"):

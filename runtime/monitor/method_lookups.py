@@ -1,0 +1,56 @@
+"""Methods found on a class: what the guard checks so a patched method is a miss.
+
+``p.act(x)`` compiles to a method load that finds the function on ``type(p)``
+and pushes it with ``p``; no attribute of ``p`` itself is read.  The function
+is checked where the lookup found it: the instance's ``__dict__`` still does
+not shadow it and the class still holds it (``p.act = ...``, ``Base.act = ...``
+and a subclass's override are misses).  ``super().forward(x)`` looks the name
+up in the classes after the calling method's class in ``type(self).__mro__``:
+each of those up to the one that defines it is checked, so an override added
+in between, or the method replaced on the base class, is a miss too.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+from fullgraph.runtime.sources import AttrSource, ContainsSource, ItemSource, TypeOfSource
+
+
+def read_method(run: Any, owner: Any, name: str, function: Any) -> None:
+    """A method load of ``owner.name`` pushed ``function`` (found on the type) and ``owner``."""
+    if (id(owner), name) in run.written or not isinstance(function, types.FunctionType):
+        return  # builtin methods (``d.get``) are decided by the owner's type
+    source = run.source_of(owner)
+    if source is not None and _found_on_class(owner, name, function):
+        run.read_class_attribute(owner, source, name)
+
+
+def read_super_attr(run: Any, start: type, obj: Any, name: str, value: Any) -> None:
+    """``super(start, obj).name`` found ``value``: guard the classes it looked in."""
+    source = run.source_of(obj)
+    if source is None:
+        return
+    cls = obj if isinstance(obj, type) else type(obj)
+    mro = cls.__mro__
+    if start not in mro:
+        return
+    mro_source = AttrSource(source if isinstance(obj, type) else TypeOfSource(source), "__mro__")
+    for position in range(mro.index(start) + 1, len(mro)):
+        namespace = AttrSource(ItemSource(mro_source, position), "__dict__")
+        if name in mro[position].__dict__:
+            run.read(ItemSource(namespace, name), mro[position].__dict__[name], symbolic=False)
+            return
+        run.read(ContainsSource(namespace, name), False, symbolic=False)
+
+
+def _found_on_class(owner: Any, name: str, value: Any) -> bool:
+    """Whether a method load of ``owner.name`` found ``value`` on the owner's class."""
+    if isinstance(owner, (type, types.ModuleType)):
+        return False
+    try:
+        return inspect.getattr_static(type(owner), name, None) is value
+    except Exception:  # noqa: BLE001 - an odd metaclass: treated as a plain read
+        return False
