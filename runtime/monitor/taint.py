@@ -267,6 +267,15 @@ def _combine(run, state, syms, values, template: str) -> After:
                 sym = run.pending_lifts.pop(key, None)
                 if sym is not None:  # the graph never took it
                     run.concretize(sym)
+            # The slot the result lands in held the left operand's symbol (``s * x``,
+            # ``s - x.sum()``): the tensor the op made must not take it (the mock would
+            # return the number).  A number a tensor op made is not followed either: its
+            # operands are guarded.
+            if _numeric(cpython.stack_item(state.frame, 0)):
+                for sym in syms:
+                    if sym is not None:
+                        run.concretize(sym)
+            _set_top(state, None)
 
         return after
     for sym in syms:
