@@ -389,6 +389,7 @@ FUNCTIONS: dict[str, Annotation] = {
         name: Annotation(pure=False, refuses=why)
         for name, why in [
             ("torch.set_default_dtype", "changes the dtype later tensors are made with"),
+            ("torch.utils.swap_tensors", "swaps two tensors' memory and metadata"),
             ("torch.set_default_tensor_type", "changes the dtype later tensors are made with"),
             ("torch.set_default_device", "changes the device later tensors are made on"),
             ("torch.set_float32_matmul_precision", "changes how later matmuls compute"),

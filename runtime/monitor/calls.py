@@ -159,11 +159,11 @@ class CallHandling(Callouts):
             return self._noting_made(None, result, (fn, args, kwargs))
         receiver = getattr(fn, "__self__", None)
         objclass = getattr(fn, "__objclass__", None)
-        if isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase):
-            return (
-                None  # an unbound tensor method, e.g. ``torch.Tensor.sin(x)``: captured by the mode
-            )
-        if isinstance(receiver, torch.Tensor):
+        if isinstance(receiver, torch.Tensor) or (
+            isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase)
+        ):
+            if getattr(fn, "__name__", "") == "set_":  # torch's function modes never see it
+                self.refuse("Tensor.set_ gives a tensor other memory, which no graph records")
             return None  # a tensor method: captured by the mode
         if isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None:
             # Standard-library Python, run unobserved: what it reads must still be guarded.

@@ -56,6 +56,9 @@ _HIDDEN_STATE_CALLS = _HIDDEN_STATE_EFFECTS | frozenset(
 _SIZE_READS = frozenset(
     ["shape", "size", "__len__", "numel", "nelement", "stride", "storage_offset"]
 )
+# In-place calls that give a tensor another shape (``set_``, which also gives it other
+# memory, never reaches a torch-function mode: monitor/calls.py refuses it).
+_STORAGE_CHANGES = frozenset(["resize_"])
 _POWER_OPS = frozenset(["pow", "pow_", "__pow__", "__ipow__", "float_power"])
 _SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", "split_with_sizes"])
 
@@ -84,6 +87,15 @@ class TorchCallRouting:
             if effect is not None:
                 self.speculation_problem = self.speculation_problem or effect
                 raise speculation.SpeculationBlocked(effect)
+        if (
+            name in _STORAGE_CHANGES
+            and args
+            and isinstance(args[0], torch.Tensor)
+            and not self.tape.computed(args[0])
+        ):
+            # ``self.buf.resize_(n)``: a tensor from outside gets another shape, which the
+            # guard at entry (it sees the old metadata) cannot vouch for.
+            self.refuse(f"Tensor.{name} on a tensor from outside the call")
         sized_by_data = (  # the output's sizes come from the data: nonzero, x[mask]
             name in DATA_DEPENDENT
             or (name == "__getitem__" and _has_mask_index(args))
