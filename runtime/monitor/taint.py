@@ -11,20 +11,28 @@ value is guarded), which is always correct, merely less reusable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor import taint_builds  # noqa: F401 - registers its handlers
+from fullgraph.runtime.monitor.taint_stack import (
+    HANDLERS,
+    After,
+    handles,
+    landed_callout,
+    set_at,
+    set_top,
+    stack_operands,
+    sync,
+)
 from fullgraph.runtime.symbolic import sizes
-from fullgraph.runtime.symbolic.scalars import COMPARE, Leaf, Op, Sym
+from fullgraph.runtime.symbolic.scalars import COMPARE, Op
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
     from fullgraph.runtime.monitor.state import FrameState
-
-After = Callable[[], None] | None
 
 
 def _pops(ins) -> int | None:
@@ -33,47 +41,15 @@ def _pops(ins) -> int | None:
     return cpython.pops(ins)
 
 
-def _sync(state: FrameState) -> list:
-    depth = cpython.stack_depth(state.frame)
-    shadow = state.shadow
-    if len(shadow) > depth:
-        del shadow[depth:]
-    elif len(shadow) < depth:
-        shadow.extend([None] * (depth - len(shadow)))
-    return shadow
-
-
-def _set_top(state: FrameState, sym: Sym | None) -> None:
-    _set_at(state, 0, sym)
-
-
-def _set_at(state: FrameState, depth: int, sym: Sym | None) -> None:
-    shadow = _sync(state)
-    if len(shadow) > depth:
-        shadow[-1 - depth] = sym
-
-
-def _landed_callout(run: MonitorRun, state: FrameState, callouts_before: int) -> None:
-    """If the instruction's result is a callout's scalar result, make it symbolic."""
-    shadow = _sync(state)
-    if not shadow or len(run.tape.callouts) == callouts_before:
-        return
-    callout = run.tape.callouts[-1]
-    top = cpython.stack_item(state.frame, 0)
-    if top is callout.result and run.symbolic_candidate(top):
-        callout.guard_result = False  # checked where it is used instead
-        shadow[-1] = Leaf(top, callout=callout.index)
-
-
 def step(run: MonitorRun, state: FrameState, ins) -> After:
     """Account for ``ins`` in the shadow stack; may return an after-phase."""
-    shadow = _sync(state)
+    shadow = sync(state)
     name = ins.opname
     if name in sizes.NATIVE_READS and run.shapes is not None and run.shapes.live:
         sizes.check_instruction(
             run.shapes, name, lambda depth: cpython.stack_item(state.frame, depth)
         )
-    handler = _HANDLERS.get(name)
+    handler = HANDLERS.get(name)
     if handler is not None:
         return handler(run, state, ins, shadow)
     if any(shadow):
@@ -102,32 +78,19 @@ def _symbolic_load(run: MonitorRun, state: FrameState, ins) -> None:
         return
     leaf = run.take_symbolic_read(item(depth))
     if leaf is not None:
-        _set_at(state, depth, leaf)
+        set_at(state, depth, leaf)
 
 
-_HANDLERS: dict[str, Callable] = {}
-
-
-def _handles(*names: str, since: tuple | None = None, until: tuple | None = None):
-    def register(fn):
-        for name in names:
-            if cpython.registers(name, since, until):
-                _HANDLERS[name] = fn
-        return fn
-
-    return register
-
-
-@_handles("LOAD_FAST")
-@_handles("LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", since=(3, 12))
+@handles("LOAD_FAST")
+@handles("LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", since=(3, 12))
 def _load_fast(run, state, ins, shadow) -> After:
     sym = state.local_syms.get(ins.arg)
     if ins.opname == "LOAD_FAST_AND_CLEAR":
         state.local_syms.pop(ins.arg, None)  # an inlined comprehension saves the local
-    return (lambda: _set_top(state, sym)) if sym is not None else None
+    return (lambda: set_top(state, sym)) if sym is not None else None
 
 
-@_handles("LOAD_FAST_LOAD_FAST", since=(3, 13))
+@handles("LOAD_FAST_LOAD_FAST", since=(3, 13))
 def _load_fast_load_fast(run, state, ins, shadow) -> After:
     first = state.local_syms.get(ins.arg >> 4)
     second = state.local_syms.get(ins.arg & 15)
@@ -135,13 +98,13 @@ def _load_fast_load_fast(run, state, ins, shadow) -> After:
         return None
 
     def after() -> None:
-        _set_at(state, 1, first)
-        _set_at(state, 0, second)
+        set_at(state, 1, first)
+        set_at(state, 0, second)
 
     return after
 
 
-@_handles("STORE_FAST")
+@handles("STORE_FAST")
 def _store_fast(run, state, ins, shadow) -> After:
     _store_local(state, ins.arg, shadow[-1] if shadow else None)
     return None
@@ -154,7 +117,7 @@ def _store_local(state, index: int, sym) -> None:
         state.local_syms[index] = sym
 
 
-@_handles("STORE_FAST_STORE_FAST", since=(3, 13))
+@handles("STORE_FAST_STORE_FAST", since=(3, 13))
 def _store_fast_store_fast(run, state, ins, shadow) -> After:
     # STACK[-1] into local arg >> 4, then STACK[-2] into local arg & 15
     _store_local(state, ins.arg >> 4, shadow[-1] if shadow else None)
@@ -162,15 +125,15 @@ def _store_fast_store_fast(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("STORE_FAST_LOAD_FAST", since=(3, 13))
+@handles("STORE_FAST_LOAD_FAST", since=(3, 13))
 def _store_fast_load_fast(run, state, ins, shadow) -> After:
     _store_local(state, ins.arg >> 4, shadow[-1] if shadow else None)
     sym = state.local_syms.get(ins.arg & 15)
-    return lambda: _set_top(state, sym)
+    return lambda: set_top(state, sym)
 
 
-@_handles("MAKE_FUNCTION")
-@_handles("SET_FUNCTION_ATTRIBUTE", since=(3, 13))
+@handles("MAKE_FUNCTION")
+@handles("SET_FUNCTION_ATTRIBUTE", since=(3, 13))
 def _make_function(run, state, ins, shadow) -> After:
     """``def g(v, k=scale)``: a default keeps its value, unfollowed: guarded by value."""
     count = _consume(run, shadow, _pops(ins))
@@ -181,7 +144,7 @@ def _make_function(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("MAKE_CELL")
+@handles("MAKE_CELL")
 def _make_cell(run, state, ins, shadow) -> After:
     """An argument a nested function reads from its cell, unfollowed: guarded by value."""
     sym = state.local_syms.pop(ins.arg, None)
@@ -190,7 +153,7 @@ def _make_cell(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("STORE_DEREF")
+@handles("STORE_DEREF")
 def _store_deref(run, state, ins, shadow) -> After:
     # A symbolic value stored into a cell: the same, for a value computed in the frame.
     if shadow and shadow[-1] is not None:
@@ -198,13 +161,13 @@ def _store_deref(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("DELETE_FAST")
+@handles("DELETE_FAST")
 def _delete_fast(run, state, ins, shadow) -> After:
     state.local_syms.pop(ins.arg, None)
     return None
 
 
-@_handles("POP_TOP")
+@handles("POP_TOP")
 def _pop_top(run, state, ins, shadow) -> After:
     """A value dropped unused (the module ``model.train()`` returns, a discarded call
     result): nothing the program does depends on it, so nothing about it is guarded."""
@@ -213,24 +176,18 @@ def _pop_top(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("COPY")
+@handles("COPY")
 def _copy(run, state, ins, shadow) -> After:
     sym = shadow[-ins.arg] if len(shadow) >= ins.arg else None
-    return (lambda: _set_top(state, sym)) if sym is not None else None
+    return (lambda: set_top(state, sym)) if sym is not None else None
 
 
-@_handles("SWAP")
+@handles("SWAP")
 def _swap(run, state, ins, shadow) -> After:
     n = ins.arg
     if len(shadow) >= n:
         shadow[-1], shadow[-n] = shadow[-n], shadow[-1]
     return None
-
-
-def _operands(state, shadow, count: int) -> tuple[list, list]:
-    syms = list(shadow[len(shadow) - count :])
-    values = [cpython.stack_item(state.frame, count - 1 - i) for i in range(count)]
-    return syms, values
 
 
 def _numeric(value: Any) -> bool:
@@ -244,7 +201,7 @@ def _combine(run, state, syms, values, template: str) -> After:
 
         def after() -> None:
             result = cpython.stack_item(state.frame, 0)
-            _set_top(state, Op(result, template, operands) if _numeric(result) else None)
+            set_top(state, Op(result, template, operands) if _numeric(result) else None)
             if not _numeric(result):
                 for sym in syms:
                     if sym is not None:
@@ -275,7 +232,7 @@ def _combine(run, state, syms, values, template: str) -> After:
                 for sym in syms:
                     if sym is not None:
                         run.concretize(sym)
-            _set_top(state, None)
+            set_top(state, None)
 
         return after
     for sym in syms:
@@ -283,16 +240,16 @@ def _combine(run, state, syms, values, template: str) -> After:
             run.concretize(sym)
 
     def after() -> None:  # the result is a plain value now (its operands are guarded)
-        _set_top(state, None)
+        set_top(state, None)
 
     return after
 
 
-@_handles("BINARY_OP")
+@handles("BINARY_OP")
 def _binary_op(run, state, ins, shadow) -> After:
     if not any(shadow[-2:]):
         return None
-    syms, values = _operands(state, shadow, 2)
+    syms, values = stack_operands(state, shadow, 2)
     symbol = cpython.BINARY_OPS.get(ins.arg, (None,))[0]
     if symbol is None:
         for sym in syms:
@@ -302,16 +259,16 @@ def _binary_op(run, state, ins, shadow) -> After:
     return _combine(run, state, syms, values, f"({{0}} {symbol} {{1}})")
 
 
-@_handles("COMPARE_OP")
+@handles("COMPARE_OP")
 def _compare_op(run, state, ins, shadow) -> After:
     if not any(shadow[-2:]):
         return None
-    syms, values = _operands(state, shadow, 2)
+    syms, values = stack_operands(state, shadow, 2)
     if ins.argval not in COMPARE:
         for sym in syms:
             if sym is not None:
                 run.concretize(sym)
-        return lambda: _set_top(state, None)
+        return lambda: set_top(state, None)
     return _combine(run, state, syms, values, f"({{0}} {ins.argval} {{1}})")
 
 
@@ -324,29 +281,29 @@ _UNARY = {
 }
 
 
-@_handles("UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT")
-@_handles("UNARY_POSITIVE", until=(3, 11))
-@_handles("TO_BOOL", since=(3, 13))
+@handles("UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT")
+@handles("UNARY_POSITIVE", until=(3, 11))
+@handles("TO_BOOL", since=(3, 13))
 def _unary(run, state, ins, shadow) -> After:
     if not shadow or shadow[-1] is None:
         return None
-    syms, values = _operands(state, shadow, 1)
+    syms, values = stack_operands(state, shadow, 1)
     return _combine(run, state, syms, values, _UNARY[ins.opname])
 
 
-@_handles("CALL_INTRINSIC_1", since=(3, 12))
+@handles("CALL_INTRINSIC_1", since=(3, 12))
 def _intrinsic_1(run, state, ins, shadow) -> After:
     if not shadow or shadow[-1] is None:
         return None
     if ins.arg == cpython.INTRINSIC_UNARY_POSITIVE:
-        syms, values = _operands(state, shadow, 1)
+        syms, values = stack_operands(state, shadow, 1)
         return _combine(run, state, syms, values, "(+{0})")
     run.concretize(shadow[-1])
     shadow[-1] = None
     return None
 
 
-@_handles(*cpython.BRANCH_OPS)
+@handles(*cpython.BRANCH_OPS)
 def _branch(run, state, ins, shadow) -> After:
     if shadow and shadow[-1] is not None:
         run.branch_on(shadow[-1], bool(cpython.stack_item(state.frame, 0)))
@@ -355,119 +312,8 @@ def _branch(run, state, ins, shadow) -> After:
     return None
 
 
-_CONVERSIONS = {0: "{0}", 1: "str({0})", 2: "repr({0})", 3: "ascii({0})"}
-
-
-@_handles("FORMAT_VALUE", until=(3, 12))
-def _format_value(run, state, ins, shadow) -> After:
-    has_spec = bool(ins.arg & 4)
-    conversion = _CONVERSIONS[ins.arg & 3]
-    template = f"format({conversion}, {{1}})" if has_spec else f"format({conversion})"
-    return _format(run, state, shadow, 1 + has_spec, template)
-
-
-@_handles("CONVERT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", since=(3, 13))
-def _format_pieces(run, state, ins, shadow) -> After:
-    # 3.13 splits FORMAT_VALUE: CONVERT_VALUE (!s !r !a), then FORMAT_SIMPLE or
-    # FORMAT_WITH_SPEC [value, spec].
-    if ins.opname == "CONVERT_VALUE":
-        return _format(run, state, shadow, 1, _CONVERSIONS[ins.arg])
-    if ins.opname == "FORMAT_SIMPLE":
-        return _format(run, state, shadow, 1, "format({0})")
-    return _format(run, state, shadow, 2, "format({0}, {1})")
-
-
-def _format(run, state, shadow, count: int, template: str) -> After:
-    """An f-string piece formatting the value under ``count - 1`` other operands."""
-    before = len(run.tape.callouts)
-    tracker = run.shapes
-    if tracker is not None and tracker.live and shadow[len(shadow) - count] is None:
-        # f"{x.shape}": the message is rebuilt from each call's sizes, not pinned to these.
-        value = cpython.stack_item(state.frame, count - 1)
-        shadow[len(shadow) - count] = sizes.size_sym(value)
-        tracker.formatting = shadow[len(shadow) - count] is not None
-    if not any(shadow[len(shadow) - count :]):
-        return lambda: _landed_callout(run, state, before)
-    syms, values = _operands(state, shadow, count)
-    operands = tuple(s if s is not None else v for s, v in zip(syms, values))
-
-    def after() -> None:
-        if tracker is not None:
-            tracker.formatting = False
-        _set_top(state, Op(cpython.stack_item(state.frame, 0), template, operands))
-
-    return after
-
-
-@_handles("BUILD_STRING")
-def _build_string(run, state, ins, shadow) -> After:
-    count = ins.arg
-    if not any(shadow[len(shadow) - count :]):
-        return None
-    syms, values = _operands(state, shadow, count)
-    operands = tuple(s if s is not None else v for s, v in zip(syms, values))
-    template = "''.join((" + "".join(f"{{{i}}}, " for i in range(count)) + "))"
-
-    def after() -> None:
-        _set_top(state, Op(cpython.stack_item(state.frame, 0), template, operands))
-
-    return after
-
-
-def _container_built(run, state, items: dict) -> After:
-    """After a container literal: remember which of its items are symbolic."""
-
-    def after() -> None:
-        container = cpython.stack_item(state.frame, 0)
-        run.container_syms[id(container)] = items
-        run.keepalive.append(container)
-        _set_top(state, None)
-
-    return after
-
-
-@_handles("BUILD_TUPLE", "BUILD_LIST")
-def _build_sequence(run, state, ins, shadow) -> After:
-    count = ins.arg
-    syms = shadow[len(shadow) - count :] if count else []
-    if not any(syms):
-        return None
-    items = {i: s for i, s in enumerate(syms) if s is not None}
-
-    return _container_built(run, state, items)
-
-
-@_handles("BUILD_CONST_KEY_MAP")
-def _build_const_key_map(run, state, ins, shadow) -> After:
-    count = ins.arg
-    syms = shadow[len(shadow) - count - 1 : -1] if count else []
-    if not any(syms):
-        return None
-    keys = cpython.stack_item(state.frame, 0)
-    items = {key: s for key, s in zip(keys, syms) if s is not None}
-
-    return _container_built(run, state, items)
-
-
-@_handles("BUILD_MAP")
-def _build_map(run, state, ins, shadow) -> After:
-    count = ins.arg
-    slots = shadow[len(shadow) - 2 * count :] if count else []
-    if not any(slots):
-        return None
-    items = {}
-    for i in range(count):
-        key_sym, value_sym = slots[2 * i], slots[2 * i + 1]
-        if key_sym is not None:
-            run.concretize(key_sym)
-        if value_sym is not None:
-            items[cpython.stack_item(state.frame, 2 * (count - i) - 1)] = value_sym
-
-    return _container_built(run, state, items)
-
-
-@_handles("CALL", "CALL_FUNCTION_EX")
-@_handles("CALL_KW", since=(3, 13))
+@handles("CALL", "CALL_FUNCTION_EX")
+@handles("CALL_KW", since=(3, 13))
 def _call(run, state, ins, shadow) -> After:
     operands = shadow[len(shadow) - _pops(ins) :]
     if ins.opname == "CALL_KW":  # 3.13: the keyword names' tuple is on top, not an argument
@@ -484,14 +330,14 @@ def _call(run, state, ins, shadow) -> After:
                 if sym is not None:
                     run.concretize(sym)
         if result_sym is not None:
-            _set_top(state, result_sym)
+            set_top(state, result_sym)
         else:
-            _landed_callout(run, state, before)
+            landed_callout(run, state, before)
 
     return after
 
 
-@_handles("RETURN_VALUE")
+@handles("RETURN_VALUE")
 def _return_value(run, state, ins, shadow) -> After:
     sym = shadow[-1] if shadow else None
     if sym is not None:
@@ -502,7 +348,7 @@ def _return_value(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("STORE_ATTR")
+@handles("STORE_ATTR")
 def _store_attr(run, state, ins, shadow) -> After:
     if len(shadow) >= 2 and shadow[-2] is not None:
         owner = cpython.stack_item(state.frame, 0)
@@ -512,7 +358,7 @@ def _store_attr(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("STORE_SUBSCR")
+@handles("STORE_SUBSCR")
 def _store_subscr(run, state, ins, shadow) -> After:
     if len(shadow) >= 3 and shadow[-3] is not None:
         container, key = cpython.stack_item(state.frame, 1), cpython.stack_item(state.frame, 0)
@@ -525,7 +371,7 @@ def _store_subscr(run, state, ins, shadow) -> After:
     return None
 
 
-@_handles("STORE_GLOBAL")
+@handles("STORE_GLOBAL")
 def _store_global(run, state, ins, shadow) -> After:
     if shadow and shadow[-1] is not None:
         globals_dict = state.frame.f_globals

@@ -1,0 +1,130 @@
+"""Symbolic scalars through f-strings and container literals.
+
+``f"{n}x{m}"`` keeps the message an expression of the numbers it formats (a
+size that varies is not pinned by a log line); ``[a, b]``, ``(n, 2)`` and
+``{"k": n}`` remember which items are symbolic, so a later read of the item
+follows the same expression.
+"""
+
+from __future__ import annotations
+
+from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor.taint_stack import (
+    After,
+    handles,
+    landed_callout,
+    set_top,
+    stack_operands,
+)
+from fullgraph.runtime.symbolic import sizes
+from fullgraph.runtime.symbolic.scalars import Op
+
+_CONVERSIONS = {0: "{0}", 1: "str({0})", 2: "repr({0})", 3: "ascii({0})"}
+
+
+@handles("FORMAT_VALUE", until=(3, 12))
+def _format_value(run, state, ins, shadow) -> After:
+    has_spec = bool(ins.arg & 4)
+    conversion = _CONVERSIONS[ins.arg & 3]
+    template = f"format({conversion}, {{1}})" if has_spec else f"format({conversion})"
+    return _format(run, state, shadow, 1 + has_spec, template)
+
+
+@handles("CONVERT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", since=(3, 13))
+def _format_pieces(run, state, ins, shadow) -> After:
+    # 3.13 splits FORMAT_VALUE: CONVERT_VALUE (!s !r !a), then FORMAT_SIMPLE or
+    # FORMAT_WITH_SPEC [value, spec].
+    if ins.opname == "CONVERT_VALUE":
+        return _format(run, state, shadow, 1, _CONVERSIONS[ins.arg])
+    if ins.opname == "FORMAT_SIMPLE":
+        return _format(run, state, shadow, 1, "format({0})")
+    return _format(run, state, shadow, 2, "format({0}, {1})")
+
+
+def _format(run, state, shadow, count: int, template: str) -> After:
+    """An f-string piece formatting the value under ``count - 1`` other operands."""
+    before = len(run.tape.callouts)
+    tracker = run.shapes
+    if tracker is not None and tracker.live and shadow[len(shadow) - count] is None:
+        # f"{x.shape}": the message is rebuilt from each call's sizes, not pinned to these.
+        value = cpython.stack_item(state.frame, count - 1)
+        shadow[len(shadow) - count] = sizes.size_sym(value)
+        tracker.formatting = shadow[len(shadow) - count] is not None
+    if not any(shadow[len(shadow) - count :]):
+        return lambda: landed_callout(run, state, before)
+    syms, values = stack_operands(state, shadow, count)
+    operands = tuple(s if s is not None else v for s, v in zip(syms, values))
+
+    def after() -> None:
+        if tracker is not None:
+            tracker.formatting = False
+        set_top(state, Op(cpython.stack_item(state.frame, 0), template, operands))
+
+    return after
+
+
+@handles("BUILD_STRING")
+def _build_string(run, state, ins, shadow) -> After:
+    count = ins.arg
+    if not any(shadow[len(shadow) - count :]):
+        return None
+    syms, values = stack_operands(state, shadow, count)
+    operands = tuple(s if s is not None else v for s, v in zip(syms, values))
+    template = "''.join((" + "".join(f"{{{i}}}, " for i in range(count)) + "))"
+
+    def after() -> None:
+        set_top(state, Op(cpython.stack_item(state.frame, 0), template, operands))
+
+    return after
+
+
+def _container_built(run, state, items: dict) -> After:
+    """After a container literal: remember which of its items are symbolic."""
+
+    def after() -> None:
+        container = cpython.stack_item(state.frame, 0)
+        run.container_syms[id(container)] = items
+        run.keepalive.append(container)
+        set_top(state, None)
+
+    return after
+
+
+@handles("BUILD_TUPLE", "BUILD_LIST")
+def _build_sequence(run, state, ins, shadow) -> After:
+    count = ins.arg
+    syms = shadow[len(shadow) - count :] if count else []
+    if not any(syms):
+        return None
+    items = {i: s for i, s in enumerate(syms) if s is not None}
+
+    return _container_built(run, state, items)
+
+
+@handles("BUILD_CONST_KEY_MAP")
+def _build_const_key_map(run, state, ins, shadow) -> After:
+    count = ins.arg
+    syms = shadow[len(shadow) - count - 1 : -1] if count else []
+    if not any(syms):
+        return None
+    keys = cpython.stack_item(state.frame, 0)
+    items = {key: s for key, s in zip(keys, syms) if s is not None}
+
+    return _container_built(run, state, items)
+
+
+@handles("BUILD_MAP")
+def _build_map(run, state, ins, shadow) -> After:
+    count = ins.arg
+    slots = shadow[len(shadow) - 2 * count :] if count else []
+    if not any(slots):
+        return None
+    items = {}
+    for i in range(count):
+        key_sym, value_sym = slots[2 * i], slots[2 * i + 1]
+        if key_sym is not None:
+            run.concretize(key_sym)
+        if value_sym is not None:
+            items[cpython.stack_item(state.frame, 2 * (count - i) - 1)] = value_sym
+
+    return _container_built(run, state, items)
