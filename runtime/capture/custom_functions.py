@@ -46,7 +46,7 @@ import torch.fx
 from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture.higher_order import BranchTape, FreeOrigin, unobserved
 from fullgraph.runtime.capture.origins import NodeOrigin
-from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor.speculation import SpeculationBlocked
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.sources import AttrSource

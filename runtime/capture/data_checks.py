@@ -38,7 +38,7 @@ from fullgraph.runtime.torch_internals import enter_autocast_op
 
 if TYPE_CHECKING:
     from fullgraph.runtime.capture.origins import Origin
-    from fullgraph.runtime.capture.tape import Segment
+    from fullgraph.runtime.capture.segments import Segment
 
 # A slice longer than this is real work: recomputing it in front of the graph
 # would cost more than the split saves.

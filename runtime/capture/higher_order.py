@@ -35,7 +35,8 @@ import torch.fx
 
 from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture.origins import NodeOrigin
-from fullgraph.runtime.capture.tape import GraphTape, Unsupported
+from fullgraph.runtime.capture.segments import Unsupported
+from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.values import lifted_tensor
 from fullgraph.runtime.symbolic.sizes import holds_size
 from fullgraph.runtime.torch_internals import tree_flatten

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fullgraph.runtime import breaks, cpython
-from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import annotation_table, speculation, warnings_blocks
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.symbolic.scalars import Sym

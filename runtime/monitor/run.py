@@ -26,7 +26,8 @@ import torch
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.mode import CaptureMode
-from fullgraph.runtime.capture.tape import GraphTape, Unsupported
+from fullgraph.runtime.capture.segments import Unsupported
+from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.monitor.calls import CallHandling
 from fullgraph.runtime.monitor.iteration import (
     IterationTracking,

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (

@@ -16,7 +16,7 @@ import torch
 from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS
-from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import annotation_table, autograd_calls, speculation
 from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain

@@ -24,12 +24,8 @@ import torch
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.data_checks import draws_random
-from fullgraph.runtime.capture.tape import (
-    ANOMALY_CHECK_NAN,
-    ANOMALY_ENABLED,
-    GraphTape,
-    Unsupported,
-)
+from fullgraph.runtime.capture.segments import Unsupported
+from fullgraph.runtime.capture.tape import ANOMALY_CHECK_NAN, ANOMALY_ENABLED, GraphTape
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check

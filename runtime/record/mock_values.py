@@ -23,7 +23,8 @@ from fullgraph.runtime.capture.origins import (
     LiftedOrigin,
     NodeOrigin,
 )
-from fullgraph.runtime.capture.tape import GraphTape, Unsupported
+from fullgraph.runtime.capture.segments import Unsupported
+from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.values import is_numpy_scalar, lifted_dtype
 from fullgraph.runtime.monitor.module_walks import ModuleWalk
 from fullgraph.runtime.monitor.state import Mutation

@@ -22,7 +22,7 @@ from fullgraph.runtime.backends import Backend, sized_by_data_variant
 from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.data_checks import check_module, draws_random, storage_key
 from fullgraph.runtime.capture.origins import ExternalOrigin
-from fullgraph.runtime.capture.tape import Unsupported
+from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor.calls import REPLAYABLE_LIBRARIES
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.record.codegen import Namespace, compile_source
