@@ -132,7 +132,11 @@ class MockWriter:
             return f"torch.Size({literal(value)})"
         if is_numpy_scalar(value):  # np.prod(x.shape): stays an np.int64
             return f"{self.ns.name_for(type(value))}({literal(value.item())})"
-        if is_literal(value) and not isinstance(value, (list, dict, set)):
+        if (
+            is_literal(value)
+            and not isinstance(value, (list, dict, set))
+            and not self._varies(value)
+        ):
             return literal(value)
         if isinstance(
             value, (torch.dtype, torch.device, torch.Size, type, slice, range)
@@ -141,6 +145,20 @@ class MockWriter:
         if value is Ellipsis:
             return "..."
         return self._rebuild(value)
+
+    def _varies(self, value: Any) -> bool:
+        """Whether a container of literals holds values a replay computes again
+        (``.item()`` results, symbolic numbers): ``(loss.item(), 1)`` is rebuilt, not
+        frozen."""
+        if isinstance(value, dict):
+            items = list(value.values())
+        elif isinstance(value, (tuple, list)):
+            items = list(value)
+        else:
+            return False
+        if any(sym is not None for sym in self.symbols.containers.get(id(value), {}).values()):
+            return True
+        return any(id(item) in self.callout_results or self._varies(item) for item in items)
 
     def _temp(self, expr: str, value: Any) -> str:
         name = f"r{self.temps}"
