@@ -174,9 +174,10 @@ class CompiledFunction:
                 self.stats.misses += 1
                 return self._monitor(args, kwargs, injected={**made, **made_now})
             if isinstance(result, Missed):
-                if made_now and record.resume_on_miss and not made:
-                    # Effects already happened in this replay: other records and the
-                    # monitoring run get their results instead of running them again.
+                if record.resume_on_miss and len(made_now) > len(made):
+                    # Effects already happened in this replay (it reused those of the
+                    # replays before it and made more): other records and the monitoring
+                    # run get their results instead of running them again.
                     made, made_by = dict(made_now), record
                 continue
             self.stats.hits += 1

@@ -121,6 +121,47 @@ def test_python_random_decides_branch(backend):
     )
 
 
+LAYER_DROP = """
+import random
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            if random.random() < 0.5:  # LayerDrop: each layer kept or skipped
+                continue
+            x = x + layer(x)
+        return x
+
+net = Net()
+"""
+
+
+def build_layer_drop():
+    torch.manual_seed(0)
+    ns = load_program(LAYER_DROP, "layer_drop")
+    return Env(ns=ns, target=ns.net)
+
+
+@backends()
+def test_python_random_decides_several_branches(backend):
+    # several records, each missing after its own draws: a replay that misses after
+    # reusing the draws of the one before and drawing more hands all of them on, so
+    # the monitoring run that follows draws none of them again
+    run_case(
+        Case(
+            "python_random_decides_several_branches",
+            build_layer_drop,
+            calls(8, lambda env: torch.ones(1, 4)),
+        ),
+        backend,
+    )
+
+
 def build_manual_seed_inside():
     def reproducible(x):
         torch.manual_seed(42)
