@@ -146,7 +146,16 @@ def state_changed_by(fn: Any, args: tuple = ()) -> tuple[type, ...]:
         return (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)
     if isinstance(receiver, torch.nn.Module):
         return (torch.nn.Module, torch.Tensor)
-    return (torch.optim.Optimizer,)  # an optimizer's step, add_param_group, load_state_dict
+    if name == "step":
+        return (OptimizerStepState,)  # torch's own step: only ``opt.state`` changes
+    return (torch.optim.Optimizer,)  # add_param_group, load_state_dict
+
+
+class OptimizerStepState:
+    """What torch's own ``optimizer.step()`` changes: the optimizer's ``state`` (its
+    momentum buffers, step counts), never its ``param_groups`` or methods.  So after
+    ``opt.step()`` a read of ``opt.zero_grad`` or ``opt.param_groups[0]["lr"]`` is an
+    ordinary read; only reads through ``opt.state`` are of state the call changed."""
 
 
 @functools.cache

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.monitor import method_lookups
+from fullgraph.runtime.monitor import autograd_calls, method_lookups
 from fullgraph.runtime.monitor.iteration import (
     SNAPSHOT_ITERABLES,
 )
@@ -171,13 +171,18 @@ class Provenance:
     def _reads_changed_state(self, source: Source) -> str | None:
         """The call that changed state ``source`` goes through (an optimizer's
         param_groups after a scheduler step, a module's flags after ``train()``)."""
-        path: Source | None = base_of(source)  # reaching the object itself reads nothing
+        below, path = source, base_of(source)  # reaching the object itself reads nothing
         while path is not None:
             value = self.source_values.get(path)
             for kind, call_name in self.changed_state.items():
-                if isinstance(value, kind):
+                if kind is autograd_calls.OptimizerStepState:
+                    if isinstance(value, torch.optim.Optimizer) and below == AttrSource(
+                        path, "state"
+                    ):
+                        return call_name
+                elif isinstance(value, kind):
                     return call_name
-            path = base_of(path)
+            below, path = path, base_of(path)
         return None
 
     def loaded_written(self, key: tuple, value: Any) -> None:

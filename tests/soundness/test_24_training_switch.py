@@ -175,3 +175,46 @@ def test_a_layer_taken_out_of_the_tree_is_no_longer_switched(backend):
         ),
         backend,
     )
+
+
+STEP_THEN_ZERO = """
+import torch
+
+model = torch.nn.Linear(3, 1)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 2, 0.5)
+
+def step(x, schedule):
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()  # after the step: the common order
+    if schedule:
+        scheduler.step()
+    return loss.detach(), optimizer.param_groups[0]["lr"]
+"""
+
+
+def batch(schedule):
+    return lambda env: (torch.randn(4, 3), schedule)
+
+
+@backends()
+def test_reads_after_an_optimizer_step_replay(backend):
+    # optimizer.step() changes only optimizer.state: zero_grad() and the learning rate
+    # read after it are ordinary reads (an lr set between calls is a miss); after a
+    # scheduler step the learning rate is state the call changed (monitored each time)
+    run_case(
+        Case(
+            "reads_after_an_optimizer_step_replay",
+            prog(STEP_THEN_ZERO, "step"),
+            [
+                *calls(3, batch(False)),
+                execg("optimizer.param_groups[0]['lr'] = 0.05"),
+                *calls(3, batch(False)),
+                *calls(2, batch(True)),
+            ],
+            min_hits=4,
+        ),
+        backend,
+    )
