@@ -172,8 +172,15 @@ def tensor_check(
         sizes = [f"{name}.shape == {literal(tuple(tensor.shape))}"]
     if dynamic_dims:  # strides follow the sizes; the layout must still be the same
         layout = [f"{name}.is_contiguous() is {tensor.is_contiguous()}"]
-    else:  # compiled kernels index memory with the strides they were built for
+    elif 1 not in tensor.shape:  # compiled kernels index memory with these strides
         layout = [f"{name}.stride() == {literal(tuple(tensor.stride()))}"]
+    else:  # along a dimension of size 1 every index is 0: its stride is never used
+        # (``ids[:, -1:]`` of a growing sequence has a new one on every step)
+        layout = [
+            f"{name}.stride({d}) == {stride}"
+            for d, (size, stride) in enumerate(zip(tensor.shape, tensor.stride()))
+            if size != 1
+        ]
     parts = [
         f"type({name}) is {ns.name_for(type(tensor))}",
         f"{name}.dtype is {literal(tensor.dtype)}",

@@ -248,7 +248,11 @@ class _TreeBuilder:
             raise NotNative  # a wrapper subclass: its metadata lives in Python
         manager = self.manager(source)
         sizes = [None if d in dynamic else size for d, size in enumerate(tensor.shape)]
-        strides = [None] * tensor.dim() if dynamic else list(tensor.stride())
+        strides = (  # a size-1 dimension's stride is never used (record/guards.py)
+            [None] * tensor.dim()
+            if dynamic
+            else [None if size == 1 else st for size, st in zip(tensor.shape, tensor.stride())]
+        )
         manager.add_tensor_match_guard(
             tensor,
             sizes,
