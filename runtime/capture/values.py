@@ -7,9 +7,11 @@ and the dtype and tensor a lifted Python number enters a graph as.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
+import torch.fx
 
 from fullgraph.runtime.torch_internals import tree_flatten
 
@@ -47,10 +49,22 @@ def is_numpy_scalar(value: Any) -> bool:
 
 
 def plain_number(value: Any) -> Any:
-    """A numpy scalar (``np.prod(x.shape)``) as the Python number torch reads it as: graph
-    code writes constants by their repr, and ``np.int64(6)`` names a module it lacks."""
-    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+    """A number-like constant as the Python number torch reads it as: graph code writes
+    constants by their repr, and ``np.int64(6)`` names a module it lacks, ``Perm.R|W``
+    (an IntFlag) and ``<Width object at ...>`` (a class with ``__index__``) are no
+    Python at all."""
+    kind = type(value)
+    if kind.__module__ == "numpy" and getattr(value, "shape", None) == ():
         return value.item()  # np.int64, np.float64, np.bool_ (scalars have the shape ())
+    if kind in (int, float, bool) or value is None:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__int__(value)  # an IntEnum, IntFlag, ``class Width(int)``
+    if isinstance(value, float):
+        return float.__float__(value)
+    symbolic = (torch.SymInt, torch.SymFloat, torch.SymBool, torch.fx.Node)
+    if hasattr(kind, "__index__") and not isinstance(value, (torch.Tensor, type, *symbolic)):
+        return operator.index(value)  # what torch's argument parser takes from it
     return value
 
 

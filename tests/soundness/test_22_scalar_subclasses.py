@@ -94,10 +94,30 @@ def by_intflag(x, p):
 
 @backends()
 def test_intflag_scales(backend):
-    # torch.fx renders a composite flag constant as ``Perm.R|W`` (a NameError): its
-    # replay runs the function again, correctly; single flags replay.
+    # A composite flag constant is written into the graph as the int torch reads (its
+    # repr ``Perm.R|W`` is no Python): it replays like a single flag.
     values = [Perm.R, Perm.R, Perm.W, Perm.W, Perm.R | Perm.W, Perm.R | Perm.W, Perm.X, Perm.R]
-    run_case(case("intflag_scales", by_intflag, values, min_hits=3), backend)
+    run_case(case("intflag_scales", by_intflag, values, min_hits=4), backend)
+
+
+class Repeats:
+    """Not an int, but usable as one (``__index__``), as torch's argument parser takes it."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __index__(self):
+        return self.n
+
+
+def by_index_object(x, n):
+    return x.repeat(n)
+
+
+@backends()
+def test_an_object_with_index_as_a_size(backend):
+    values = [Repeats(2), Repeats(2), Repeats(3), Repeats(3)]
+    run_case(case("object_with_index_as_a_size", by_index_object, values, min_hits=2), backend)
 
 
 def by_strenum(x, m):
