@@ -23,6 +23,7 @@ from fullgraph.runtime.capture import custom_functions, higher_order
 from fullgraph.runtime.monitor import (
     annotation_table,
     autograd_calls,
+    hook_sources,
     module_walks,
     speculation,
     training_switch,
@@ -39,12 +40,10 @@ from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
     HasAttrSource,
-    HooksSource,
     IdSource,
     LenSource,
     TypeOfSource,
     is_key_representable,
-    module_hooks,
 )
 from fullgraph.runtime.symbolic import sizes
 from fullgraph.runtime.symbolic.scalars import Op, is_symbolic_number
@@ -78,6 +77,7 @@ class CallHandling(Callouts):
             cpython.replace_stack_item(state.frame, fn_depth, inner)
             return self.call(state, inner, args, kwargs, result, fn_depth)
         if isinstance(fn, torch.nn.Module):
+            hook_sources.guard_global_hooks(self)  # every module's __call__ runs them
             source = self.source_of(fn)
             if source is not None:
                 # ``_call_impl`` looks forward up: a replaced one is another call.
@@ -85,7 +85,7 @@ class CallHandling(Callouts):
                 if has_user_forward(fn):
                     # Its forward is stepped into, so what it reads (self.training
                     # included) is guarded as it runs; __call__ itself runs its hooks.
-                    self.read(HooksSource(source), module_hooks(fn), symbolic=False)
+                    hook_sources.guard_hooks(self, fn, source)
                 else:
                     self.guard_library_module(fn, source)
             return None

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.monitor import autograd_calls, method_lookups
+from fullgraph.runtime.monitor import autograd_calls, hook_sources, method_lookups
 from fullgraph.runtime.monitor.iteration import (
     SNAPSHOT_ITERABLES,
 )
@@ -33,17 +33,16 @@ from fullgraph.runtime.sources import (
     ConstSource,
     ContainsSource,
     HasAttrSource,
-    HooksSource,
     ItemSource,
     IterItemsSource,
     KeysSource,
     LenSource,
     LookupSource,
+    RootModuleSource,
     Source,
     TypeOfSource,
     base_of,
     is_key_representable,
-    module_hooks,
 )
 from fullgraph.runtime.symbolic.scalars import is_symbolic_number
 
@@ -417,6 +416,8 @@ class Provenance:
 
     def register_module_tree(self, module: torch.nn.Module, source: Source) -> None:
         """Give every submodule a source, so reads inside their forward are guarded."""
+        if source == RootModuleSource():  # the compiled module's __call__ runs its hooks
+            hook_sources.guard_hooks(self, module, source)
         for name, child in module._modules.items():
             if child is not None and id(child) not in self.sources:
                 child_source = AttrSource(source, name)
@@ -434,7 +435,7 @@ class Provenance:
         # and back to train() must hit its train-mode record again.
         if (id(module), "training") not in self.written:  # else set by ``train()`` in the run
             self.read(AttrSource(source, "training"), module.training, symbolic=False)
-        self.read(HooksSource(source), module_hooks(module), symbolic=False)
+        hook_sources.guard_hooks(self, module, source)
         for name, value in vars(module).items():
             if not name.startswith("_") and name != "training" and is_setting(value):
                 self.read(AttrSource(source, name), value, symbolic=False)
@@ -452,7 +453,8 @@ class Provenance:
             if child is None:
                 continue
             self.register(child, child_source)
-            if has_user_forward(child):
+            if has_user_forward(child):  # its __call__ (hooks included) runs unobserved too
+                hook_sources.guard_hooks(self, child, child_source)
                 self.register_module_tree(child, child_source)
             else:
                 self.guard_library_module(child, child_source)
