@@ -76,6 +76,11 @@ class CallHandling(Callouts):
                 self.read(AttrSource(compiled_source, "fn"), compiled.fn)
             cpython.replace_stack_item(state.frame, fn_depth, inner)
             return self.call(state, inner, args, kwargs, result, fn_depth)
+        if isinstance(fn, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
+            self.refuse(
+                f"{type(fn).__name__} (torch.jit.script) runs TorchScript the monitor can't see"
+            )
+            return None
         if isinstance(fn, torch.nn.Module):
             hook_sources.guard_global_hooks(self)  # every module's __call__ runs them
             source = self.source_of(fn)
