@@ -276,6 +276,10 @@ class CallHandling(Callouts):
                 self.read_membership(receiver, key, key in receiver)
                 if key in receiver:
                     self.read_item(receiver, key, receiver[key])
+                    # ``d[k] = d.get(k, 0) + 1``: a counter that varies is followed, as ``d[k]``
+                    leaf = self.take_symbolic_read(receiver[key])
+                    if leaf is not None and self.frames:
+                        self.frames[-1].call_result_sym = leaf
             return None
         if (
             name in ("__getattribute__", "__getattr__")

@@ -55,6 +55,37 @@ def test_counter_appended_and_returned(backend):
     )
 
 
+GET_COUNTER = """
+import torch
+
+STATS = {}
+
+def f(x):
+    STATS["steps"] = STATS.get("steps", 0) + 1
+    return x * STATS["steps"], STATS.get("missing", 5)
+"""
+
+
+def build_get_counter():
+    ns = load_program(GET_COUNTER, "get_counter")
+    return Env(ns=ns, target=ns.f)
+
+
+@backends()
+def test_counter_kept_with_dict_get_replays(backend):
+    # ``d[k] = d.get(k, 0) + 1``: once the count varies it is followed through ``get``
+    run_case(
+        Case(
+            "counter_kept_with_dict_get_replays",
+            build_get_counter,
+            calls(7, vec),
+            watch=lambda env: dict(env.ns.STATS),
+            min_hits=4,
+        ),
+        backend,
+    )
+
+
 LENGTH = """
 import torch
 
