@@ -11,7 +11,6 @@ eagerly).  Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.
 from __future__ import annotations
 
 import functools
-import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +25,7 @@ from fullgraph.runtime.monitor import (
     hook_sources,
     module_walks,
     speculation,
+    symbolic_calls,
     training_switch,
     unobserved_reads,
 )
@@ -36,7 +36,6 @@ from fullgraph.runtime.monitor.user_code import (
     has_user_forward,
     is_user_code,
 )
-from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
     HasAttrSource,
@@ -46,7 +45,6 @@ from fullgraph.runtime.sources import (
     is_key_representable,
 )
 from fullgraph.runtime.symbolic import sizes
-from fullgraph.runtime.symbolic.scalars import Op, is_symbolic_number
 
 
 class CallHandling(Callouts):
@@ -243,12 +241,10 @@ class CallHandling(Callouts):
         return note
 
     def _pure_call(self, fn, name, receiver, args, kwargs, annotation, result) -> Callable | None:
-        if self.frames and self.frames[-1].call_syms and fn in _NUMERIC_BUILTINS and not kwargs:
-            return self._symbolic_builtin(self.frames[-1], fn, args, result)
         if self.frames and self.frames[-1].call_syms and not kwargs:
-            path = _library_path(fn)
-            if path is not None:  # np.std(arr), math.sqrt(d) on values that vary
-                return self._symbolic_library_call(self.frames[-1], path, args, result)
+            after = symbolic_calls.follow(self, self.frames[-1], fn, args, result)
+            if after is not None:  # int(n / 2), np.std(arr), math.sqrt(d) on values that vary
+                return after
         if receiver is None and getattr(fn, "__objclass__", None) is not None and args:
             receiver = args[0]  # an unbound method descriptor called with its receiver first
         if fn is next and args and id(args[0]) in self.iterators:
@@ -383,41 +379,6 @@ class CallHandling(Callouts):
         if source is not None:
             self._mutate(Mutation("setitem", source, owner, key))
 
-    def _symbolic_builtin(self, state: FrameState, fn, args: tuple, result) -> Callable:
-        syms = argument_syms(state.call_syms, len(args))
-        state.call_syms = None
-        operands = tuple(syms.get(i, value) for i, value in enumerate(args))
-        template = f"{fn.__name__}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")"
-
-        def after() -> None:
-            value = result()
-            if is_symbolic_number(value) or isinstance(value, (bool, str)):
-                state.call_result_sym = Op(value, template, operands)
-            else:
-                for sym in syms.values():
-                    self.concretize(sym)
-
-        return after
-
-    def _symbolic_library_call(self, state: FrameState, path: str, args: tuple, result):
-        """A pure numpy/math function of symbolic values: the mock calls it again
-        (``numpy.std(c0)``), so a number computed from tensor data follows each call."""
-        syms = argument_syms(state.call_syms, len(args))
-        state.call_syms = None
-        constants_ok = all(i in syms or is_literal(value) for i, value in enumerate(args))
-        operands = tuple(syms.get(i, value) for i, value in enumerate(args))
-        template = f"{path}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")"
-
-        def after() -> None:
-            value = result()
-            if constants_ok and _follows(value):
-                state.call_result_sym = Op(value, template, operands)
-            else:
-                for sym in syms.values():
-                    self.concretize(sym)
-
-        return after
-
     def _getattr_read(self, fn, owner, attr, value) -> None:
         source = self.source_of(owner)
         if isinstance(owner, torch.Tensor):
@@ -469,30 +430,6 @@ def _replayed(fn: Any, target: Any) -> bool:
     return not annotation.pure
 
 
-# Libraries whose pure functions a mock may call again by their public path.
-REPLAYABLE_LIBRARIES = ("numpy", "math")
-
-
-def _library_path(fn: Any) -> str | None:
-    """``numpy.std`` for ``np.std``: a pure library function the mock can name."""
-    module = getattr(fn, "__module__", None) or ""
-    root = module.split(".")[0]
-    name = getattr(fn, "__name__", None)
-    if root not in REPLAYABLE_LIBRARIES or not name or root not in sys.modules:
-        return None
-    return f"{root}.{name}" if getattr(sys.modules[root], name, None) is fn else None
-
-
-def _follows(value: Any) -> bool:
-    """A result the monitor can follow as an expression: a number or a numpy array."""
-    if isinstance(value, bool):
-        return False
-    if is_symbolic_number(value):
-        return True
-    numpy = sys.modules.get("numpy")
-    return numpy is not None and isinstance(value, (numpy.generic, numpy.ndarray))
-
-
 _AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
 _CUSTOM_FUNCTION = annotation_table.Annotation(pure=False, category=breaks.CUSTOM_AUTOGRAD_FUNCTION)
 _UNOBSERVED_READ = annotation_table.Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
@@ -516,4 +453,3 @@ _PLAIN_TYPES = (
     torch.dtype,
     torch.device,
 )
-_NUMERIC_BUILTINS = (abs, float, int, round, min, max, bool, str)

@@ -23,8 +23,8 @@ from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.data_checks import check_module, draws_random, storage_key
 from fullgraph.runtime.capture.origins import ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
-from fullgraph.runtime.monitor.calls import REPLAYABLE_LIBRARIES
 from fullgraph.runtime.monitor.run import MonitorRun
+from fullgraph.runtime.monitor.symbolic_calls import REPLAYABLE_LIBRARIES
 from fullgraph.runtime.record.codegen import Namespace, compile_source
 from fullgraph.runtime.record.guard_helpers import storages_apart
 from fullgraph.runtime.record.guards import GuardCode, GuardRenderer, generate_guard
