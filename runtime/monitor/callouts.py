@@ -110,6 +110,8 @@ class Callouts:
         if not all(c.deferred and id(c.function) in filters for c in inner):
             return False  # something else happened inside: replayed on its own terms
         del self.tape.callouts[start:]
+        for mutation in self.mutations:  # made inside the block: before what follows it
+            mutation.position = min(mutation.position, start + 1)
         calls = tuple((filters[id(c.function)], tuple(c.args), dict(c.kwargs)) for c in inner)
         self.tape.record_callout(
             warnings_blocks.replay_warnings_block,

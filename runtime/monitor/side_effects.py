@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.segments import Unsupported
-from fullgraph.runtime.monitor.state import Mutation
+from fullgraph.runtime.monitor.state import Mutation, current_state, state_group
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     Source,
@@ -103,12 +103,34 @@ class SideEffects:
         self._mutate(Mutation("setcell", source, cell))
 
     def _mutate(self, mutation: Mutation) -> None:
+        """Append ``mutation`` in program order.  Another store of the same thing before
+        the next callout (``d[k] = a; d[k] = b``) is the same effect; a store after a
+        callout is a new one, and the state each earlier store of that owner left is
+        kept first (the mock applies each where it was made, with that state)."""
+        mutation.position = len(self.tape.callouts)
+        group = state_group(mutation)
+        if group in ("attr", "item"):
+            mutation.sym_entry = self.store_syms.get((id(mutation.owner), mutation.name))
+        last = next((m for m in reversed(self.mutations) if m.owner is mutation.owner), None)
+        if (
+            last is not None
+            and group is not None
+            and state_group(last) == group
+            and _same_name(last.name, mutation.name)
+            and last.position == mutation.position
+        ):
+            last.sym_entry = mutation.sym_entry  # its state is still the run's to come
+            return
         for existing in self.mutations:
-            if (existing.kind, existing.owner is mutation.owner, existing.name) == (
-                mutation.kind,
-                True,
-                mutation.name,
-            ) and mutation.kind != "call":
-                return
+            if (
+                existing.owner is mutation.owner
+                and existing.snapshot is None
+                and state_group(existing) is not None
+            ):
+                existing.snapshot = current_state(existing)  # before this change is made
         self.keepalive.append(mutation.owner)
         self.mutations.append(mutation)
+
+
+def _same_name(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import dis
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fullgraph.runtime.sources import Source
@@ -40,6 +40,15 @@ class Mutation:
     # For "call": symbolic arguments by position in ``args`` (a duration, a counter):
     # the mock passes each call's value, not the monitored call's.
     arg_syms: dict = dataclasses.field(default_factory=dict)
+    # Where it happened: the number of callouts made before it.  The mock applies it
+    # there, before the callout that comes next (which may read it: ``opt.step()``
+    # after ``group["lr"] = lr``, ``print(metrics)`` after ``metrics["loss"] = v``).
+    position: int = 0
+    # A store's state right after it (``("value", v)`` or ``("absent",)``), taken when the
+    # owner changes again; None: the state at the end of the run.
+    snapshot: tuple | None = None
+    # ``store_syms``' entry (value, Sym) when the store was made: a symbolic value.
+    sym_entry: tuple | None = None
 
     def describe(self) -> str:
         if self.kind in ("setattr", "setglobal"):
@@ -57,3 +66,47 @@ class Mutation:
                 f"call {getattr(self.name, '__qualname__', self.name)}({self.target.expr()}, ...)"
             )
         return f"{self.kind} {self.target.expr()} {self.name or ''}".strip()
+
+
+def is_mapping(owner: Any) -> bool:
+    """A container whose ``key in owner`` tests keys (a dict, ``ModuleDict``), not values."""
+    return isinstance(owner, Mapping) or (
+        hasattr(type(owner), "keys") and hasattr(type(owner), "__contains__")
+    )
+
+
+def state_group(mutation: Mutation) -> str | None:
+    """What a mutation sets, for a store the mock writes as the state it left ("attr",
+    "item", "cell"); None for an action replayed as made (a method call, ``del xs[i]``,
+    which shifts a list's items)."""
+    kind = mutation.kind
+    if kind in ("setattr", "delattr"):
+        return "attr"
+    if kind == "setcell":
+        return "cell"
+    if kind in ("setitem", "setglobal"):
+        return "item"
+    if kind == "delitem" and is_mapping(mutation.owner):
+        return "item"
+    return None
+
+
+ABSENT_STATE = ("absent",)
+
+
+def current_state(mutation: Mutation) -> tuple:
+    """The state a store mutation leaves now: ``("value", v)`` or ``("absent",)``."""
+    owner, name, group = mutation.owner, mutation.name, state_group(mutation)
+    if group == "attr":
+        return ("value", getattr(owner, name)) if hasattr(owner, name) else ABSENT_STATE
+    if group == "cell":
+        try:
+            return ("value", owner.cell_contents)
+        except ValueError:
+            return ABSENT_STATE
+    if is_mapping(owner):
+        return ("value", owner[name]) if name in owner else ABSENT_STATE
+    try:  # a list, a ModuleList: ``name`` is an index
+        return ("value", owner[name])
+    except (IndexError, KeyError, TypeError):
+        return ABSENT_STATE

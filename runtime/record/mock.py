@@ -18,6 +18,7 @@ and effects, and ``record/mock_support.py`` holds what the mock calls at run tim
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import torch
@@ -29,7 +30,7 @@ from fullgraph.runtime.capture.tape import ANOMALY_CHECK_NAN, ANOMALY_ENABLED, G
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
-from fullgraph.runtime.record.mock_values import MockWriter, Symbols
+from fullgraph.runtime.record.mock_values import Effect, MockWriter, Symbols
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import INFERENCE_MODE
 
@@ -56,29 +57,43 @@ def generate_mock(
     input_index = {source: i for i, source in enumerate(input_sources)}
     symbols = symbols or Symbols()
     writer = MockWriter(tape, sources, ns, input_index, symbols)
-    # 1. The tail: effects on external objects and the return value.  Rebuilding
-    #    them marks which graph values must be outputs.
-    tail = MockWriter(tape, sources, ns, input_index, symbols)
+    # 1. The effects on external objects and the return value.  Rebuilding them marks
+    #    which graph values must be outputs.  A store made before a callout is applied
+    #    before it (``opt.step()`` reads the lr just set), the others at the end.
+    tail = MockWriter(tape, sources, ns, input_index, symbols, names=writer.names)
     tail.callout_results = writer.callout_results
     for callout in tape.callouts:
         if not _shared(callout.result) and not _returns_its_module(callout):
             writer.callout_results[id(callout.result)] = f"c{callout.index}"
+    early: list[Effect] = []
     for mutation in mutations:
-        tail.mutation(mutation)
+        if mutation.position < len(tape.callouts):
+            start = len(tail.lines)
+            effect = tail.mutation(mutation, early=True)
+            effect.temps, tail.lines[start:] = tail.lines[start:], []
+            early.append(effect)
+            if effect.shadow is not None:
+                tail.shadows.append(effect.shadow)  # the values after it are read later
+        else:
+            tail.effects.extend(tail.mutation(mutation).lines)
     if symbols.result is not None and symbols.result[0] is result:
-        returned = tail.settled(symbols.result[1].expr())
+        returned = tail.settled(tail.unshadow(symbols.result[1].expr()))
     else:
         returned = tail.settled(tail.value(result))
     tape.finish()
 
     # 2. The body: segments and callouts in program order (a data check hoisted in
     #    front of its segment comes after the segment before it).
-    callouts = _Body(writer, tape)
+    callouts = _Body(writer, tape, early)
+    if early:
+        writer.lines.append(_UNDO_LINE)
     if _draws_before_midguard(tape, callouts.last_midguard):
         # A replay that misses after a graph drew random numbers hands back the
         # generator as it found it: the monitoring run that follows draws them again.
         writer.lines.append("rng = rng_state()  # restored if a mid-guard misses")
         callouts.miss = "return restore_rng(rng)"
+    if early:
+        callouts.miss = f"return U.undo({callouts.miss.removeprefix('return ')})"
     callouts.callouts_after(-1)
     for segment in tape.segments:
         if segment.op_count or segment.outputs:
@@ -103,6 +118,7 @@ def generate_mock(
             ):
                 callouts.effect_before_last_callout = True
         callouts.callouts_after(segment.index)
+    callouts.effects_before(None)  # those whose values a hoisted data check came before
     effect_before_midguard = callouts.effect_before_midguard
     effect_before_last_callout = callouts.effect_before_last_callout
     effect_callout_before_midguard = callouts.effect_callout_before_midguard
@@ -113,7 +129,23 @@ def generate_mock(
             "an external tensor is updated in place before a value the rest of the "
             "run depends on; a replay that misses there would update it twice"
         )
+    if not all(effect.undoable for effect in early):
+        reusable = False
+        reason = (
+            "an object from outside is changed by a call before a later call of the "
+            "function; a replay that missed after it could not take the change back"
+        )
+    rerun_safe = not effect_before_last_callout
     body = writer.lines + tail.lines + tail.effects + _exit_state(tape) + [f"return {returned}"]
+    if early and rerun_safe:
+        # A replay that raises runs the program again (compiled.py): from the state the
+        # call found, so the stores it made first are taken back.
+        first = body.index(_UNDO_LINE) + 1
+        body = (
+            [*body[:first], "try:"]
+            + [f"    {line}" for line in body[first:]]
+            + ["except BaseException:", "    U.undo()", "    raise"]
+        )
     source = (
         f"def mock(I, {GUARD_PARAMS}, R=(), made=None):\n"
         f'    """Generated by fullgraph: replay the record (graphs, callouts, effects, result).\n\n'
@@ -127,7 +159,7 @@ def generate_mock(
         ns.values,
         reusable,
         reason,
-        rerun_safe=not effect_before_last_callout,
+        rerun_safe=rerun_safe,
         resume_on_miss=effect_callout_before_midguard,
     )
 
@@ -135,9 +167,12 @@ def generate_mock(
 class _Body:
     """Writes the callouts of the mock's body, with their mid-guards, in program order."""
 
-    def __init__(self, writer: MockWriter, tape: GraphTape):
+    def __init__(self, writer: MockWriter, tape: GraphTape, early: list[Effect]):
         self.writer = writer
         self.tape = tape
+        self.early = list(early)  # the stores made before a callout, in program order
+        self.store_positions = [effect.position for effect in early]
+        self.written: set[int] = set()  # the callouts written (or held back) so far
         self.last_midguard = max((c.index for c in tape.callouts if _needs_midguard(c)), default=-1)
         self.last_callout = len(tape.callouts) - 1
         self.held_back: list[str] = []
@@ -152,10 +187,30 @@ class _Body:
     def _overtaken(self, callout) -> bool:
         """Whether holding ``callout`` back would move it after another effect made
         before the last mid-guard (which is not held back)."""
+        if any(callout.index < p <= self.last_midguard for p in self.store_positions):
+            return True  # print(metrics) then metrics["loss"] = v: it prints the old one
         return any(
             later.effectful and not _output_only(later)
             for later in self.tape.callouts[callout.index + 1 : self.last_midguard + 1]
         )
+
+    def effects_before(self, callout) -> None:
+        """The stores made before ``callout`` (None: the end), in program order, once the
+        callouts made before them are written (a data check hoisted in front of its
+        graph comes before callouts made earlier) and the graphs their values come
+        from have run (a store of a graph output waits for that graph)."""
+        while self.early:
+            effect = self.early[0]
+            if callout is not None and (
+                effect.position > callout.index
+                or any(i not in self.written for i in range(effect.position))
+                or _graph_needed(effect.temps + effect.lines) > callout.segment_before
+            ):
+                return
+            self.early.pop(0)
+            self.writer.lines.extend(effect.temps + effect.lines)
+            if effect.shadow is not None:
+                self.writer.shadows.append(effect.shadow)
 
     def callouts_after(self, segment_index: int) -> None:
         for callout in self.tape.callouts:
@@ -164,6 +219,8 @@ class _Body:
 
     def callout(self, callout) -> None:
         writer, tape = self.writer, self.tape
+        self.effects_before(callout)
+        self.written.add(callout.index)
         fn = writer.ns.name_for(callout.function)
         values = list(callout.args) + list(callout.kwargs.values())
         overrides = {
@@ -179,7 +236,9 @@ class _Body:
             overrides.update({key: f"h{callout.index}[{i}]" for key, i in check.positions.items()})
         writer.tensor_overrides = overrides  # nested ones too (print([x, y]))
         rendered = [
-            callout.arg_syms[i].expr() if i in callout.arg_syms else writer.value(v)
+            writer.unshadow(callout.arg_syms[i].expr())
+            if i in callout.arg_syms
+            else writer.value(v)
             for i, v in enumerate(values)
         ]
         writer.tensor_overrides = {}
@@ -217,12 +276,22 @@ class _Body:
             writer.lines.append(f"if not ({_midguard(callout, writer.ns, tape)}):  # mid-guard")
             writer.lines.append(f"    {self.miss}")
         for condition in callout.conditions:
-            writer.lines.append(f"if not ({condition.source(literal)}):  # mid-guard (symbolic)")
+            text = writer.unshadow(condition.source(literal))
+            writer.lines.append(f"if not ({text}):  # mid-guard (symbolic)")
             writer.lines.append(f"    {self.miss}")
         if callout.index == self.last_midguard:
             writer.lines.extend(self.held_back)
             self.held_back = []
             self.midguards_done = True
+
+
+def _graph_needed(lines: list[str]) -> int:
+    """The last graph whose outputs ``lines`` read (-1: none)."""
+    return max((int(m) for line in lines for m in _GRAPH_OUTPUT.findall(line)), default=-1)
+
+
+_UNDO_LINE = "U = Undo()  # the stores made before a callout, taken back on a miss"
+_GRAPH_OUTPUT = re.compile(r"\bg(\d+)\[")
 
 
 def _exit_state(tape: GraphTape) -> list[str]:

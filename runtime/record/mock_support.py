@@ -8,6 +8,8 @@ Nothing here generates code.
 
 from __future__ import annotations
 
+import collections
+
 import torch
 
 from fullgraph.runtime.torch_internals import tree_flatten
@@ -78,6 +80,135 @@ def restore_rng(state: tuple) -> Missed:
     return MISS
 
 
+class _Absent:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = _Absent()  # what an attribute or item was before a store created it
+
+
+class Undo:
+    """The stores a replay applied before a mid-guard or a later call, taken back if the
+    replay misses there or raises (the program then runs again from the state the call
+    found, so ``group["lr"] *= 0.5`` or ``log.append(x)`` is not made twice).
+
+    Each ``item`` / ``attr`` / ``cell`` call returns the value the store replaces: what
+    the program had read there before its store."""
+
+    __slots__ = ("saved",)
+
+    def __init__(self):
+        self.saved: list = []
+
+    def item(self, owner, key):
+        if isinstance(owner, dict):
+            old = owner.get(key, ABSENT)
+        elif hasattr(type(owner), "keys"):  # a ModuleDict
+            old = owner[key] if key in owner else ABSENT  # noqa: SIM401 - no .get
+        else:
+            try:
+                old = owner[key]
+            except (IndexError, KeyError):
+                old = ABSENT
+        self.saved.append((_restore_item, owner, key, old))
+        return old
+
+    def attr(self, owner, name):
+        state = getattr(owner, "__dict__", None)
+        instance = not isinstance(state, dict) or name in state or _managed(owner, name)
+        old = getattr(owner, name, ABSENT) if instance else ABSENT
+        self.saved.append((_restore_attr, owner, name, old))
+        return old
+
+    def cell(self, cell):
+        try:
+            old = cell.cell_contents
+        except ValueError:
+            old = ABSENT
+        self.saved.append((_restore_cell, cell, None, old))
+        return old
+
+    def length(self, owner) -> None:
+        """Before appends to a list: the items after its current length are dropped."""
+        self.saved.append((_restore_length, owner, None, len(owner)))
+
+    def contents(self, owner) -> None:
+        """Before a call that changes a container: its items are put back."""
+        if isinstance(owner, dict):
+            old = dict(owner)
+        elif isinstance(owner, set):
+            old = set(owner)
+        else:  # list, deque, bytearray
+            old = list(owner)
+        self.saved.append((_restore_contents, owner, None, old))
+
+    def undo(self, value=MISS):
+        """Take back every store made, last first; returns ``value``."""
+        saved, self.saved = self.saved, []
+        for restore, owner, key, old in reversed(saved):
+            restore(owner, key, old)
+        return value
+
+
+UNDOABLE_CONTAINERS = (list, dict, set, collections.deque, bytearray)
+GROWING_METHODS = ("append", "extend", "__iadd__")
+
+
+def _managed(owner, name) -> bool:
+    """A slot, or a module's parameter / buffer / submodule (kept outside ``__dict__``)."""
+    if isinstance(owner, torch.nn.Module):
+        return any(name in getattr(owner, d, {}) for d in ("_parameters", "_buffers", "_modules"))
+    return any(name in (getattr(k, "__slots__", ()) or ()) for k in type(owner).__mro__)
+
+
+def _restore_item(owner, key, old) -> None:
+    if old is not ABSENT:
+        owner[key] = old
+    elif key in owner:
+        del owner[key]
+
+
+def _restore_attr(owner, name, old) -> None:
+    if old is not ABSENT:
+        setattr(owner, name, old)
+    elif hasattr(owner, name):
+        try:
+            delattr(owner, name)
+        except AttributeError:  # a class attribute: the instance had none
+            pass
+
+
+def _restore_cell(cell, _, old) -> None:
+    if old is not ABSENT:
+        cell.cell_contents = old
+    else:
+        try:
+            del cell.cell_contents
+        except ValueError:
+            pass
+
+
+def _restore_length(owner, _, length) -> None:
+    del owner[length:]
+
+
+def _restore_contents(owner, _, old) -> None:
+    if isinstance(owner, (dict, set, collections.deque)):
+        owner.clear()
+        owner.update(old) if not isinstance(owner, collections.deque) else owner.extend(old)
+    else:
+        owner[:] = old
+
+
+def discard(owner, key) -> None:
+    """``del owner[key]`` when it is there (a mapping without ``pop(key, default)``)."""
+    if key in owner:
+        del owner[key]
+
+
 # The names the generated mock calls these by (its namespace binds them; a generated
 # wrapper module defines them from this module).
 HELPERS = {
@@ -89,4 +220,7 @@ HELPERS = {
     "leaves": leaves,
     "rng_state": rng_state,
     "restore_rng": restore_rng,
+    "Undo": Undo,
+    "ABSENT": ABSENT,
+    "discard": discard,
 }

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
+import re
 from typing import Any
 
 import torch
@@ -27,10 +29,14 @@ from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.values import is_numpy_scalar, lifted_dtype
 from fullgraph.runtime.monitor.module_walks import ModuleWalk
-from fullgraph.runtime.monitor.state import Mutation
+from fullgraph.runtime.monitor.state import Mutation, current_state, is_mapping, state_group
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
-from fullgraph.runtime.record.mock_support import HELPERS
-from fullgraph.runtime.sources import Source
+from fullgraph.runtime.record.mock_support import (
+    GROWING_METHODS,
+    HELPERS,
+    UNDOABLE_CONTAINERS,
+)
+from fullgraph.runtime.sources import AttrSource, ItemSource, Source
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size
 
 
@@ -62,6 +68,19 @@ def _object_state(value: Any) -> dict | None:
     return state
 
 
+@dataclasses.dataclass
+class Effect:
+    """One mutation as mock statements: ``position``, the callout it must come before
+    (None: after every callout); ``shadow``, the location it replaces and the local
+    holding what was there; ``undoable``: a miss after it can take it back."""
+
+    position: int | None
+    lines: list = dataclasses.field(default_factory=list)
+    shadow: tuple | None = None
+    undoable: bool = True
+    temps: list = dataclasses.field(default_factory=list)  # the locals its value needs
+
+
 class MockWriter:
     """The mock's text for the values and effects of one record (``lines``: the locals
     computed on the way, ``effects``: the stores, made after every value)."""
@@ -73,6 +92,7 @@ class MockWriter:
         ns: Namespace,
         input_index: dict[Source, int],
         symbols: Symbols | None = None,
+        names: itertools.count | None = None,
     ):
         self.symbols = symbols or Symbols()
         self.tape = tape
@@ -82,7 +102,11 @@ class MockWriter:
         self.lines: list[str] = []
         self.effects: list[str] = []  # stores into external objects, after every value is computed
         self.memo: dict[int, str] = {}
-        self.temps = 0
+        self.names = names if names is not None else itertools.count()  # r0, r1...: shared
+        # (location, local): a location a store applied earlier in the mock replaced, and
+        # the local holding what was there before: a value the program read from it
+        # before its store is that one, not what the location holds now.
+        self.shadows: list[tuple[str, str]] = []
         self.callout_results: dict[int, str] = {}
         self.tensor_overrides: dict[int, str] = {}  # set while a callout's arguments render
         ns.values.update(HELPERS)
@@ -97,7 +121,7 @@ class MockWriter:
     def origin_expr(self, origin) -> str:
         if isinstance(origin, ExternalOrigin):
             index = self.input_index.get(origin.source)
-            return f"I[{index}]" if index is not None else origin.source.expr()
+            return f"I[{index}]" if index is not None else self.unshadow(origin.source.expr())
         if isinstance(origin, NodeOrigin):
             segment = self.tape.segments[origin.segment]
             return f"g{origin.segment}[{segment.output_index(origin.node)}]"
@@ -127,7 +151,7 @@ class MockWriter:
             return "()"  # one object: any path that reached an empty tuple reached this one
         source = self.sources.get(id(value))
         if source is not None:
-            return source.expr()
+            return self.unshadow(source.expr())
         if isinstance(value, torch.Size):  # stays a torch.Size (literal() gives a tuple)
             return f"torch.Size({literal(value)})"
         if is_numpy_scalar(value):  # np.prod(x.shape): stays an np.int64
@@ -160,9 +184,20 @@ class MockWriter:
             return True
         return any(id(item) in self.callout_results or self._varies(item) for item in items)
 
+    def unshadow(self, expr: str) -> str:
+        """``expr`` read through a location an earlier store in the mock replaced: from the
+        local holding the value the program read there (a read after a store takes the
+        stored value, never the location: so the first store's local is that value)."""
+        for location, local in self.shadows:
+            if location in expr:
+                expr = re.sub(rf"(?<![\w.]){re.escape(location)}(?!\w)", local, expr)
+        return expr
+
+    def new_name(self) -> str:
+        return f"r{next(self.names)}"
+
     def _temp(self, expr: str, value: Any) -> str:
-        name = f"r{self.temps}"
-        self.temps += 1
+        name = self.new_name()
         self.lines.append(f"{name} = {expr}")
         self.memo[id(value)] = name
         return name
@@ -173,7 +208,7 @@ class MockWriter:
         stored = self.symbols.stores.get((id(container), index))
         if stored is not None and stored[0] is item:
             sym = stored[1]
-        return sym.expr() if sym is not None else self.value(item)
+        return self.unshadow(sym.expr()) if sym is not None else self.value(item)
 
     def _rebuild(self, value: Any) -> str:
         kind = type(value)
@@ -228,53 +263,92 @@ class MockWriter:
             breaks.UNSUPPORTED_CONSTRUCT, f"cannot rebuild a {kind.__name__} created by the program"
         )
 
-    def stored(self, owner: Any, key: Any, final: Any) -> str:
-        """The final value at ``owner[key]``/``owner.key``, computed into a local now."""
-        entry = self.symbols.stores.get((id(owner), key))
-        expr = entry[1].expr() if entry is not None and entry[0] is final else self.value(final)
-        return self.settled(expr)
+    def stored(self, mutation: Mutation, final: Any) -> str:
+        """The value a store left, computed into a local now (its expression when the
+        program stored a symbolic value)."""
+        entry = mutation.sym_entry
+        if entry is not None and entry[0] is final:
+            return self.settled(self.unshadow(entry[1].expr()))
+        return self.settled(self.value(final))
 
     def settled(self, expr: str) -> str:
         """``expr`` evaluated before any store: a literal, a local, or a new local."""
         if expr.isidentifier() or _is_literal_text(expr):
             return expr
-        name = f"r{self.temps}"
-        self.temps += 1
+        name = self.new_name()
         self.lines.append(f"{name} = {expr}")
         return name
 
     # -- effects -----------------------------------------------------------------
-    def mutation(self, mutation: Mutation) -> None:
+    def mutation(self, mutation: Mutation, early: bool = False) -> Effect:
+        """The statements re-applying ``mutation`` (the locals its value needs go to
+        ``lines``).  ``early``: it comes before a callout, so it may have to be taken back
+        (``U``, see ``mock_support.Undo``) and what it replaces is kept for later reads."""
         target = mutation.target.expr()
-        owner = mutation.owner
-        if mutation.kind in ("setattr", "delattr"):
-            if hasattr(owner, mutation.name):
-                final = self.stored(owner, mutation.name, getattr(owner, mutation.name))
-                self.effects.append(f"setattr({target}, {mutation.name!r}, {final})")
+        owner, key, group = mutation.owner, mutation.name, state_group(mutation)
+        effect = Effect(mutation.position if early else None)
+        if group is not None:
+            state = mutation.snapshot or current_state(mutation)
+            present = state[0] == "value"
+            final = self.stored(mutation, state[1]) if present else None
+            if group == "cell":
+                cell = target.removesuffix(".cell_contents")
+                location, save = f"{cell}.cell_contents", f"U.cell({cell})"
+                store = f"{location} = {final}" if present else f"del {location}"
+            elif group == "attr":
+                location, save = (
+                    AttrSource(mutation.target, key).expr(),
+                    f"U.attr({target}, {key!r})",
+                )
+                store = (
+                    f"setattr({target}, {key!r}, {final})"
+                    if present
+                    else f"delattr({target}, {key!r})"
+                )
             else:
-                self.effects.append(f"delattr({target}, {mutation.name!r})")
-        elif mutation.kind in ("setitem", "delitem", "setglobal"):
-            key = mutation.name
-            if key in owner:
-                self.effects.append(f"{target}[{key!r}] = {self.stored(owner, key, owner[key])}")
+                location, save = (
+                    ItemSource(mutation.target, key).expr(),
+                    f"U.item({target}, {key!r})",
+                )
+                if present:
+                    store = f"{target}[{key!r}] = {final}"
+                elif not is_mapping(owner):  # an index a list store reached is in range
+                    raise Unsupported(
+                        breaks.UNSUPPORTED_CONSTRUCT, f"{location} is gone after its store"
+                    )
+                elif isinstance(owner, dict):
+                    store = f"{target}.pop({key!r}, None)"
+                else:
+                    store = f"discard({target}, {key!r})"
+            if early:
+                local = self.new_name()
+                effect.lines.append(f"{local} = {save}  # taken back if the replay misses")
+                effect.shadow = (location, local)
+            effect.lines.append(store)
+            return effect
+        if early:
+            if isinstance(owner, list) and mutation.kind == "call" and key in GROWING_METHODS:
+                effect.lines.append(f"U.length({target})  # taken back if the replay misses")
+            elif isinstance(owner, UNDOABLE_CONTAINERS):
+                effect.lines.append(f"U.contents({target})  # taken back if the replay misses")
             else:
-                self.effects.append(f"{target}.pop({key!r}, None)")
-        elif mutation.kind == "setcell":
-            final = self.settled(self.value(owner.cell_contents))
-            self.effects.append(f"{target.removesuffix('.cell_contents')}.cell_contents = {final}")
+                effect.undoable = False
+        if mutation.kind == "delitem":  # del xs[i]: the items after it move up
+            effect.lines.append(f"del {target}[{key!r}]")
         elif mutation.kind == "call":
             # The receiver may come first (a bound method call): the method is on it.
             skip = 1 if mutation.args and mutation.args[0] is owner else 0
             args = self._call_arguments(mutation, skip)
-            self.effects.append(f"{target}.{mutation.name}({args})")
+            effect.lines.append(f"{target}.{mutation.name}({args})")
         elif mutation.kind == "function":  # heapq.heappop(heap): a function changing its argument
             args = self._call_arguments(mutation, 0)
-            self.effects.append(f"{self.ns.expr(mutation.name)}({args})")
+            effect.lines.append(f"{self.ns.expr(mutation.name)}({args})")
+        return effect
 
     def _call_arguments(self, mutation: Mutation, skip: int) -> str:
         """A replayed call's arguments, symbolic ones as expressions, from position ``skip``."""
         args = [
-            mutation.arg_syms[i].expr() if i in mutation.arg_syms else self.value(a)
+            self.unshadow(mutation.arg_syms[i].expr()) if i in mutation.arg_syms else self.value(a)
             for i, a in enumerate(mutation.args)
         ][skip:]
         args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]
