@@ -19,7 +19,7 @@ from fullgraph.runtime.monitor import method_lookups, speculation
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
-from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource
+from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource, TypeOfSource
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -227,12 +227,29 @@ def binary_op(run, state, ins) -> After:
     """``log += [v]``, ``cfg |= extra`` on a container from outside: the interpreter calls
     ``__iadd__`` / ``__ior__`` itself, changing it in place, with no call to observe."""
     symbol = cpython.NB_OPS[ins.arg] if ins.arg < len(cpython.NB_OPS) else ""
+    target, operand = tos(state, 1), tos(state)
+    read_operands(run, operand, *(() if symbol.endswith("=") else (target,)))
     if not symbol.endswith("="):
         return None
-    target, operand = tos(state, 1), tos(state)
     if isinstance(target, MUTABLE_CONTAINERS):
         run.store_inplace(target, _INPLACE_METHODS.get(symbol, symbol), operand)
     return None
+
+
+@handles("COMPARE_OP")
+def compare_op(run, state, ins) -> After:
+    read_operands(run, tos(state, 1), tos(state))
+    return None
+
+
+def read_operands(run: MonitorRun, *operands: object) -> None:
+    """``xs + [9.0]``, ``opts == ["fast"]``, ``d | extra``: the interpreter reads every
+    item of a list, dict or set operand from outside, unobserved: guarded whole."""
+    for operand in operands:
+        if isinstance(operand, (list, dict)):
+            run.read_nested(operand)
+        elif isinstance(operand, (set, frozenset)):
+            run.read_whole(operand)
 
 
 _INPLACE_METHODS = {"+=": "__iadd__", "|=": "__ior__", "*=": "__imul__", "&=": "__iand__",
@@ -270,6 +287,44 @@ def unpack_sequence(run, state, ins) -> After:
         run.unpacked(sequence, [tos(state, i) for i in range(count)])
 
     return after
+
+
+@handles("UNPACK_EX")
+def unpack_ex(run, state, ins) -> After:
+    """``first, *rest = xs``: the rest is a new list of the items after the first ones,
+    so the length and every item decide what the names get."""
+    sequence = tos(state)
+    view = run.iterators.get(id(sequence))
+    run.read_nested(view.iterable if view is not None else sequence)
+    return None
+
+
+@handles("MATCH_SEQUENCE", "MATCH_MAPPING", "MATCH_KEYS", "GET_LEN")
+def match_container(run, state, ins) -> After:
+    """A ``match`` on a list or dict from outside: its patterns test the type, the length,
+    the keys and the items (sub-patterns), in C: the subject is guarded whole."""
+    subject = tos(state, 1 if ins.opname == "MATCH_KEYS" else 0)
+    if isinstance(subject, (list, tuple, dict)):
+        run.read_nested(subject)
+    return None
+
+
+@handles("MATCH_CLASS")
+def match_class(run, state, ins) -> After:
+    """``case P(a=0, b=t)``: ``isinstance(subject, P)``, then the attributes the pattern
+    names (positional ones through ``P.__match_args__``), read in C."""
+    subject, cls, names = tos(state, 2), tos(state, 1), tos(state)
+    source = run.source_of(subject)
+    if source is None or not isinstance(cls, type):
+        return None
+    run.read(TypeOfSource(source), type(subject), symbolic=False)
+    if not isinstance(subject, cls):
+        return None
+    positional = tuple(getattr(cls, "__match_args__", ()))[: ins.arg]
+    for name in (*positional, *names):
+        if isinstance(name, str) and hasattr(subject, name):
+            run.read_attr(subject, name, getattr(subject, name))
+    return None
 
 
 @handles("CONTAINS_OP")

@@ -26,6 +26,7 @@ CONSUMING_BUILTINS = frozenset(
     [sum, min, max, sorted, list, tuple, set, frozenset, dict, any, all, next, map, filter]
 )
 ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
+_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 # Pure builtins that read only what their arguments are, not what they hold.
 _READ_NOTHING = frozenset([isinstance, issubclass, callable, type, id])
 
@@ -43,6 +44,9 @@ def read_by_call(
     for value in (receiver, *args, *kwargs.values()):
         if isinstance(value, (list, tuple, dict)):
             run.read_nested(value)
+        elif isinstance(value, _DICT_VIEWS) and id(value) in run.iterators:
+            # ``sum(d.values())``, ``list(d.items())``: the view reads all of its dict
+            run.read_nested(run.iterators[id(value)].iterable)
         elif fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE):
             run.read_whole(value)
     return None

@@ -17,6 +17,7 @@ value stack and locals as a small expression (``Sym``):
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from typing import Any
 
@@ -72,9 +73,7 @@ class Op(Sym):
     operands: tuple  # Sym or plain constants (rendered with repr)
 
     def expr(self) -> str:
-        return self.template.format(
-            *(o.expr() if isinstance(o, Sym) else repr(o) for o in self.operands)
-        )
+        return self.template.format(*(_operand(o) for o in self.operands))
 
     def leaves(self) -> list[Leaf]:
         found: list[Leaf] = []
@@ -82,6 +81,17 @@ class Op(Sym):
             if isinstance(operand, Sym):
                 found.extend(operand.leaves())
         return found
+
+
+def _operand(operand: Any) -> str:
+    """An operand as it reads inside a template: a negative constant in parentheses
+    (``(-8.0) ** n``: unparenthesized, ``-8.0 ** n`` is ``-(8.0 ** n)``)."""
+    if isinstance(operand, Sym):
+        return operand.expr()
+    if isinstance(operand, float) and not math.isfinite(operand):
+        return f"float({str(operand)!r})"  # inf and nan have no literal
+    text = repr(operand)
+    return f"({text})" if text.startswith("-") else text
 
 
 def is_symbolic_number(value: Any) -> bool:
