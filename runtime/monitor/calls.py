@@ -304,6 +304,9 @@ class CallHandling(Callouts):
                 return self._setdefault(owner, call_args, result)
             if name in _TAKING_MUTATORS and not kwargs:
                 self.read_popped(owner, name, call_args)
+            for value in call_args:  # ``t.extend(xs)``, ``d.update(cfg)``: xs is read whole
+                if value is not owner and isinstance(value, (list, tuple, dict)):
+                    self.read_nested(value)
             self.written_containers.add(id(owner))
             source = self.source_of(owner)
             if fn is setattr and len(args) >= 2:

@@ -26,7 +26,6 @@ CONSUMING_BUILTINS = frozenset(
     [sum, min, max, sorted, list, tuple, set, frozenset, dict, any, all, next, map, filter]
 )
 ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
-_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 # Pure builtins that read only what their arguments are, not what they hold.
 _READ_NOTHING = frozenset([isinstance, issubclass, callable, type, id])
 
@@ -44,12 +43,24 @@ def read_by_call(
     for value in (receiver, *args, *kwargs.values()):
         if isinstance(value, (list, tuple, dict)):
             run.read_nested(value)
-        elif isinstance(value, _DICT_VIEWS) and id(value) in run.iterators:
-            # ``sum(d.values())``, ``list(d.items())``: the view reads all of its dict
-            run.read_nested(run.iterators[id(value)].iterable)
+        elif id(value) in run.iterators:
+            # ``sum(d.values())``, ``list(reversed(xs))``, ``dict(zip(keys, xs))``: the
+            # view or iterator reads all of what it walks
+            read_walked(run, run.iterators[id(value)])
         elif fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE):
             run.read_whole(value)
     return None
+
+
+def read_walked(run: Any, state: Any, depth: int = 0) -> None:
+    """Everything an iterator the run follows walks (the containers inside a zip too)."""
+    if state is None or depth > 4:
+        return
+    if state.inner is not None:  # zip, enumerate: the iterators they combine
+        for inner in state.inner:
+            read_walked(run, inner, depth + 1)
+    elif isinstance(state.iterable, (list, tuple, dict)):
+        run.read_nested(state.iterable)
 
 
 def read_by_constructor(run: Any, cls: type, args: tuple, kwargs: dict) -> None:

@@ -2,7 +2,8 @@
 
 ``match`` statements (class, mapping and sequence patterns), star-unpacking
 (``first, *rest = xs``), containers as operands (``xs + [9.0]``,
-``opts == ["fast"]``, ``d | extra``), ``sum(d.values())``, and a negative
+``opts == ["fast"]``, ``d | extra``), ``sum(d.values())``, ``t.extend(xs)``,
+``list(reversed(xs))``, ``dict(zip(keys, xs))``, and a negative
 constant as a base of ``**`` with a number that varies.  Each program is
 called, the container or object it reads is changed between calls, and called
 again: the replay must see the change, unchanged calls must replay.
@@ -47,6 +48,10 @@ PROGRAMS = {
     "dict_merged": "return x * len(D | {'z': 0.0})",
     "set_compared": "return x * (1.0 if S == {1} else 4.0)",
     "sum_of_dict_values": "return x * sum(D.values()), list(D.items())",
+    "list_extended": "t = []\n    t.extend(XS)\n    return x * t[-1]",
+    "list_of_reversed": "return x * list(reversed(XS))[0]",
+    "dict_of_zip": "return x * dict(zip('abc', XS))['a']",
+    "list_of_enumerate": "return x * list(enumerate(XS))[-1][1]",
     "match_sequence": (
         "match XS:\n        case [a, *rest]:\n            return x * a, len(rest)\n    return None"
     ),
