@@ -49,6 +49,8 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
         sizes.check_instruction(
             run.shapes, name, lambda depth: cpython.stack_item(state.frame, depth)
         )
+    if run.container_syms and name not in _MOVES_CONTAINERS:
+        _read_containers(run, state, ins)
     handler = HANDLERS.get(name)
     if handler is not None:
         return handler(run, state, ins, shadow)
@@ -57,6 +59,57 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
     if name in cpython.SYMBOLIC_LOADS:
         return lambda: _symbolic_load(run, state, ins)
     return None
+
+
+# Instructions that move a container without reading its items: it keeps the symbols
+# of the items it was built with (the mock rebuilds it from them when it is returned
+# or stored).  STORE_SUBSCR and STORE_ATTR store the container as a value, or into it.
+_MOVES_CONTAINERS = frozenset(
+    [
+        "STORE_FAST",
+        "STORE_FAST_STORE_FAST",
+        "STORE_FAST_LOAD_FAST",
+        "STORE_DEREF",
+        "STORE_GLOBAL",
+        "STORE_ATTR",
+        "STORE_SUBSCR",
+        "COPY",
+        "SWAP",
+        "POP_TOP",
+        "RETURN_VALUE",
+        "BUILD_TUPLE",
+        "BUILD_LIST",
+        "BUILD_MAP",
+        "BUILD_CONST_KEY_MAP",
+    ]
+)
+
+
+# Operands read by instructions the version tables leave to their handlers.
+_READ_OPERANDS = {
+    "BINARY_OP": 2,
+    "COMPARE_OP": 2,
+    "BINARY_SLICE": 3,
+    "FORMAT_VALUE": 2,
+    "CONVERT_VALUE": 1,
+    "FORMAT_SIMPLE": 1,
+    "FORMAT_WITH_SPEC": 2,
+    "GET_LEN": 1,
+}
+
+
+def _read_containers(run: MonitorRun, state: FrameState, ins) -> None:
+    """``vals[0]``, ``sum(vals)``, ``"%d-%d" % (n, m)``, ``for v in vals``: an instruction
+    that reads a container the run built with symbolic items takes the items' numbers
+    where no symbol follows them: those are guarded by value (correct, less reusable)."""
+    pops = _READ_OPERANDS.get(ins.opname) or _pops(ins)
+    if not pops:
+        return
+    for depth in range(min(pops, cpython.stack_depth(state.frame))):
+        items = run.container_syms.get(id(cpython.stack_item(state.frame, depth)))
+        for sym in (items or {}).values():
+            if sym is not None:
+                run.concretize(sym)
 
 
 def _consume(run: MonitorRun, shadow: list, pops: int | None) -> int:

@@ -107,3 +107,26 @@ def test_a_negative_base_with_a_number_that_varies(backend):
         ),
         backend,
     )
+
+
+ROUND_TRIP = """
+import torch
+
+def f(x, n):
+    y = x * n  # n varies: it is lifted into the graph
+    vals = [n, n]
+    return y, vals[0] * 2, sum(vals), max([n, 3]), {"k": n}["k"] + 1, "%d-%d" % (n, n + 1)
+"""
+
+
+@backends()
+def test_a_number_that_varies_read_back_from_a_container_the_function_built(backend):
+    values = [1, 1, 2, 3, 5, 5]
+    run_case(
+        Case(
+            "number_read_back_from_a_built_container",
+            prog(ROUND_TRIP),
+            [step for n in values for step in calls(1, lambda env, n=n: (torch.ones(1), n))],
+        ),
+        backend,
+    )
