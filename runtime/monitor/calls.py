@@ -291,7 +291,8 @@ class CallHandling(Callouts):
             and len(args) >= 2
             and isinstance(args[1], str)
         ):
-            self.store_attr(args[0], args[1], delete=name == "__delattr__")
+            # ``object.__setattr__(self, n, v)`` (inside a class's own __setattr__): the store
+            self.store_attr(args[0], args[1], delete=name == "__delattr__", direct=True)
             return None
         if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
             owner, attr = args[0], args[1]

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.segments import Unsupported
+from fullgraph.runtime.monitor import user_code
 from fullgraph.runtime.monitor.state import Mutation, current_state, state_group
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
@@ -28,7 +29,12 @@ _TENSOR_STATE = ("data", "grad", "requires_grad")
 class SideEffects:
     """Stores into external state, in the order the mock replays them."""
 
-    def store_attr(self, owner: Any, name: str, delete: bool = False, value: Any = None) -> None:
+    def store_attr(
+        self, owner: Any, name: str, delete: bool = False, value: Any = None, direct: bool = False
+    ) -> None:
+        """``direct``: ``object.__setattr__``, which runs no setter of the class."""
+        if not (delete or direct) and user_code.store_runs_user_code(owner, name):
+            return  # ``s.v = n`` runs the class's setter, stepped into: its stores are the effects
         self.written.add((id(owner), name))
         source = self.source_of(owner)
         if isinstance(owner, torch.Tensor):

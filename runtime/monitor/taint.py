@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import taint_builds  # noqa: F401 - registers its handlers
+from fullgraph.runtime.monitor import (
+    taint_builds,  # noqa: F401 - registers its handlers
+    user_code,
+)
 from fullgraph.runtime.monitor.taint_stack import (
     HANDLERS,
     After,
@@ -405,6 +408,9 @@ def _return_value(run, state, ins, shadow) -> After:
 def _store_attr(run, state, ins, shadow) -> After:
     if len(shadow) >= 2 and shadow[-2] is not None:
         owner = cpython.stack_item(state.frame, 0)
+        if user_code.store_runs_code(owner, ins.argval):
+            run.concretize(shadow[-2])  # the setter gets the number, not its symbol
+            return None
         run.store_symbolic(
             (id(owner), ins.argval), owner, cpython.stack_item(state.frame, 1), shadow[-2]
         )
@@ -415,7 +421,7 @@ def _store_attr(run, state, ins, shadow) -> After:
 def _store_subscr(run, state, ins, shadow) -> After:
     if len(shadow) >= 3 and shadow[-3] is not None:
         container, key = cpython.stack_item(state.frame, 1), cpython.stack_item(state.frame, 0)
-        if isinstance(container, torch.Tensor):
+        if isinstance(container, torch.Tensor) or user_code.store_runs_code(container, None):
             run.concretize(shadow[-3])
         else:
             run.store_symbolic(

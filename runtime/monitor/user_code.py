@@ -7,6 +7,7 @@ into like the user's own.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sysconfig
 import types
@@ -120,3 +121,39 @@ def compiled_inner_target(fn: Any) -> tuple[Any, Any] | None:
     if isinstance(fn, types.MethodType) and not isinstance(target, torch.nn.Module):
         target = types.MethodType(target, fn.__self__)
     return compiled, target
+
+
+def store_code(owner: Any, name: str | None) -> Any:
+    """The Python function a store into ``owner`` runs with the value, if any: a
+    property's setter or a descriptor's ``__set__`` for ``owner.name = v``, the class's
+    ``__setattr__``, or its ``__setitem__`` for ``owner[k] = v`` (``name`` None).
+    torch's own ``Module.__setattr__`` and plain slots are not counted."""
+    kind = type(owner)
+    if name is None:
+        method = getattr(kind, "__setitem__", None)
+        return method if isinstance(method, types.FunctionType) else None
+    setattr_ = getattr(kind, "__setattr__", object.__setattr__)
+    if setattr_ is not object.__setattr__ and setattr_ is not torch.nn.Module.__setattr__:
+        return setattr_
+    try:
+        descriptor = inspect.getattr_static(kind, name, None)
+    except Exception:  # noqa: BLE001 - an odd metaclass: no descriptor known
+        return None
+    if isinstance(descriptor, property):
+        return descriptor.fset
+    setter = getattr(type(descriptor), "__set__", None)
+    if setter is None or isinstance(descriptor, types.MemberDescriptorType):
+        return None
+    return setter
+
+
+def store_runs_code(owner: Any, name: str | None) -> bool:
+    """Whether a store into ``owner`` hands the value to code (see :func:`store_code`)."""
+    return store_code(owner, name) is not None
+
+
+def store_runs_user_code(owner: Any, name: str | None) -> bool:
+    """Whether that code is the program's own, which the monitor steps into: its own
+    stores are the effects, the store itself replays nothing more."""
+    code = getattr(store_code(owner, name), "__code__", None)
+    return code is not None and is_user_code(code)

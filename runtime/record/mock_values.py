@@ -28,6 +28,7 @@ from fullgraph.runtime.capture.origins import (
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.values import is_numpy_scalar, lifted_dtype
+from fullgraph.runtime.monitor import user_code
 from fullgraph.runtime.monitor.module_walks import ModuleWalk
 from fullgraph.runtime.monitor.state import Mutation, current_state, is_mapping, state_group
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
@@ -300,11 +301,14 @@ class MockWriter:
                     AttrSource(mutation.target, key).expr(),
                     f"U.attr({target}, {key!r})",
                 )
-                store = (
-                    f"setattr({target}, {key!r}, {final})"
-                    if present
-                    else f"delattr({target}, {key!r})"
-                )
+                if not present:
+                    store = f"delattr({target}, {key!r})"
+                elif user_code.store_runs_user_code(owner, key):
+                    # The class's own __setattr__ (stepped into) made this store with
+                    # ``object.__setattr__``; its other effects are replayed on their own.
+                    store = f"object.__setattr__({target}, {key!r}, {final})"
+                else:
+                    store = f"setattr({target}, {key!r}, {final})"
             else:
                 location, save = (
                     ItemSource(mutation.target, key).expr(),

@@ -130,3 +130,48 @@ def test_a_number_that_varies_read_back_from_a_container_the_function_built(back
         ),
         backend,
     )
+
+
+SETTERS = """
+import torch
+
+class Scaled:
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, value):
+        self._v = value * 2
+
+class Logged:
+    def __init__(self):
+        object.__setattr__(self, "seen", [])
+
+    def __setattr__(self, name, value):
+        self.seen.append(name)
+        object.__setattr__(self, name, value * 3)
+
+s, log = Scaled(), Logged()
+
+def f(x, n):
+    y = x * n  # n varies: it is lifted into the graph
+    s.v = n
+    log.w = n
+    return y * s.v, log.w
+"""
+
+
+@backends()
+def test_a_number_that_varies_stored_through_user_code(backend):
+    values = [1.0, 1.0, 2.0, 3.0, 5.0, 7.0, 7.0]
+    run_case(
+        Case(
+            "number_stored_through_user_code",
+            prog(SETTERS),
+            [step for n in values for step in calls(1, lambda env, n=n: (torch.ones(1), n))],
+            watch=lambda env: (env.ns.s._v, env.ns.log.w, list(env.ns.log.seen)),
+            min_hits=2,
+        ),
+        backend,
+    )
