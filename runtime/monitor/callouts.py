@@ -74,7 +74,10 @@ class Callouts:
             bound.get("message"),
             bound.get("category"),
         )
-        return warnings_blocks.warn_at, located, {}
+        # Where each argument of the call went (its symbol follows it): message, category.
+        names = [*list(_WARN_SIGNATURE.parameters)[: len(args)], *kwargs]
+        moved = {i: {"message": 3, "category": 4}.get(name) for i, name in enumerate(names)}
+        return warnings_blocks.warn_at, located, {}, moved
 
     def _check_replayable_receiver(self, fn: Any, name: str) -> None:
         """A replayed call on an object this run made (``warnings.catch_warnings()``'s
@@ -153,7 +156,7 @@ class Callouts:
                 if self._warnings_block(fn, args):
                     return
                 self._check_replayable_receiver(fn, name)
-                call = (fn, args, kwargs)
+                call = (fn, args, kwargs, None)
                 if fn is warnings.warn:
                     call = self._located_warning(args, kwargs) or call
                 callout = self.tape.record_callout(
@@ -171,7 +174,13 @@ class Callouts:
                 self.tape.unsupported = error
                 self.unsupported.append(self.locate(name, error.category, error.detail))
                 return
-            callout.arg_syms = arg_syms
+            syms, moved = arg_syms, call[3]
+            if moved is not None:  # the call was rewritten: its symbols go where its arguments went
+                for position, sym in syms.items():
+                    if moved.get(position) is None:
+                        self.concretize(sym)
+                syms = {moved[i]: sym for i, sym in syms.items() if moved.get(i) is not None}
+            callout.arg_syms = syms
 
         return after
 
