@@ -18,7 +18,12 @@ from typing import Any
 
 from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture.segments import Unsupported
-from fullgraph.runtime.monitor import annotation_table, speculation, warnings_blocks
+from fullgraph.runtime.monitor import (
+    annotation_table,
+    logging_calls,
+    speculation,
+    warnings_blocks,
+)
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.symbolic.scalars import Sym
 
@@ -159,6 +164,9 @@ class Callouts:
                 call = (fn, args, kwargs, None)
                 if fn is warnings.warn:
                     call = self._located_warning(args, kwargs) or call
+                else:  # a log call, at the user's line
+                    frame = self.frames[-1].frame if self.frames else None
+                    call = logging_calls.located(fn, args, kwargs, frame) or call
                 callout = self.tape.record_callout(
                     call[0],
                     name,
