@@ -261,7 +261,11 @@ class _Body:
             and not self.midguards_done
             and not self._overtaken(callout)
         ):
-            self.held_back.append(f"{call}  {comment} (held back until the mid-guards pass)")
+            # In ``made`` too: a replay that raises later hands the monitoring run it
+            # reruns this result, so the print is not made a second time.
+            self.held_back.append(
+                f"made[{callout.index}] = {call}  {comment} (held back until the mid-guards pass)"
+            )
             return
         if callout.effectful and callout.index <= self.last_midguard and not self.midguards_done:
             # A miss at a later mid-guard must not repeat this effect: the

@@ -174,3 +174,40 @@ def test_print_of_state_the_program_changes_after_it():
         ),
         "eager",
     )
+
+
+HELD_PRINT_THEN_RAISE = """
+import torch
+
+def f(x, idx):
+    h = x * 1
+    print("step", x.sum().item())  # before the mid-guard: held back until it passes
+    h.relu_()  # keeps the next read where it is (not hoisted)
+    if h.max() > 2:
+        y = x * 2
+    else:
+        y = x - 1
+    return y[idx]  # raises for an index out of range
+"""
+
+
+@backends()
+def test_a_held_back_print_is_made_once_when_the_replay_raises_later(backend):
+    # the replay prints, then its graph raises: the program is run again to raise at its
+    # own line, handed the print's result, so the line is printed once
+    steps = [([1.0, 3.0], 0), ([1.0, 4.0], 1), ([1.0, 5.0], 1), ([2.0, 6.0], 7), ([0.0, 1.0], 0)]
+    steps += [([0.0, 2.0], 1), ([1.0, 1.0], 5)]
+    run_case(
+        Case(
+            "held_back_print_made_once_when_the_replay_raises",
+            lambda: program_env(HELD_PRINT_THEN_RAISE, "f", "held_print_then_raise"),
+            [
+                step
+                for values, index in steps
+                for step in calls(
+                    1, lambda env, v=values, i=index: (torch.tensor(v), torch.tensor(i))
+                )
+            ],
+        ),
+        backend,
+    )
