@@ -298,12 +298,12 @@ class CompiledFunction:
                 if self.unrecorded_in_a_row >= UNRECORDED_LIMIT:
                     # Monitoring costs tens of eager calls: a function no call of which
                     # becomes a record (a hook registered on every call) runs eagerly.
-                    self.retried_after_setup = True
                     self._stop_monitoring(
                         f"not compiled: {self.unrecorded_in_a_row} calls in a row could not "
                         f"be recorded; the latest: {error.detail}",
                         report,
                         run,
+                        may_retry=False,
                     )
                 return result
             self._stop_monitoring(f"not compiled: {error.detail}", report, run)
@@ -325,7 +325,9 @@ class CompiledFunction:
         fill_report(report, [record])
         return result
 
-    def _stop_monitoring(self, reason: str, report: Report, run: MonitorRun) -> None:
+    def _stop_monitoring(
+        self, reason: str, report: Report, run: MonitorRun, may_retry: bool = True
+    ) -> None:
         """A run that can't become a record: no more monitoring runs.  Without records
         the function runs eagerly from now on; with some, they still replay the calls
         their guards accept (a model whose config switch reaches an unsupported
@@ -339,7 +341,7 @@ class CompiledFunction:
         such a run leaves the next call one more monitoring run; a second unrecordable
         run stops monitoring as above."""
         report.notes.append(reason)
-        if run.mutations and not self.retried_after_setup:
+        if may_retry and run.mutations and not self.retried_after_setup:
             self.retried_after_setup = True
             self.stats.unrecorded += 1
             self.stats.unrecorded_reason = reason

@@ -26,6 +26,7 @@ from fullgraph.runtime.cpython._common import (
     StackDepthError,
     UnsupportedPythonError,
     free_var_index,
+    handled_operands,
     is_real_opcode,
     nlocalsplus,
     static_depths,
@@ -54,6 +55,7 @@ __all__ = [
     "loaded_depth",
     "nlocalsplus",
     "opcode_exists",
+    "operands_read",
     "pops",
     "registers",
     "replace_stack_item",
@@ -185,3 +187,8 @@ def registers(name: str, since: tuple | None = None, until: tuple | None = None)
             f"{_RUNNING[0]}.{_RUNNING[1]}: give it version bounds"
         )
     return True
+
+
+def operands_read(ins) -> int | None:
+    """Stack slots ``ins`` reads (None: unknown), the handled opcodes included."""
+    return handled_operands(ins) or pops(ins)

@@ -320,3 +320,24 @@ def binary_ops(nb_ops: tuple) -> dict:
         if fn is not None:
             table[index] = (plain_symbol, fn)
     return table
+
+
+# Operands of instructions whose pops the version tables leave to the symbolic
+# handlers (monitor/taint.py models them itself), for code that only needs to know
+# which stack slots the instruction reads.
+_HANDLED_OPERANDS = {
+    "BINARY_OP": 2,
+    "COMPARE_OP": 2,
+    "BINARY_SLICE": 3,
+    "CONVERT_VALUE": 1,
+    "FORMAT_SIMPLE": 1,
+    "FORMAT_WITH_SPEC": 2,
+    "GET_LEN": 1,  # pops nothing, but reads the object under it
+}
+
+
+def handled_operands(ins) -> int | None:
+    """Stack slots a handled instruction reads (None: not one of them)."""
+    if ins.opname == "FORMAT_VALUE":  # the value, and a format spec when flag 4 is set
+        return 2 if ins.arg & 4 else 1
+    return _HANDLED_OPERANDS.get(ins.opname)

@@ -96,7 +96,7 @@ class CallHandling(Callouts):
             # A partial from outside: its function, arguments and keywords decide the
             # call, so they are guarded like the compiled function's own.
             source = self.source_of(fn)
-            self._register_callable(fn, source)
+            self.register_callable(fn, source)
             self.read(AttrSource(source, "func"), fn.func, symbolic=False)
         if custom_functions.is_context_method(fn):
             return None  # ``ctx.save_for_backward(x)`` on the capture's stand-in ctx

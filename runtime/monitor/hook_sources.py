@@ -73,7 +73,7 @@ def _read_hooks(run: Any, hooks: dict, dict_source: Source) -> None:
             isinstance(hook, types.FunctionType) and hasattr(hook, "__wrapped__")
         ):
             # A partial's function, arguments and keywords; a decorator's inner function.
-            run._register_callable(hook, source)
+            run.register_callable(hook, source)
             if isinstance(hook, functools.partial):
                 run.read(AttrSource(source, "func"), hook.func, symbolic=False)
         call = getattr(type(hook), "__call__", None)  # noqa: B004 - the class's, if Python

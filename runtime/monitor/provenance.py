@@ -98,11 +98,11 @@ class Provenance:
             for name, value in target.__kwdefaults__.items():
                 self.read(ItemSource(kwdefaults, name), value, symbolic=False)
 
-    def _register_callable(self, fn: Any, source: Source) -> None:
+    def register_callable(self, fn: Any, source: Source) -> None:
         """The compiled callable and what it carries: a partial's arguments, a method's self."""
         self.register(fn, source)
         if isinstance(fn, functools.partial):
-            self._register_callable(fn.func, AttrSource(source, "func"))
+            self.register_callable(fn.func, AttrSource(source, "func"))
             for i, value in enumerate(fn.args):
                 self.register_root(value, ItemSource(AttrSource(source, "args"), i))
             for name, value in fn.keywords.items():
@@ -113,7 +113,7 @@ class Provenance:
         if wrapped is not None and not isinstance(fn, functools.partial):
             # functools.wraps decorators (torch.inference_mode(), user decorators):
             # the closure cells of the inner function are read through it.
-            self._register_callable(wrapped, AttrSource(source, "__wrapped__"))
+            self.register_callable(wrapped, AttrSource(source, "__wrapped__"))
 
     def source_of(self, value: Any) -> Source | None:
         return self.sources.get(id(value))

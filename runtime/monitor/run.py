@@ -150,7 +150,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
             self.read(HooksSource(RootModuleSource()), module_hooks(module), symbolic=False)
             if not has_user_forward(module):  # e.g. an nn.Sequential root
                 self.guard_library_module(module, RootModuleSource())
-        self._register_callable(fn, RootFunctionSource())
+        self.register_callable(fn, RootFunctionSource())
         if callable_object(fn):  # ``Affine.__call__ = ...``: special methods come from the class
             call = type(fn).__call__
             self.read(AttrSource(TypeOfSource(RootFunctionSource()), "__call__"), call)

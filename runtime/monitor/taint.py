@@ -88,24 +88,11 @@ _MOVES_CONTAINERS = frozenset(
 )
 
 
-# Operands read by instructions the version tables leave to their handlers.
-_READ_OPERANDS = {
-    "BINARY_OP": 2,
-    "COMPARE_OP": 2,
-    "BINARY_SLICE": 3,
-    "FORMAT_VALUE": 2,
-    "CONVERT_VALUE": 1,
-    "FORMAT_SIMPLE": 1,
-    "FORMAT_WITH_SPEC": 2,
-    "GET_LEN": 1,
-}
-
-
 def _read_containers(run: MonitorRun, state: FrameState, ins) -> None:
     """``vals[0]``, ``sum(vals)``, ``"%d-%d" % (n, m)``, ``for v in vals``: an instruction
     that reads a container the run built with symbolic items takes the items' numbers
     where no symbol follows them: those are guarded by value (correct, less reusable)."""
-    pops = _READ_OPERANDS.get(ins.opname) or _pops(ins)
+    pops = cpython.operands_read(ins)
     if not pops:
         return
     for depth in range(min(pops, cpython.stack_depth(state.frame))):
