@@ -127,8 +127,8 @@ NOT_REUSABLE = _category(
     "effect that happens before a value the rest of the run depends on), so the "
     "function is monitored again on every call.",
     "Move the side effect after the data-dependent decision, or out of the function.",
-    example="def forward(self, x):\n    self.bn(x)  # updates running stats in place ...\n    if x.sum().item() > 0:  # ... before a data-dependent decision: FG207\n        ...",
-    use_instead="def forward(self, x):\n    if x.sum().item() > 0:  # decide first\n        ...\n    self.bn(x)",
+    example="def forward(self, h):  # h: an activation that requires grad\n    h.mul_(0.5)  # updates it in place, inside autograd's history ...\n    if h.sum().item() > 0:  # ... before a data-dependent decision: FG207\n        ...",
+    use_instead="def forward(self, h):\n    h = h * 0.5  # a new tensor: nothing from outside changes\n    if h.sum().item() > 0:\n        ...",
 )
 
 AUTOGRAD_STATE_CALL = _category(

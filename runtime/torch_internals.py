@@ -298,3 +298,25 @@ def autocast_state() -> tuple:
     return tuple(
         (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES
     )
+
+
+def unversioned_updates(func, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """Tensors ``func`` updates in place without moving their version counters, which
+    is how the monitor sees other updates: batch norm in training mode updates its
+    running mean and variance in the kernel (``F.batch_norm`` and ``torch.batch_norm``,
+    on CPU and CUDA, as of torch 2.13)."""
+    if func is torch.nn.functional.batch_norm:
+        try:
+            bound = inspect.signature(func).bind(*args, **kwargs)
+        except TypeError:
+            return []
+        bound.apply_defaults()
+        training = bound.arguments["training"]
+        stats = bound.arguments["running_mean"], bound.arguments["running_var"]
+    elif func is torch.batch_norm and len(args) > 5:  # input, weight, bias, mean, var, training
+        training, stats = args[5], (args[3], args[4])
+    else:
+        return []
+    if not training:
+        return []
+    return [t for t in stats if isinstance(t, torch.Tensor)]

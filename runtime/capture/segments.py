@@ -32,6 +32,9 @@ class Segment:
     op_count: int = 0
     op_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     mutates_external: bool = False
+    # Whether each outside tensor it updates can be saved and put back with its values
+    # (not one inside autograd's history: copying back would rewrite that history).
+    restorable: bool = True
     # Placeholders the graph updates in place.  Each is cloned at the top of the
     # graph and the clone returned, so the graph itself has no input mutation
     # (Inductor/AOTAutograd need none); the mock copies the result back.

@@ -277,6 +277,8 @@ class GraphTape:
                 origin = dict(segment.placeholders).get(node)
                 if isinstance(origin, ExternalOrigin):
                     segment.mutates_external = True
+                    if candidate.requires_grad and not candidate.is_leaf:
+                        segment.restorable = False
         segment.updated_storages.update(storage_key(tensor) for tensor in tensors)
 
     def _bind_structure(

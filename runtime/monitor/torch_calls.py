@@ -20,7 +20,11 @@ from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import annotation_table, autograd_calls, speculation
 from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
-from fullgraph.runtime.torch_internals import getset_descriptor_name, tree_flatten
+from fullgraph.runtime.torch_internals import (
+    getset_descriptor_name,
+    tree_flatten,
+    unversioned_updates,
+)
 
 # Tensor calls whose result or effect the guard's checks (type, dtype, device, shape,
 # strides, requires_grad) do not determine.
@@ -165,6 +169,7 @@ class TorchCallRouting:
         if self.tape.unsupported is not None:
             return result
         mutated = [t for t, v in zip(tensors, versions) if _version(t) != v]
+        mutated += [t for t in unversioned_updates(func, args, kwargs) if not _among(t, mutated)]
         try:
             if name in _HIDDEN_STATE_CALLS or prop in _HIDDEN_STATE_CALLS:
                 # Not a function of what the guard checks (memory addresses, autograd
@@ -288,6 +293,10 @@ class TorchCallRouting:
             self.unsupported.append(
                 self.locate(function_name=str(func), category=error.category, detail=error.detail)
             )
+
+
+def _among(tensor: torch.Tensor, tensors: list) -> bool:
+    return any(tensor is t for t in tensors)
 
 
 def _version(tensor: torch.Tensor) -> int | None:

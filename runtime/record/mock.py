@@ -22,9 +22,11 @@ import re
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.data_checks import draws_random
+from fullgraph.runtime.capture.origins import ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import ANOMALY_CHECK_NAN, ANOMALY_ENABLED, GraphTape
 from fullgraph.runtime.monitor.state import Mutation
@@ -85,14 +87,25 @@ def generate_mock(
     # 2. The body: segments and callouts in program order (a data check hoisted in
     #    front of its segment comes after the segment before it).
     callouts = _Body(writer, tape, early)
-    if early:
+    # Outside tensors a graph updates in place before the last callout: saved before
+    # the write-back, so a replay that misses or raises later leaves them as it found
+    # them (BatchNorm's running stats before ``if x.sum() > 0:``).
+    restored = {
+        segment.index
+        for segment in tape.segments
+        if segment.mutates_external
+        and segment.restorable
+        and segment.index <= _segment_of(tape, callouts.last_callout)
+    }
+    undo = bool(early or restored)
+    if undo:
         writer.lines.append(_UNDO_LINE)
     if _draws_before_midguard(tape, callouts.last_midguard):
         # A replay that misses after a graph drew random numbers hands back the
         # generator as it found it: the monitoring run that follows draws them again.
         writer.lines.append("rng = rng_state()  # restored if a mid-guard misses")
         callouts.miss = "return restore_rng(rng)"
-    if early:
+    if undo:
         callouts.miss = f"return U.undo({callouts.miss.removeprefix('return ')})"
     callouts.callouts_after(-1)
     for segment in tape.segments:
@@ -106,16 +119,14 @@ def generate_mock(
                 call = "    " + call
             writer.lines.append(call)
             for origin, index in segment.writebacks:  # in-place updates of inputs
-                writer.lines.append(
-                    f"write_back({writer.origin_expr(origin)}, g{segment.index}[{index}])"
-                )
-            if segment.mutates_external and segment.index <= _segment_of(
-                tape, callouts.last_midguard
-            ):
+                target = writer.origin_expr(origin)
+                if segment.index in restored and isinstance(origin, ExternalOrigin):
+                    writer.lines.append(f"U.tensor({target})  # put back on a miss or a raise")
+                writer.lines.append(f"write_back({target}, g{segment.index}[{index}])")
+            unrestored = segment.mutates_external and segment.index not in restored
+            if unrestored and segment.index <= _segment_of(tape, callouts.last_midguard):
                 callouts.effect_before_midguard = True
-            if segment.mutates_external and segment.index <= _segment_of(
-                tape, callouts.last_callout
-            ):
+            if unrestored and segment.index <= _segment_of(tape, callouts.last_callout):
                 callouts.effect_before_last_callout = True
         callouts.callouts_after(segment.index)
     callouts.effects_before(None)  # those whose values a hoisted data check came before
@@ -137,9 +148,9 @@ def generate_mock(
         )
     rerun_safe = not effect_before_last_callout
     body = writer.lines + tail.lines + tail.effects + _exit_state(tape) + [f"return {returned}"]
-    if early and rerun_safe:
+    if undo and rerun_safe:
         # A replay that raises runs the program again (compiled.py): from the state the
-        # call found, so the stores it made first are taken back.
+        # call found, so the stores and in-place updates it made first are taken back.
         first = body.index(_UNDO_LINE) + 1
         body = (
             [*body[:first], "try:"]
@@ -189,6 +200,13 @@ class _Body:
         before the last mid-guard (which is not held back)."""
         if any(callout.index < p <= self.last_midguard for p in self.store_positions):
             return True  # print(metrics) then metrics["loss"] = v: it prints the old one
+        if _shows_tensor(callout) and any(
+            segment.writebacks
+            for segment in self.tape.segments[
+                callout.segment_before + 1 : _segment_of(self.tape, self.last_midguard) + 1
+            ]
+        ):
+            return True  # print(h) then h.relu_(): held back, it would print the new values
         return any(
             later.effectful and not _output_only(later)
             for later in self.tape.callouts[callout.index + 1 : self.last_midguard + 1]
@@ -294,7 +312,7 @@ def _graph_needed(lines: list[str]) -> int:
     return max((int(m) for line in lines for m in _GRAPH_OUTPUT.findall(line)), default=-1)
 
 
-_UNDO_LINE = "U = Undo()  # the stores made before a callout, taken back on a miss"
+_UNDO_LINE = "U = Undo()  # the stores and updates made before a callout, taken back on a miss"
 _GRAPH_OUTPUT = re.compile(r"\bg(\d+)\[")
 
 
@@ -388,6 +406,11 @@ def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
 
 def _constant_hint(value: Any) -> str:
     return getattr(value, "__name__", None) or type(value).__name__.lower()
+
+
+def _shows_tensor(callout) -> bool:
+    values = list(callout.args) + list(callout.kwargs.values())
+    return any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(values))
 
 
 def _segment_of(tape: GraphTape, callout_index: int) -> int:

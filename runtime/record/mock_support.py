@@ -145,6 +145,12 @@ class Undo:
             old = list(owner)
         self.saved.append((_restore_contents, owner, None, old))
 
+    def tensor(self, target) -> None:
+        """Before a graph's in-place update of a tensor from outside is written back
+        (``self.count += 1`` on a buffer): its values, put back on a miss or a raise,
+        so the program that runs next updates it once."""
+        self.saved.append((_restore_tensor, target, None, target.detach().clone()))
+
     def undo(self, value=MISS):
         """Take back every store made, last first; returns ``value``."""
         saved, self.saved = self.saved, []
@@ -189,6 +195,11 @@ def _restore_cell(cell, _, old) -> None:
             del cell.cell_contents
         except ValueError:
             pass
+
+
+def _restore_tensor(target, _, old) -> None:
+    with torch.no_grad():
+        target.copy_(old)
 
 
 def _restore_length(owner, _, length) -> None:

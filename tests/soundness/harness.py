@@ -313,7 +313,8 @@ def seed_all(seed: int) -> None:
 
 def default_watch(env: Env) -> dict:
     """Every module reachable from the env's attributes (parameters, buffers, grads,
-    training flags) and the plain-data globals of a program loaded from source."""
+    training flags) and the plain-data globals and modules of a program loaded from
+    source."""
     snapshot: dict = {}
     seen: set = set()
     for name, value in vars(env).items():
@@ -324,6 +325,11 @@ def default_watch(env: Env) -> dict:
             snapshot[name] = module_state(value)
         elif name == "ns" and isinstance(value, types.ModuleType):
             snapshot["globals"] = plain_globals(value)
+            for global_name, global_value in vars(value).items():
+                # the program's models and optimizers' modules: what training changes
+                if isinstance(global_value, torch.nn.Module) and id(global_value) not in seen:
+                    seen.add(id(global_value))
+                    snapshot[f"global {global_name}"] = module_state(global_value)
         elif _is_plain(value):
             snapshot[name] = copy_value(value)
     return snapshot

@@ -211,3 +211,31 @@ def test_a_held_back_print_is_made_once_when_the_replay_raises_later(backend):
         ),
         backend,
     )
+
+
+HELD_PRINT_THEN_IN_PLACE = """
+import torch
+
+def f(x):
+    h = x * 2
+    print("h", h)  # before the mid-guard below
+    h.relu_()  # changes the printed tensor after the print
+    if h.sum() > 3:
+        return h + 1
+    return h - 1
+"""
+
+
+@backends()
+def test_a_print_is_not_held_back_past_an_in_place_update_of_its_tensor(backend):
+    # held back until the mid-guard passed, the print showed h after relu_()
+    values = [[-1.0, 2.0], [-3.0, 2.5], [-1.0, 0.5], [-4.0, 3.0], [-2.0, 0.25]]
+    run_case(
+        Case(
+            "held_back_print_before_in_place",
+            lambda: program_env(HELD_PRINT_THEN_IN_PLACE, "f", "held_print_then_in_place"),
+            [step for v in values for step in calls(1, lambda env, v=v: (torch.tensor(v),))],
+            min_hits=2,
+        ),
+        backend,
+    )
