@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import itertools
 import re
+import types
 from typing import Any
 
 import torch
@@ -163,6 +165,13 @@ class MockWriter:
             and not self._varies(value)
         ):
             return literal(value)
+        if made_by_the_run(value):
+            # A closure, partial or bound method the program made holds this call's
+            # values: the first call's object would be handed out on every replay.
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                f"cannot rebuild a {type(value).__name__} created by the program",
+            )
         if isinstance(
             value, (torch.dtype, torch.device, torch.Size, type, slice, range)
         ) or callable(value):
@@ -365,3 +374,17 @@ def _is_literal_text(expr: str) -> bool:
         return True
     except (ValueError, SyntaxError):
         return False
+
+
+def made_by_the_run(value: Any) -> bool:
+    """Whether a callable with no source is one the program made during the call (a
+    nested function or lambda, a partial, a method bound to an object): one that holds
+    what the call computed, unlike a module-level function or a builtin."""
+    if isinstance(value, functools.partial):
+        return True
+    if isinstance(value, types.FunctionType):
+        return value.__closure__ is not None or "<locals>" in value.__qualname__
+    if isinstance(value, (types.MethodType, types.BuiltinMethodType)):
+        owner = getattr(value, "__self__", None)
+        return owner is not None and not isinstance(owner, (types.ModuleType, type))
+    return False

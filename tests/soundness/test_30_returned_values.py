@@ -14,8 +14,10 @@ from functools import partial
 
 import pytest
 import torch
-from harness import Case, backends, calls, run_case
+from harness import Case, backends, calls, load_program, run_case
 from harness import prog as shared_prog
+
+import fullgraph.runtime as fr
 
 prog = partial(shared_prog, name="returned30")
 
@@ -75,3 +77,47 @@ def test_a_training_step_returns_this_steps_loss(backend):
         ),
         backend,
     )
+
+
+MADE_CALLABLES = """
+import functools
+import torch
+
+def closure_over_argument(x):
+    return lambda: (x * 2).sum()
+
+def closure_over_result(x):
+    y = x * 2
+    def inner(z):
+        return z + y
+    return inner
+
+def partial_over_result(x):
+    return functools.partial(torch.add, x * 2)
+
+def bound_method_of_result(x):
+    return (x * 2).add
+"""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "closure_over_argument",
+        "closure_over_result",
+        "partial_over_result",
+        "bound_method_of_result",
+    ],
+)
+def test_a_callable_the_function_makes_holds_this_calls_values(name):
+    # the mock handed out the first call's function (holding the first call's tensors)
+    compiled = fr.compile(getattr(made_callables, name), backend="eager")
+    for i in range(3):
+        x = torch.full((2,), float(i))
+        made = compiled(x)
+        expected = getattr(made_callables, name)(x)
+        args = () if name == "closure_over_argument" else (torch.ones(2),)
+        assert torch.equal(made(*args), expected(*args)), f"call {i}"
+
+
+made_callables = load_program(MADE_CALLABLES, "made_callables30")
