@@ -303,8 +303,8 @@ def autocast_state() -> tuple:
 def unversioned_updates(func, args: tuple, kwargs: dict) -> list[torch.Tensor]:
     """Tensors ``func`` updates in place without moving their version counters, which
     is how the monitor sees other updates: batch norm in training mode updates its
-    running mean and variance in the kernel (``F.batch_norm`` and ``torch.batch_norm``,
-    on CPU and CUDA, as of torch 2.13)."""
+    running mean and variance in the kernel (``F.batch_norm`` and ``torch.batch_norm``;
+    seen on CPU with torch 2.13, and taken as updated on every device)."""
     if func is torch.nn.functional.batch_norm:
         try:
             bound = inspect.signature(func).bind(*args, **kwargs)

@@ -22,7 +22,6 @@ import re
 from typing import Any
 
 import torch
-from torch.utils import _pytree as pytree
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.data_checks import draws_random
@@ -34,7 +33,7 @@ from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
 from fullgraph.runtime.record.mock_values import Effect, MockWriter, Symbols
 from fullgraph.runtime.sources import Source
-from fullgraph.runtime.torch_internals import INFERENCE_MODE
+from fullgraph.runtime.torch_internals import INFERENCE_MODE, tree_flatten
 
 
 @dataclasses.dataclass
@@ -410,7 +409,7 @@ def _constant_hint(value: Any) -> str:
 
 def _shows_tensor(callout) -> bool:
     values = list(callout.args) + list(callout.kwargs.values())
-    return any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(values))
+    return any(isinstance(leaf, torch.Tensor) for leaf in tree_flatten(values)[0])
 
 
 def _segment_of(tape: GraphTape, callout_index: int) -> int:

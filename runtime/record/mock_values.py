@@ -168,10 +168,7 @@ class MockWriter:
         if made_by_the_run(value):
             # A closure, partial or bound method the program made holds this call's
             # values: the first call's object would be handed out on every replay.
-            raise Unsupported(
-                breaks.UNSUPPORTED_CONSTRUCT,
-                f"cannot rebuild a {type(value).__name__} created by the program",
-            )
+            raise _not_rebuildable(type(value))
         if isinstance(
             value, (torch.dtype, torch.device, torch.Size, type, slice, range)
         ) or callable(value):
@@ -269,9 +266,7 @@ class MockWriter:
         ):
             items = ", ".join(f"{k!r}: {self.value(v)}" for k, v in state.items())
             return self._temp(f"make_plain_object({self.ns.name_for(kind)}, {{{items}}})", value)
-        raise Unsupported(
-            breaks.UNSUPPORTED_CONSTRUCT, f"cannot rebuild a {kind.__name__} created by the program"
-        )
+        raise _not_rebuildable(kind)
 
     def stored(self, mutation: Mutation, final: Any) -> str:
         """The value a store left, computed into a local now (its expression when the
@@ -388,3 +383,9 @@ def made_by_the_run(value: Any) -> bool:
         owner = getattr(value, "__self__", None)
         return owner is not None and not isinstance(owner, (types.ModuleType, type))
     return False
+
+
+def _not_rebuildable(kind: type) -> Unsupported:
+    return Unsupported(
+        breaks.UNSUPPORTED_CONSTRUCT, f"cannot rebuild a {kind.__name__} created by the program"
+    )
