@@ -25,6 +25,7 @@ from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
 from fullgraph.runtime.record.records import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
+from fullgraph.runtime.torch_internals import foreign_mode
 
 # Monitoring runs in a row that made no record (each for a reason that may pass: an
 # aliased input, state a call changed) before the function stops being monitored.
@@ -52,6 +53,9 @@ class Stats:
     # Why the latest record the trial judged slower than eager runs eagerly (the calls
     # its guard accepts run the plain function; the function's other records replay).
     slower_than_eager: str | None = None
+    # Why the latest call that ran eagerly for its own sake did (a torch mode no record
+    # captures: a TorchFunctionMode, a dispatch mode such as FlopCounterMode).
+    eager_call_reason: str | None = None
 
 
 class CompiledFunction:
@@ -109,6 +113,11 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self.stats.fallback_reason is not None:
             self.stats.fallbacks += 1
+            return self.fn(*args, **kwargs)
+        mode = foreign_mode()  # torch.device blocks are fine: records check them
+        if mode is not None:
+            self.stats.fallbacks += 1
+            self.stats.eager_call_reason = f"called under {mode}, which no record captures"
             return self.fn(*args, **kwargs)
         if self.trial is None:
             return self._replay_or_monitor(args, kwargs)

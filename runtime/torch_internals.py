@@ -320,3 +320,48 @@ def unversioned_updates(func, args: tuple, kwargs: dict) -> list[torch.Tensor]:
     if not training:
         return []
     return [t for t in stats if isinstance(t, torch.Tensor)]
+
+
+# -- torch modes the caller runs the function under -------------------------------------
+# A ``with torch.device("meta"):`` block and ``torch.set_default_device`` push a
+# DeviceContext torch-function mode, which gives factories without a ``device=`` that
+# device.  Any other mode (a user's TorchFunctionMode, a dispatch mode such as
+# FlopCounterMode) changes what operations do in ways a compiled graph bypasses.
+
+
+def default_devices() -> tuple[str, ...] | None:
+    """The devices of the DeviceContext modes active now, bottom of the stack first
+    (``()``: none); None when some other torch-function or dispatch mode is active."""
+    from torch.utils._device import DeviceContext
+
+    if torch._C._len_torch_dispatch_stack():
+        return None
+    devices = []
+    for position in range(torch._C._len_torch_function_stack()):
+        mode = torch._C._get_function_stack_at(position)
+        if type(mode) is not DeviceContext:
+            return None
+        devices.append(str(mode.device))
+    return tuple(devices)
+
+
+def foreign_mode() -> str | None:
+    """The name of an active torch mode that is not a DeviceContext, if any."""
+    if not torch._C._len_torch_function_stack() and not torch._C._len_torch_dispatch_stack():
+        return None  # every call asks: the common answer without an import
+    from torch.utils._device import DeviceContext
+
+    for position in range(torch._C._len_torch_function_stack()):
+        mode = torch._C._get_function_stack_at(position)
+        if type(mode) is not DeviceContext:
+            return f"torch function mode {type(mode).__qualname__}"
+    if torch._C._len_torch_dispatch_stack():
+        return "a torch dispatch mode"
+    return None
+
+
+def device_constructors() -> set:
+    """The factories a DeviceContext gives its device when they get no ``device=``."""
+    from torch.utils._device import _device_constructors
+
+    return _device_constructors()

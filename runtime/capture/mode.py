@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fullgraph.runtime.torch_internals import TorchFunctionMode
+import torch
+
+from fullgraph.runtime.torch_internals import TorchFunctionMode, device_constructors
 
 # Tensor methods whose result moves tensor data into Python.
 VALUE_READS = frozenset(
@@ -51,15 +53,25 @@ DATA_DEPENDENT = frozenset(
 
 
 class CaptureMode(TorchFunctionMode):
-    """Routes every torch-level call of the monitored run to ``handler``."""
+    """Routes every torch-level call of the monitored run to ``handler``.
 
-    def __init__(self, handler: Callable):
+    ``default_device``: the device of the caller's ``torch.device(...)`` block or
+    ``set_default_device``.  Its mode sits below this one and would add ``device=``
+    to a factory only after the handler recorded the call: the call is handed over
+    with the device the factory will use, so the graph makes its tensors there.
+    """
+
+    def __init__(self, handler: Callable, default_device: torch.device | None = None):
         super().__init__()
         self.handler = handler
         self.paused = False
+        self.default_device = default_device
+        self.constructors = device_constructors() if default_device is not None else ()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if self.paused:
             return func(*args, **kwargs)
+        if func in self.constructors and kwargs.get("device") is None:
+            kwargs = {**kwargs, "device": self.default_device}
         return self.handler(func, args, kwargs)

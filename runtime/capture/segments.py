@@ -83,6 +83,9 @@ class Callout:
     # id(tensor argument) -> its origin when the call was made: an in-place update later
     # in the run rebinds the tensor to the updating node, which runs after the call.
     tensor_origins: dict = dataclasses.field(default_factory=dict)
+    # id(tensor in the result) -> its TensorMeta as returned (a mid-guard checks that,
+    # not what the rest of the run made of it: ``c.requires_grad_()``).
+    result_meta: dict = dataclasses.field(default_factory=dict)
 
     @property
     def splits_graph(self) -> bool:

@@ -33,6 +33,7 @@ from fullgraph.runtime.capture.origins import (
     Origin,
 )
 from fullgraph.runtime.capture.segments import Callout, Segment, Unsupported
+from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.capture.values import (
     holds_tensor,
     is_plain,
@@ -53,6 +54,7 @@ from fullgraph.runtime.torch_internals import (
     AUTOCAST_DEVICES,
     INFERENCE_MODE,
     autocast_state,
+    default_devices,
     enter_autocast_op,
     exit_autocast_op,
     global_state,
@@ -96,6 +98,8 @@ class GraphTape:
         self.entry_grad_mode = torch.is_grad_enabled()
         self.entry_state = {**global_state(), **anomaly_state()}
         self.entry_autocast = autocast_state()
+        # The caller's torch.device(...) blocks (None: under another torch mode).
+        self.entry_devices = default_devices()
         # The state the run returned with (set by finish): the mock leaves it so.
         self.exit_grad_mode = self.entry_grad_mode
         self.exit_anomaly = anomaly_state()
@@ -127,6 +131,11 @@ class GraphTape:
     def computed(self, tensor: torch.Tensor) -> bool:
         """Whether this tape's graphs computed ``tensor`` (rather than took it in)."""
         return isinstance(self.producer.get(id(tensor)), NodeOrigin)
+
+    def computed_in_current_segment(self, tensor: torch.Tensor) -> bool:
+        """Whether the graph being built computed ``tensor`` (it is not one of its inputs)."""
+        origin = self.producer.get(id(tensor))
+        return isinstance(origin, NodeOrigin) and origin.segment == self.current.index
 
     def node_for(self, tensor: torch.Tensor) -> torch.fx.Node:
         segment = self.current
@@ -394,6 +403,7 @@ class GraphTape:
             if isinstance(value, torch.Tensor):
                 self.producer[id(value)] = CalloutOrigin(callout.index, (position,))
                 self.keepalive.append(value)
+                callout.result_meta[id(value)] = TensorMeta.taken(value)
         if not hoisted and not deferred:
             self.segments.append(Segment(len(self.segments)))
         return callout

@@ -340,6 +340,43 @@ FUNCTIONS: dict[str, Annotation] = {
     "torch.get_rng_state": READS_HIDDEN_STATE,
     "torch.random.initial_seed": READS_HIDDEN_STATE,
     "torch.random.get_rng_state": READS_HIDDEN_STATE,
+    # Process-wide torch settings the guard does not check at entry (grad mode, the
+    # default dtype, inference mode, determinism and autocast it does): a record that
+    # branched on one must see the caller's setting, not the first call's.
+    **{
+        f"torch.{name}": READS_HIDDEN_STATE
+        for name in [
+            "get_float32_matmul_precision",
+            "is_deterministic_algorithms_warn_only_enabled",
+            "get_deterministic_debug_mode",
+            "is_warn_always_enabled",
+            "get_default_device",
+        ]
+    },
+    "torch._C._is_multithreading_enabled": READS_HIDDEN_STATE,
+    "torch._C._is_view_replay_enabled": READS_HIDDEN_STATE,
+    # The CUDA device and allocator: change between calls (torch.cuda.set_device, any
+    # allocation), so never a constant of the record.
+    **{
+        name: READS_HIDDEN_STATE
+        for name in [
+            "torch.cuda.current_device",
+            "torch.cuda.get_sync_debug_mode",
+            "torch.cuda.graphs.is_current_stream_capturing",
+            *(
+                f"torch.cuda.memory.{reading}"
+                for reading in [
+                    "memory_allocated",
+                    "max_memory_allocated",
+                    "memory_reserved",
+                    "max_memory_reserved",
+                    "memory_stats",
+                    "memory_cached",
+                    "max_memory_cached",
+                ]
+            ),
+        ]
+    },
     # Reads of the environment and the file system (their modules are EFFECT, whose
     # None results go unchecked): replayed, their result checked, None included.
     **{

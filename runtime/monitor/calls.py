@@ -23,6 +23,7 @@ from fullgraph.runtime.monitor import (
     annotation_table,
     autograd_calls,
     hook_sources,
+    layer_state,
     module_walks,
     speculation,
     symbolic_calls,
@@ -91,6 +92,9 @@ class CallHandling(Callouts):
                     hook_sources.guard_hooks(self, fn, source)
                 else:
                     self.guard_library_module(fn, source)
+                # Stores made by torch code while it runs (weight_norm's hook setting
+                # module.weight) are replayed like the program's own.
+                return layer_state.watch(self, fn, whole_tree=not has_user_forward(fn))
             return None
         if isinstance(fn, functools.partial) and self.source_of(fn) is not None:
             # A partial from outside: its function, arguments and keywords decide the

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.monitor import autograd_calls, hook_sources, method_lookups
 from fullgraph.runtime.monitor.iteration import (
     SNAPSHOT_ITERABLES,
@@ -65,6 +66,10 @@ class Provenance:
             self.sources[id(value)] = source
             self.source_values[source] = value
             self.keepalive.append(value)
+            if isinstance(value, torch.Tensor):  # before the call can change it
+                meta = TensorMeta.taken(value)
+                if meta is not None:
+                    self.entry_meta[id(value)] = meta
 
     def register_root(self, value: Any, source: Source) -> None:
         known = self.sources.get(id(value))

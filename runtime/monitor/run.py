@@ -28,6 +28,7 @@ from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.mode import CaptureMode
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import GraphTape
+from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.monitor.calls import CallHandling
 from fullgraph.runtime.monitor.iteration import (
     IterationTracking,
@@ -57,6 +58,7 @@ from fullgraph.runtime.sources import (
 )
 from fullgraph.runtime.symbolic.scalars import Condition, Leaf, Sym, is_symbolic_number
 from fullgraph.runtime.symbolic.shapes import ShapeTracker
+from fullgraph.runtime.torch_internals import foreign_mode
 
 
 class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, IterationTracking):
@@ -102,6 +104,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.keepalive: list[Any] = []
         self.reads: dict[Source, Any] = {}
         self.source_values: dict[Source, Any] = {}  # what each registered source reached
+        # id -> a registered tensor's metadata when the run met it (the guard checks it).
+        self.entry_meta: dict[int, TensorMeta] = {}
         self.changed_state: dict[type, str] = {}  # kinds of objects a replayed call changed
         self.aliases: list[tuple[Source, Source]] = []
         # Pairs of paths to two objects that must stay two (module_walks.py: a weight
@@ -137,7 +141,10 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
             follow_sizes = bool(dynamic)
         self.shapes = ShapeTracker(self, dynamic or {}) if follow_sizes else None
         self.tape.shapes = self.shapes
-        self.mode = CaptureMode(self.on_torch_call)
+        devices = self.tape.entry_devices
+        self.mode = CaptureMode(self.on_torch_call, torch.device(devices[-1]) if devices else None)
+        if devices is None:  # CompiledFunction runs such calls eagerly; explain() gets here
+            self.not_recordable.append(f"called under {foreign_mode()}")
         self._module_index: dict[int, Source] | None = None
         self.guarded_layers: set[type] = set()  # torch layers whose globals are guarded
         # Hooks for every module run inside any module call the program makes.

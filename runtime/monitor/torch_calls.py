@@ -54,15 +54,32 @@ _HIDDEN_STATE_CALLS = _HIDDEN_STATE_EFFECTS | frozenset(
         "is_set_to",
         "retains_grad",
         "storage_offset",
+        "_base",  # whether the tensor is a view, and of what
+        "output_nr",
+        "_cdata",
+        "is_conj",  # lazy conjugate / negative views: dispatch keys the guard doesn't read
+        "is_neg",
     ]
 )
 # Tensor queries whose result depends on a size (the graph can't be size-generic then).
 _SIZE_READS = frozenset(
     ["shape", "size", "__len__", "numel", "nelement", "stride", "storage_offset"]
 )
-# In-place calls that give a tensor another shape (``set_``, which also gives it other
-# memory, never reaches a torch-function mode: monitor/calls.py refuses it).
-_STORAGE_CHANGES = frozenset(["resize_"])
+# In-place calls that give a tensor another shape or strides (``set_``, which also gives
+# it other memory, never reaches a torch-function mode: monitor/calls.py refuses it).
+_SHAPE_CHANGES = frozenset(
+    [
+        "resize_",
+        "resize_as_",
+        "squeeze_",
+        "unsqueeze_",
+        "t_",
+        "transpose_",
+        "swapdims_",
+        "swapaxes_",
+        "as_strided_",
+    ]
+)
 _POWER_OPS = frozenset(["pow", "pow_", "__pow__", "__ipow__", "float_power"])
 _SIZE_DEPENDENT_OPS = frozenset(["split", "unbind", "tensor_split", "__iter__", "split_with_sizes"])
 
@@ -92,14 +109,15 @@ class TorchCallRouting:
                 self.speculation_problem = self.speculation_problem or effect
                 raise speculation.SpeculationBlocked(effect)
         if (
-            name in _STORAGE_CHANGES
+            name in _SHAPE_CHANGES
             and args
             and isinstance(args[0], torch.Tensor)
-            and not self.tape.computed(args[0])
+            and not self.tape.computed_in_current_segment(args[0])
         ):
-            # ``self.buf.resize_(n)``: a tensor from outside gets another shape, which the
-            # guard at entry (it sees the old metadata) cannot vouch for.
-            self.refuse(f"Tensor.{name} on a tensor from outside the call")
+            # ``x.squeeze_(0)``, ``self.buf.resize_(n)`` on an input of the graph (from
+            # outside, a callout's result, an earlier graph's output): the graph would be
+            # compiled for the shape the input has after the call, not the one it gets.
+            self.refuse(f"Tensor.{name} changes the shape of a tensor the graph takes in")
         sized_by_data = (  # the output's sizes come from the data: nonzero, x[mask]
             name in DATA_DEPENDENT
             or (name == "__getitem__" and _has_mask_index(args))

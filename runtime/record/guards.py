@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.capture.values import is_numpy_scalar
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guard_helpers import storages_apart
@@ -41,6 +42,7 @@ from fullgraph.runtime.sources import (
     base_of,
 )
 from fullgraph.runtime.symbolic.scalars import INT64_MAX, INT64_MIN
+from fullgraph.runtime.torch_internals import default_devices
 
 GUARD_PARAMS = "A, K, M, F"
 
@@ -159,35 +161,46 @@ def module_slot_expr(source: Source, owner: Any, base_name: str) -> str | None:
 
 
 def tensor_check(
-    name: str, tensor: torch.Tensor, ns: Namespace, dynamic_dims: frozenset = frozenset()
+    name: str,
+    tensor: torch.Tensor | TensorMeta,
+    ns: Namespace,
+    dynamic_dims: frozenset = frozenset(),
 ) -> str:
-    """Metadata check; ``dynamic_dims``: sizes the record's graph does not depend on."""
+    """Metadata check; ``dynamic_dims``: sizes the record's graph does not depend on.
+
+    ``tensor``: the metadata the run met (a tensor is read as it is now).
+    """
+    meta = tensor if isinstance(tensor, TensorMeta) else TensorMeta.of(tensor)
     if dynamic_dims:
-        sizes = [f"{name}.dim() == {tensor.dim()}"] + [
+        sizes = [f"{name}.dim() == {meta.dim()}"] + [
             f"{name}.shape[{d}] == {size}"
-            for d, size in enumerate(tensor.shape)
+            for d, size in enumerate(meta.shape)
             if d not in dynamic_dims
         ]
     else:
-        sizes = [f"{name}.shape == {literal(tuple(tensor.shape))}"]
-    if dynamic_dims:  # strides follow the sizes; the layout must still be the same
-        layout = [f"{name}.is_contiguous() is {tensor.is_contiguous()}"]
-    elif 1 not in tensor.shape:  # compiled kernels index memory with these strides
-        layout = [f"{name}.stride() == {literal(tuple(tensor.stride()))}"]
+        sizes = [f"{name}.shape == {literal(meta.shape)}"]
+    if meta.strides is None:  # a sparse tensor: no strides to compare
+        layout = [
+            f"{name}.layout is {ns.bind(meta.layout, str(meta.layout).replace('torch.', ''))}"
+        ]
+    elif dynamic_dims:  # strides follow the sizes; the layout must still be the same
+        layout = [f"{name}.is_contiguous() is {meta.contiguous}"]
+    elif 1 not in meta.shape:  # compiled kernels index memory with these strides
+        layout = [f"{name}.stride() == {literal(meta.strides)}"]
     else:  # along a dimension of size 1 every index is 0: its stride is never used
         # (``ids[:, -1:]`` of a growing sequence has a new one on every step)
         layout = [
             f"{name}.stride({d}) == {stride}"
-            for d, (size, stride) in enumerate(zip(tensor.shape, tensor.stride()))
+            for d, (size, stride) in enumerate(zip(meta.shape, meta.strides))
             if size != 1
         ]
     parts = [
-        f"type({name}) is {ns.name_for(type(tensor))}",
-        f"{name}.dtype is {literal(tensor.dtype)}",
-        f"{name}.device == {ns.expr(tensor.device)}",
+        f"type({name}) is {ns.name_for(meta.type)}",
+        f"{name}.dtype is {literal(meta.dtype)}",
+        f"{name}.device == {ns.expr(meta.device)}",
         *sizes,
         *layout,
-        f"{name}.requires_grad is {tensor.requires_grad}",
+        f"{name}.requires_grad is {meta.requires_grad}",
     ]
     return " and ".join(parts)
 
@@ -195,19 +208,23 @@ def tensor_check(
 def value_check(
     value: Any, source: Source, ns: Namespace, dynamic: dict | None = None
 ) -> tuple[Callable[[str], str], str, NativeLeaf | None]:
-    """The condition that a local still holds what the run read, why, and its native leaf."""
+    """The condition that a local still holds what the run read, why, and its native leaf.
+
+    A tensor is checked against the metadata the run met it with (``TensorMeta``).
+    """
     if isinstance(source, (HooksSource, GlobalHooksSource)):
         if not value:
             return (lambda name: f"bool({name}) is False"), "no hooks", NativeLeaf("no_hooks")
         hooks = ns.bind(value, "hooks_" + source.local_name())
         return (lambda name: f"{name} == {hooks}"), "hooks (identity)", None
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, (torch.Tensor, TensorMeta)):
+        meta = value if isinstance(value, TensorMeta) else TensorMeta.of(value)
         dims = frozenset((dynamic or {}).get(source, ()))
         why = "tensor metadata" + (" (dynamic sizes)" if dims else "")
         return (
-            (lambda name: tensor_check(name, value, ns, dims)),
+            (lambda name: tensor_check(name, meta, ns, dims)),
             why,
-            NativeLeaf("tensor", value, dims),
+            NativeLeaf("tensor", meta, dims),
         )
     if value is None or isinstance(value, bool):
         return (lambda name: f"{name} is {value!r}"), "value", NativeLeaf("id", value)
@@ -328,6 +345,23 @@ def _fixed(text: str) -> Callable[[], str]:
     return lambda: text
 
 
+def _modes_check(devices: tuple[str, ...], ns: Namespace) -> Check:
+    """The torch modes the call runs under are the run's: a ``torch.device(...)`` block
+    or ``set_default_device`` puts factories on its device, and any other mode changes
+    operations in ways a graph does not carry (CompiledFunction runs those eagerly)."""
+    if not devices:
+        return Check(
+            (),
+            _fixed(
+                "torch._C._len_torch_function_stack() == 0"
+                " and torch._C._len_torch_dispatch_stack() == 0"
+            ),
+            "no torch mode is active (torch.device blocks, set_default_device, others)",
+        )
+    helper = ns.bind(default_devices, "default_devices")
+    return Check((), _fixed(f"{helper}() == {devices!r}"), "default device (torch.device blocks)")
+
+
 def generate_guard(
     reads: dict[Source, Any],
     aliases: list[tuple[Source, Source]],
@@ -345,7 +379,11 @@ def generate_guard(
     entry_state: dict | None = None,
     kwargs_ordered: bool = False,
     distinct: list[tuple[Source, Source]] = (),
+    tensor_meta: dict | None = None,
+    entry_devices: tuple[str, ...] = (),
 ) -> GuardCode:
+    """``tensor_meta``: source -> the :class:`TensorMeta` the run first met a tensor
+    read with (the call may have changed it since)."""
     ns = Namespace()
     for name, value in globals_consts.items():
         ns.values[name] = value
@@ -374,6 +412,7 @@ def generate_guard(
     checks.append(
         Check((), _fixed(f"torch.get_default_dtype() is {literal(default_dtype)}"), "default dtype")
     )
+    checks.append(_modes_check(entry_devices, ns))
     for expression, value in (entry_state or {}).items():
         checks.append(Check((), _fixed(f"{expression} is {literal(value)}"), "global torch state"))
     for source, value in reads.items():
@@ -400,7 +439,8 @@ def generate_guard(
                 )
             )
             continue
-        condition, why, leaf = value_check(value, source, ns, dynamic)
+        checked = (tensor_meta or {}).get(source, value)
+        condition, why, leaf = value_check(checked, source, ns, dynamic)
         checks.append(Check((source,), condition, f"{why} of {source.expr()}", leaf))
     for condition in conditions:  # branches taken on symbolic arguments
         checks.append(Check((), _fixed(condition.source(literal)), condition.why))

@@ -379,7 +379,7 @@ def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
     if isinstance(value, torch.Tensor):
         # In a size-generic record the sizes of a callout's tensor are symbols too.
         dims = tape.varying_dims(value) if tape.generic_sizes else frozenset()
-        return tensor_check(name, value, ns, dims)
+        return tensor_check(name, callout.result_meta.get(id(value)) or value, ns, dims)
     if value is None or isinstance(value, bool):
         return f"{name} is {value!r}"
     if is_literal(value):
@@ -395,7 +395,8 @@ def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
                 checks.append(f"{name}[{position}] is None")
             else:
                 dims = tape.varying_dims(item) if tape.generic_sizes else frozenset()
-                checks.append(tensor_check(f"{name}[{position}]", item, ns, dims))
+                meta = callout.result_meta.get(id(item)) or item
+                checks.append(tensor_check(f"{name}[{position}]", meta, ns, dims))
         return " and ".join(checks)
     raise Unsupported(
         breaks.UNSUPPORTED_CONSTRUCT,

@@ -37,6 +37,7 @@ from typing import Any
 
 import torch
 
+from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.record.codegen import Namespace, compile_source
 from fullgraph.runtime.record.guards import Check, GuardCode, GuardRenderer, module_slot_slot
 from fullgraph.runtime.sources import (
@@ -243,15 +244,21 @@ class _TreeBuilder:
             # A dict-length leaf is False, not an error, on a value that is not a dict.
             self._attr(owner, name, source).add_dict_length_check_guard(0, parts, None)
 
-    def _tensor(self, source: Source, tensor: torch.Tensor, dynamic: frozenset, check: Check):
+    def _tensor(self, source: Source, meta: TensorMeta, dynamic: frozenset, check: Check):
+        tensor = meta.example
         if type(tensor).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__:
             raise NotNative  # a wrapper subclass: its metadata lives in Python
+        if not meta.still_describes_example() or meta.strides is None:
+            # torch's tensor-match leaf copies what it checks from an example tensor, and
+            # the call changed this one's metadata (``x.squeeze_()``) since the run met it.
+            self._lambda_leaf(source, check)
+            return
         manager = self.manager(source)
-        sizes = [None if d in dynamic else size for d, size in enumerate(tensor.shape)]
+        sizes = [None if d in dynamic else size for d, size in enumerate(meta.shape)]
         strides = (  # a size-1 dimension's stride is never used (record/guards.py)
-            [None] * tensor.dim()
+            [None] * meta.dim()
             if dynamic
-            else [None if size == 1 else st for size, st in zip(tensor.shape, tensor.stride())]
+            else [None if size == 1 else st for size, st in zip(meta.shape, meta.strides)]
         )
         manager.add_tensor_match_guard(
             tensor,
@@ -260,11 +267,11 @@ class _TreeBuilder:
             source.expr(),
             [check.why],
             None,
-            type(tensor),
+            meta.type,
             torch._C._dispatch_keys(tensor),
         )
         if dynamic:  # the rest of the Python condition: the layout (contiguity)
-            contiguous = tensor.is_contiguous()
+            contiguous = meta.contiguous
             manager.add_lambda_guard(
                 lambda t: t.is_contiguous() is contiguous, [check.why + " (layout)"], None
             )

@@ -23,6 +23,7 @@ from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.data_checks import check_module, draws_random, storage_key
 from fullgraph.runtime.capture.origins import ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
+from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.monitor.symbolic_calls import REPLAYABLE_LIBRARIES
 from fullgraph.runtime.record.codegen import Namespace, compile_source
@@ -198,6 +199,7 @@ def build_record(
     values = _values_by_source(run)
     updated_inputs = _updated_inputs(run, input_sources, values)
     _refuse_views_of_updated_inputs(run, result, updated_inputs, values)
+    tensor_meta = _tensor_meta_of_reads(run)
     # Inputs may have grown while the tail was rebuilt (it can reference new external tensors).
     guard = generate_guard(
         run.reads,
@@ -218,6 +220,8 @@ def build_record(
             run.root_code is not None and run.root_code.co_flags & inspect.CO_VARKEYWORDS
         ),
         distinct=run.distinct,
+        tensor_meta=tensor_meta,
+        entry_devices=run.tape.entry_devices or (),
     )
     if generic and dynamic_backend is not None:
         backend = dynamic_backend
@@ -272,15 +276,25 @@ def build_record(
         ],
         dynamic_shapes=generic,
         tensor_callouts=any(_holds_tensor(c.result) for c in run.tape.callouts),
-        tensor_shapes=[
-            (s, tuple(v.shape)) for s, v in run.reads.items() if isinstance(v, torch.Tensor)
-        ],
+        tensor_shapes=[(s, meta.shape) for s, meta in tensor_meta.items()],
         scalar_reads=[
             (s, v)
             for s, v in run.reads.items()
             if type(v) in (int, float) and s not in run.symbolic_sources
         ],
     )
+
+
+def _tensor_meta_of_reads(run: MonitorRun) -> dict[Source, TensorMeta]:
+    """Source -> the metadata each tensor read had when the run first met it (the call
+    may have changed it since: ``x.squeeze_()``)."""
+    metas = {}
+    for source, value in run.reads.items():
+        if isinstance(value, torch.Tensor):
+            meta = run.entry_meta.get(id(value)) or TensorMeta.taken(value)
+            if meta is not None:  # else the guard reads the tensor as it is
+                metas[source] = meta
+    return metas
 
 
 def _values_by_source(run: MonitorRun) -> dict:

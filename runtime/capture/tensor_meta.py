@@ -1,0 +1,76 @@
+"""What a guard checks of an outside tensor, as the monitoring run first met it.
+
+A call may change its inputs' metadata (``x.requires_grad_(True)``,
+``x.squeeze_(0)``, ``x.detach_()``, ``lin.weight.requires_grad_(False)``), so
+the tensor as it is once the run ends is not what the call was given: a guard
+written from it would accept the inputs the record was not made for.  The
+monitor takes a :class:`TensorMeta` when it first registers a tensor (at entry
+for arguments and a module's parameters), and the guard is written from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorMeta:
+    """A tensor's type, dtype, device, sizes, layout, requires_grad and dispatch keys.
+
+    ``strides`` is None for a tensor without strides (a sparse layout).
+    ``example``: the tensor it was taken from (not compared), which torch's
+    native tensor-match leaf is built from when its metadata did not change.
+    """
+
+    type: type
+    dtype: torch.dtype
+    device: torch.device
+    layout: torch.layout
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    contiguous: bool
+    requires_grad: bool
+    dispatch_keys: str
+    example: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, tensor: torch.Tensor) -> TensorMeta:
+        # The monitor's own query: not seen by its capture mode, nor by a subclass's
+        # __torch_function__ (one may refuse layout queries).
+        with torch._C.DisableTorchFunction():
+            return cls._of(tensor)
+
+    @classmethod
+    def taken(cls, tensor: torch.Tensor) -> TensorMeta | None:
+        """``of``, or None for a tensor without metadata yet (a lazy module's
+        uninitialized parameter) or one whose queries raise."""
+        try:
+            return cls.of(tensor)
+        except Exception:  # noqa: BLE001 - any tensor subclass: its guard reads it later
+            return None
+
+    @classmethod
+    def _of(cls, tensor: torch.Tensor) -> TensorMeta:
+        strided = tensor.layout is torch.strided
+        return cls(
+            type(tensor),
+            tensor.dtype,
+            tensor.device,
+            tensor.layout,
+            tuple(tensor.shape),
+            tuple(tensor.stride()) if strided else None,
+            tensor.is_contiguous() if strided else False,
+            tensor.requires_grad,
+            repr(torch._C._dispatch_keys(tensor)),
+            tensor,
+        )
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def still_describes_example(self) -> bool:
+        """The example tensor has this metadata now (the call did not change it)."""
+        return self.example is not None and TensorMeta.taken(self.example) == self
