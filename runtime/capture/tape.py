@@ -284,7 +284,8 @@ class GraphTape:
                 if node not in segment.mutated_placeholders:
                     segment.mutated_placeholders.append(node)
                 origin = dict(segment.placeholders).get(node)
-                if isinstance(origin, ExternalOrigin):
+                # A callout's result may be outside state too (``p.grad``, a cache).
+                if isinstance(origin, (ExternalOrigin, CalloutOrigin)):
                     segment.mutates_external = True
                     if candidate.requires_grad and not candidate.is_leaf:
                         segment.restorable = False

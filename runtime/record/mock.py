@@ -25,7 +25,7 @@ import torch
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.data_checks import draws_random
-from fullgraph.runtime.capture.origins import ExternalOrigin
+from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import ANOMALY_CHECK_NAN, ANOMALY_ENABLED, GraphTape
 from fullgraph.runtime.monitor.state import Mutation
@@ -119,7 +119,9 @@ def generate_mock(
             writer.lines.append(call)
             for origin, index in segment.writebacks:  # in-place updates of inputs
                 target = writer.origin_expr(origin)
-                if segment.index in restored and isinstance(origin, ExternalOrigin):
+                if segment.index in restored and isinstance(
+                    origin, (ExternalOrigin, CalloutOrigin)
+                ):
                     writer.lines.append(f"U.tensor({target})  # put back on a miss or a raise")
                 writer.lines.append(f"write_back({target}, g{segment.index}[{index}])")
             unrestored = segment.mutates_external and segment.index not in restored

@@ -378,7 +378,10 @@ def copy_value(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         copied = value.detach().clone()
         copied.requires_grad_(value.requires_grad)
-        return _Snap(copied, value.is_leaf, value.grad_fn is not None)
+        # A leaf's .grad is state too (a parameter in a list the program scales the
+        # gradients of); intermediate tensors have none (reading it warns).
+        grad = value.grad.detach().clone() if value.is_leaf and value.grad is not None else None
+        return _Snap(copied, value.is_leaf, value.grad_fn is not None, grad)
     if isinstance(value, torch.Size):
         return value
     if isinstance(value, tuple) and hasattr(value, "_fields"):
@@ -405,6 +408,7 @@ class _Snap:
     tensor: torch.Tensor
     is_leaf: bool
     has_grad_fn: bool
+    grad: torch.Tensor | None = None
 
     def __repr__(self) -> str:
         return repr(self.tensor)
@@ -447,6 +451,7 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
                 f"eager {'set' if expected.has_grad_fn else 'None'}"
             )
         diff(expected.tensor, actual.tensor, where, tolerance, out)
+        diff(expected.grad, actual.grad, f"{where}.grad", tolerance, out)
         return
     if isinstance(expected, _SnapDataclass) and isinstance(actual, _SnapDataclass):
         if expected.cls.__qualname__ != actual.cls.__qualname__:

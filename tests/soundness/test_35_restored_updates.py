@@ -116,3 +116,51 @@ def test_an_outside_tensor_updated_before_a_branch(backend):
         ),
         backend,
     )
+
+
+GRADS_SCALED_IN_A_LOOP = """
+import torch
+
+params = [torch.nn.Parameter(torch.randn(3)) for _ in range(3)]
+
+def set_grads(which):
+    for i, p in enumerate(params):
+        p.grad = torch.full((3,), float(i + 1)) if i in which else None
+
+def f(x):
+    for p in params:
+        if p.grad is not None:
+            p.grad.mul_(0.5)
+    return x * 2
+"""
+
+
+@backends()
+def test_grads_scaled_before_a_later_grad_read(backend):
+    """``p.grad`` is a callout whose result is outside state: the update of the first
+    grads is put back when the replay misses at a later ``is None`` (F103)."""
+
+    def vector(env):
+        return (torch.randn(2),)
+
+    run_case(
+        Case(
+            "grads_scaled_before_a_later_grad_read",
+            prog(GRADS_SCALED_IN_A_LOOP),
+            [
+                *[
+                    step
+                    for _ in range(3)
+                    for step in (execg("set_grads((0, 1, 2))"), *calls(1, vector))
+                ],
+                execg("set_grads((0, 1))"),
+                *calls(1, vector),
+                execg("set_grads((0, 1, 2))"),
+                *calls(1, vector),
+                execg("set_grads((0, 1))"),
+                *calls(1, vector),
+            ],
+            min_hits=3,
+        ),
+        backend,
+    )
