@@ -259,9 +259,11 @@ class CompiledFunction:
             result = self._run_and_record(run, args, kwargs)
         finally:
             if run is not None and run.shapes is not None:
-                result = run.shapes.close(result, run.mutations)
+                result = run.shapes.close(result, run.mutations, run.objects_made())
             if run is not None and run.keeps_sized_by_data_out:
                 self.sized_by_data_in_graph = False
+            if run is not None:
+                run.release()
         return result
 
     def _start_run(self, args: tuple, kwargs: dict, injected: dict | None) -> MonitorRun:

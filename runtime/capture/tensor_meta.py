@@ -22,7 +22,10 @@ class TensorMeta:
 
     ``strides`` is None for a tensor without strides (a sparse layout).
     ``example``: the tensor it was taken from (not compared), which torch's
-    native tensor-match leaf is built from when its metadata did not change.
+    native tensor-match leaf is built from when its metadata did not change;
+    dropped once the guard is built (``forget_example``), so a record does not keep
+    the first call's arguments alive.  (Not a weak reference: a tensor with one
+    cannot be swapped, ``torch.utils.swap_tensors``.)
     """
 
     type: type
@@ -71,6 +74,13 @@ class TensorMeta:
     def dim(self) -> int:
         return len(self.shape)
 
-    def still_describes_example(self) -> bool:
-        """The example tensor has this metadata now (the call did not change it)."""
-        return self.example is not None and TensorMeta.taken(self.example) == self
+    def live_example(self) -> torch.Tensor | None:
+        """The tensor this was taken from, if it still has this metadata (the call did
+        not change it) and was not forgotten yet."""
+        tensor = self.example
+        if tensor is None or TensorMeta.taken(tensor) != self:
+            return None
+        return tensor
+
+    def forget_example(self) -> None:
+        object.__setattr__(self, "example", None)  # frozen for equality, not for this

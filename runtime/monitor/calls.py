@@ -146,6 +146,14 @@ class CallHandling(Callouts):
         ):
             # Code that runs only now (its result is kept) may read a size's number.
             tracker.concretize_all((args, kwargs))
+        if (
+            tracker is not None
+            and not _steps_into(fn, target)
+            and not sizes.keeps_sizes(fn)
+            and sizes.has_size_argument(args, kwargs)
+        ):
+            # Whether it runs now only or is replayed too, it gets the ints eager gives it.
+            cpython.replace_stack_item(state.frame, fn_depth, sizes.with_plain_sizes(fn))
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None
         if module_walks.walk_of(target):
@@ -213,6 +221,9 @@ class CallHandling(Callouts):
             return self._replayed_callout(
                 state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
             )
+        if fn is type and len(args) == 1 and isinstance(args[0], sizes.SizeInt):
+            cpython.replace_stack_item(state.frame, fn_depth, sizes.plain_type)
+            return None
         if fn is len and args and sizes.follows_len(args[0]):
             # len(x) would make a followed size a plain int: x.size(0) keeps it a SizeInt.
             cpython.replace_stack_item(state.frame, fn_depth, sizes.tensor_len)

@@ -102,6 +102,12 @@ class Monitor:
                 state.pending = state.taint_pending = None
                 if run.frames and run.frames[-1] is state:
                     run.frames.pop()
+                # frame -> f_trace (this closure) -> state -> frame is a cycle: the
+                # finished frame and its locals would live until the cyclic collector
+                # ran, where eager frees them on return (a weak reference tells).  The
+                # tracer returned for a "return" event would become f_trace again.
+                frame.f_trace = None
+                return None
             elif event == "exception":
                 on_exception = getattr(state.pending, "on_exception", None)
                 if on_exception is not None and not run.paused:
@@ -115,7 +121,9 @@ class Monitor:
                     run.callout_failed = True
                 state.pending = state.taint_pending = None
                 state.shadow.clear()
-            return trace
+            # Not ``return trace``: a closure naming itself is a cycle that would keep
+            # ``state`` (and its frame) alive after the return; f_trace is this function.
+            return frame.f_trace
 
         return trace
 

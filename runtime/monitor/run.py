@@ -167,6 +167,24 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         for name, value in kwargs.items():
             self.register_root(value, KwargSource(name))
 
+    def objects_made(self) -> list:
+        """The objects of user and library classes the call made."""
+        return [obj for obj in self.keepalive if id(obj) in self.made_objects]
+
+    def release(self) -> None:
+        """Let go of the program's objects once the run is over (its record is built).
+
+        The run sits in reference cycles (its tape and capture mode hold its bound
+        methods), so what it keeps (objects the call made, its frames and their
+        locals, every tensor it met) would outlive the call until the cyclic
+        collector ran: a weak reference or a ``WeakValueDictionary`` would still
+        see an object eager freed on return.  Nothing reads the run afterwards.
+        """
+        for tape in {id(self.tape): self.tape, id(self.main_tape): self.main_tape}.values():
+            tape.__dict__.clear()
+        self.mode.handler = None
+        self.__dict__.clear()
+
     # -- symbolic scalars ----------------------------------------------------
     def symbolic_candidate(self, value: Any) -> bool:
         """A callout result the monitor follows instead of guarding its value right away."""

@@ -245,10 +245,10 @@ class _TreeBuilder:
             self._attr(owner, name, source).add_dict_length_check_guard(0, parts, None)
 
     def _tensor(self, source: Source, meta: TensorMeta, dynamic: frozenset, check: Check):
-        tensor = meta.example
-        if type(tensor).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__:
+        if meta.type.__torch_dispatch__ is not torch.Tensor.__torch_dispatch__:
             raise NotNative  # a wrapper subclass: its metadata lives in Python
-        if not meta.still_describes_example() or meta.strides is None:
+        tensor = meta.live_example()
+        if tensor is None or meta.strides is None:
             # torch's tensor-match leaf copies what it checks from an example tensor, and
             # the call changed this one's metadata (``x.squeeze_()``) since the run met it.
             self._lambda_leaf(source, check)

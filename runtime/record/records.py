@@ -240,6 +240,9 @@ def build_record(
                     _compile(run, segment, gm, examples, backend) if backend else gm.forward
                 )
     namespace.update(compiled_graphs)
+    for gm in graphs:  # compiled: the first call's tensors need not live as long as it
+        for node in gm.graph.nodes:
+            node.meta.pop("example_value", None)
     splits, checks, deferred = run.tape.call_sites()
     check_graphs = {
         f"check{c.index}": check_module(c.check, c.index)
@@ -248,6 +251,11 @@ def build_record(
     }
     namespace.update({name: gm.forward for name, gm in check_graphs.items()})  # eager: tiny
     guard_fn = build_guard(guard, str(record_id))
+    # Later renderings (explanations) ask the values only which paths are a module's
+    # slots: the record keeps no other object of the first call alive (its arguments).
+    guard.values = {s: v for s, v in guard.values.items() if isinstance(v, torch.nn.Module)}
+    for meta in tensor_meta.values():
+        meta.forget_example()
     mock_fn = compile_source(mock.source, namespace, "mock", f"<fullgraph mock {record_id}>")
     return Record(
         guard_source=guard.source,

@@ -79,12 +79,17 @@ class ShapeTracker:
         if self.failure is None:
             self.failure = why
 
-    def close(self, result: Any, mutations: list) -> Any:
+    def close(self, result: Any, mutations: list, made: list = ()) -> Any:
         """The run is over: sizes left in the program's hands become plain ints.
 
         Returns ``result`` with its sizes as ints; the sizes the run stored into
-        attributes or containers are replaced there too (the same numbers)."""
+        attributes or containers, and into the attributes of the objects it made
+        (``made``: ``Frozen(x.shape[0])``), are replaced there too (the same numbers)."""
         self.closed = True
+        for obj in made:
+            attributes = getattr(obj, "__dict__", None)
+            if isinstance(attributes, dict):
+                _plain_items(attributes)
         for mutation in mutations:
             try:
                 if mutation.kind == "setattr":
@@ -259,7 +264,7 @@ class ShapeTracker:
                 self.concretize(leaf)
 
     def concretize(self, size: SizeInt) -> None:
-        if self.run.paused or self.closed or self.formatting:
+        if self.closed or self.run.paused or self.formatting:  # closed: the run is gone
             return
         self.run.add_condition(
             Condition(

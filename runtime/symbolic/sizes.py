@@ -133,6 +133,10 @@ class SizeInt(int):
     def plain(self) -> int:
         return int.__int__(self)
 
+    @property
+    def __class__(self):  # ``n.__class__ is int`` as for eager's size (``type(n)``: calls.py)
+        return int
+
     def _combine(self, other: Any, symbol: str, reflected: bool = False):
         if self.tracker.closed:  # the run is over: an ordinary int from now on
             left, right = (other, self.plain) if reflected else (self.plain, other)
@@ -354,6 +358,30 @@ def plain(value: Any) -> Any:
     return map_sizes(value, lambda size: size.plain)
 
 
+def _plain_argument(value: Any) -> Any:
+    if isinstance(value, SizeInt):
+        return value.plain
+    if type(value) is tuple and any(isinstance(item, (SizeInt, tuple)) for item in value):
+        return tuple(_plain_argument(item) for item in value)
+    return value  # a list or dict is passed as itself: the callee may change it
+
+
+def has_size_argument(args: tuple, kwargs: dict) -> bool:
+    return any(_plain_argument(value) is not value for value in (*args, *kwargs.values()))
+
+
+def with_plain_sizes(fn: Any) -> Any:
+    """``fn`` called with its size arguments as the plain ints eager gives it (top level
+    and inside tuples): code the monitor does not step into would otherwise see an int
+    subclass (``functools.lru_cache`` keys one apart from the int, C code checks the
+    exact type).  The monitor still sees the sizes, in the arguments it recorded."""
+
+    def call(*args, **kwargs):
+        return fn(*map(_plain_argument, args), **{k: _plain_argument(v) for k, v in kwargs.items()})
+
+    return call
+
+
 # Callees that keep a size's identity or use it only through its own methods.
 _TRANSPARENT_BUILTINS = (isinstance, type, id, len, print, tuple, list, max, min, sum, getattr)
 _TRANSPARENT_METHODS = frozenset(
@@ -414,6 +442,13 @@ def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], A
 def follows_len(value: Any) -> bool:
     """``len(x)`` of a tensor whose first size may be followed as a symbol."""
     return isinstance(value, torch.Tensor) and value.dim() > 0
+
+
+def plain_type(*args):
+    """``type(n)`` of a followed size is ``int``, as eager's (``type(n) is int``)."""
+    if len(args) == 1 and isinstance(args[0], SizeInt):
+        return int
+    return type(*args)
 
 
 def tensor_len(tensor: torch.Tensor) -> int:

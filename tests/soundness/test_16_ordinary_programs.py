@@ -2932,7 +2932,7 @@ def f(x):
 """
 
 
-@backends(xfail="F52: a size stored by an lru_cache'd helper leaks SizeInt (F29 again)")
+@backends()
 def test_lru_cached_helper(backend):
     run_case(
         Case(
