@@ -297,7 +297,6 @@ class CompiledFunction:
                 self.backend,
                 len(args),
                 tuple(kwargs),
-                self.dynamic,
                 self.dynamic_backend,
             )
         except RecordError as error:

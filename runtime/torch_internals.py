@@ -180,10 +180,14 @@ def fake_mode_with_symbols():
 def fake_run(mode):
     """Run torch calls on fake tensors the way Dynamo does: with the Python dispatcher,
     whose size-generic decompositions (``constant_pad_nd``, ``lstm`` ...) keep sizes
-    symbolic where some C++ meta functions would fix them to today's numbers."""
+    symbolic where some C++ meta functions would fix them to today's numbers.
+
+    Without grad: only sizes are wanted, and an op on fakes that saved tensors for
+    backward would be seen by the program's saved-tensor hooks (``checkpoint``
+    counts them and refuses a recomputation that saves fewer)."""
     from torch._dispatch.python import enable_python_dispatcher
 
-    with mode, enable_python_dispatcher():
+    with torch.no_grad(), mode, enable_python_dispatcher():
         yield
 
 

@@ -155,11 +155,11 @@ def build_record(
     backend: Backend | None,
     arg_count: int,
     kwarg_names: tuple[str, ...],
-    dynamic: dict | None = None,
     dynamic_backend: Backend | None = None,
 ) -> Record:
-    """``dynamic``: {source: dims} whose sizes changed between calls; used (with
-    ``dynamic_backend``) only when every size the program read was followed symbolically."""
+    """``dynamic_backend`` compiles the graphs when the record is size-generic (every size
+    the program read was followed symbolically); the guard then lets vary only the
+    dimensions the run followed (``ShapeTracker.followed_dims``)."""
     if run.tape.unsupported is not None:
         where = run.unsupported[0] if run.unsupported else None
         raise RecordError(where, run.tape.unsupported.detail)
@@ -213,7 +213,7 @@ def build_record(
         run.symbolic_sources,
         run.entry_conditions,
         updated_inputs,
-        dynamic=dynamic if generic else None,
+        dynamic=run.shapes.followed_dims() if generic else None,
         values=values,
         entry_state=run.tape.entry_state,
         kwargs_ordered=bool(

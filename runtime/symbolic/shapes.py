@@ -106,6 +106,15 @@ class ShapeTracker:
                 continue
         return plain(result) if holds_size(result) else result
 
+    def followed_dims(self) -> dict[Source, set[int]]:
+        """The input dimensions whose sizes are symbols (the guard lets only those vary;
+        a size that changed but is not followed, as a global tensor's, is a constant)."""
+        dims: dict[Source, set[int]] = {}
+        for leaf in self.symbols.values():
+            if not isinstance(leaf.source, CalloutResultSource):
+                dims.setdefault(leaf.source, set()).add(leaf.dim)
+        return dims
+
     # -- fakes --------------------------------------------------------------
     def fake_of(self, tensor: torch.Tensor, source: Source | None) -> torch.Tensor:
         fake = self.fakes.get(id(tensor))
