@@ -354,6 +354,8 @@ FUNCTIONS: dict[str, Annotation] = {
         ]
     },
     "torch._C._is_multithreading_enabled": READS_HIDDEN_STATE,
+    # An lru_cache's counters move with every call of it, replays included.
+    "functools._lru_cache_wrapper.cache_info": READS_HIDDEN_STATE,
     "torch._C._is_view_replay_enabled": READS_HIDDEN_STATE,
     # The CUDA device and allocator: change between calls (torch.cuda.set_device, any
     # allocation), so never a constant of the record.
@@ -431,6 +433,8 @@ FUNCTIONS: dict[str, Annotation] = {
             ("torch.set_default_device", "changes the device later tensors are made on"),
             ("torch.set_float32_matmul_precision", "changes how later matmuls compute"),
             ("torch._tensor_str.printoptions", "sets print options a replay's prints would miss"),
+            ("contextlib.redirect_stdout", "redirects sys.stdout, which a replay's prints miss"),
+            ("contextlib.redirect_stderr", "redirects sys.stderr, which a replay's prints miss"),
             # A replay draws a graph's random numbers in one go, without the restore.
             ("torch.set_rng_state", "restores the random state between random draws"),
             ("torch.random.set_rng_state", "restores the random state between random draws"),

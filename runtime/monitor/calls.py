@@ -170,6 +170,10 @@ class CallHandling(Callouts):
         ):
             # A user class (its __init__ is stepped into) or a Python class of a library
             # (warnings.catch_warnings): either way an object this run makes.
+            known = annotation_table.FUNCTIONS.get(annotation_table.qualified_name(fn))
+            if known is not None and known.refuses is not None:  # contextlib.redirect_stdout
+                self.refuse(f"{annotation_table.qualified_name(fn)} {known.refuses}")
+                return None
             unobserved_reads.read_by_constructor(self, fn, args, kwargs)
             return self._noting_made(None, result, (fn, args, kwargs))
         receiver = getattr(fn, "__self__", None)

@@ -53,6 +53,8 @@ class Monitor:
             return None
         if not is_user_code(frame.f_code) or frame.f_code in self.ignored_codes:
             return None
+        if frame.f_globals.get("__name__", "").startswith("fullgraph."):
+            return None  # fullgraph's own generated code (its dataclasses' __init__)
         state = FrameState(frame)
         callee = cpython.frame_function(frame)
         if callee is not None and (callee.__defaults__ or callee.__kwdefaults__):

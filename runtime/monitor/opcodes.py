@@ -15,11 +15,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import method_lookups, speculation
+from fullgraph.runtime.monitor import closure_sources, method_lookups, speculation
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
-from fullgraph.runtime.sources import CellSource, ConstSource, ItemSource, TypeOfSource
+from fullgraph.runtime.sources import ConstSource, ItemSource, TypeOfSource
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -138,9 +138,9 @@ def load_deref(run, state, ins) -> After:
         cell = function.__closure__[index]
         if id(cell) in run.written_cells:
             return
-        fn_source = run.source_of(function)
-        if fn_source is not None:
-            run.read(CellSource(fn_source, index), tos(state))
+        source = closure_sources.cell_source(run, function, index)
+        if source is not None:
+            run.read(source, tos(state))
 
     return after
 
@@ -153,11 +153,23 @@ def store_deref(run, state, ins) -> After:
         cell = function.__closure__[index]
         if run.speculating is not None:
             return speculation.undo_cell_store(run, cell)
-        fn_source = run.source_of(function)
+        source = closure_sources.cell_source(run, function, index)
         run.written_cells.add(id(cell))
-        if fn_source is not None:
-            run.mutate_cell(CellSource(fn_source, index), cell)
+        if source is not None:
+            run.mutate_cell(source, cell)
     return None
+
+
+@handles("MAKE_FUNCTION")
+def make_function(run, state, ins) -> After:
+    maker = cpython.frame_function(state.frame)
+
+    def after() -> None:
+        made = tos(state)
+        if isinstance(made, types.FunctionType):  # its cells: the maker's, or new ones
+            run.made_functions[id(made)] = (made, maker)
+
+    return after
 
 
 def _blocked_store(run, state, depth: int, what: str) -> bool:

@@ -117,6 +117,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.made_objects: dict[int, tuple] = {}
         self.written: set[tuple[int, Any]] = set()
         self.written_cells: set[int] = set()
+        # id -> (function, the function whose frame made it), for functions made now.
+        self.made_functions: dict[int, tuple] = {}
         self.written_containers: set[int] = set()
         # Why this run's state can't become a record (a container read after a call
         # changed it wholesale, a read through state a replayed call changed): the

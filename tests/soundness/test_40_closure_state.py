@@ -1,0 +1,157 @@
+"""Class 40: outside state reached only through closures, and output redirected.
+
+A method of a class defined in a factory, or an inner function a helper makes
+on each call, appends to a list captured from outside the call.  The monitor
+gave closure cells a path only through a function that had a source, so the
+list had none: the append was neither replayed nor guarded, and every replay
+dropped it (found by a probe of Python-level programs).  Cells now get a path
+through the class the method is found on, or through the function that made
+the inner function; a cell with no path refuses the record.  Also here:
+``print`` inside ``contextlib.redirect_stdout`` (a replay printed to the real
+stdout) and a program that reads its ``lru_cache``'s counters.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from harness import Case, backends, calls, run_case
+from harness import prog as shared_prog
+
+prog = partial(shared_prog, name="closures40")
+
+
+def fresh(env):
+    return (torch.randn(3),)
+
+
+METHOD_CLOSURE = """
+import torch
+
+def make():
+    log = []
+
+    class Recorder:
+        def go(self, x):
+            log.append(round(float(x.sum()), 4))
+            return 2
+
+        @classmethod
+        def tag(cls):
+            log.append("tag")
+            return 1
+
+        @property
+        def scale(self):
+            log.append("scale")
+            return 3
+
+    def f(x):
+        r = Recorder()
+        return x * r.go(x) * Recorder.tag() * r.scale
+
+    return f, log
+
+f, log = make()
+"""
+
+
+@backends()
+def test_a_method_appends_to_a_list_in_its_closure(backend):
+    run_case(
+        Case(
+            "a_method_appends_to_a_list_in_its_closure",
+            prog(METHOD_CLOSURE),
+            calls(4, fresh),
+            min_hits=2,
+        ),
+        backend,
+    )
+
+
+INNER_FUNCTION = """
+import torch
+
+def make():
+    log = []
+
+    def helper(x):
+        def inner():
+            log.append("inner")
+        inner()
+        return x + 1
+
+    def f(x):
+        return helper(x) * 2
+
+    return f, log
+
+f, log = make()
+"""
+
+
+@backends()
+def test_an_inner_function_made_by_a_helper_appends_to_a_list(backend):
+    run_case(
+        Case(
+            "an_inner_function_made_by_a_helper_appends_to_a_list",
+            prog(INNER_FUNCTION),
+            calls(4, fresh),
+            min_hits=2,
+        ),
+        backend,
+    )
+
+
+REDIRECTED_PRINT = """
+import contextlib
+import io
+import torch
+
+buf = io.StringIO()
+
+def f(x):
+    with contextlib.redirect_stdout(buf):
+        print("sum", round(float(x.sum()), 4))
+    return x * 2
+"""
+
+
+@backends()
+def test_print_under_redirect_stdout(backend):
+    run_case(
+        Case(
+            "print_under_redirect_stdout",
+            prog(REDIRECTED_PRINT),
+            calls(3, fresh),
+            watch=lambda env: env.ns.buf.getvalue(),
+        ),
+        backend,
+    )
+
+
+CACHE_COUNTERS = """
+import functools
+import torch
+
+@functools.lru_cache(maxsize=2)
+def mask(n):
+    return torch.tril(torch.ones(n, n))
+
+def f(x):
+    m = mask(x.shape[0])
+    return x @ m, mask.cache_info().hits
+"""
+
+
+@backends()
+def test_a_program_reads_its_lru_cache_counters(backend):
+    run_case(
+        Case(
+            "a_program_reads_its_lru_cache_counters",
+            prog(CACHE_COUNTERS),
+            calls(4, lambda env: (torch.ones(3, 3),)),
+        ),
+        backend,
+    )
