@@ -22,6 +22,7 @@ from fullgraph.runtime.eager_check import EagerTrial, timed
 from fullgraph.runtime.monitor import autograd_calls
 from fullgraph.runtime.monitor.driver import Monitor
 from fullgraph.runtime.monitor.run import MonitorRun
+from fullgraph.runtime.record import native_guards
 from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
 from fullgraph.runtime.record.records import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
@@ -73,6 +74,7 @@ class CompiledFunction:
         eager_check: bool = True,
     ):
         cpython.check_supported()
+        native_guards.prepare()
         self.backend_name, self.backend = resolve(backend)
         self.dynamic_backend = dynamic_variant(self.backend_name, self.backend)
         self.module = target if isinstance(target, torch.nn.Module) else None

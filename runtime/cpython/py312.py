@@ -57,6 +57,9 @@ def start_tracing(tracer) -> None:
         sys.settrace(tracer)
     finally:
         frame.f_trace_opcodes = False
+        # A frame holding itself is a cycle: its callers' frames (the monitored call's
+        # arguments) would live until the cyclic collector ran.
+        del frame
 
 
 def stop_tracing(previous) -> None:

@@ -131,6 +131,17 @@ class ParityGuard:
         return expected
 
 
+def prepare() -> None:
+    """Import torch's guard managers now (``compile()`` calls this), not while the first
+    record is built: the import keeps the frames it ran under alive (torch holds them),
+    which in a monitored call are the program's frames and everything they hold."""
+    if not DISABLED:
+        try:
+            import torch._dynamo.guards  # noqa: F401
+        except Exception:  # noqa: BLE001, S110 - build_guard falls back to the Python guard
+            pass
+
+
 def build_guard(code: GuardCode, label: str) -> Callable:
     """The guard to run: native when torch's guard managers take every native check.
 

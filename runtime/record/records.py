@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 import itertools
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -219,7 +220,7 @@ def build_record(
         kwargs_ordered=bool(
             run.root_code is not None and run.root_code.co_flags & inspect.CO_VARKEYWORDS
         ),
-        distinct=run.distinct,
+        distinct=run.distinct + _mutated_apart(run),
         tensor_meta=tensor_meta,
         entry_devices=run.tape.entry_devices or (),
     )
@@ -291,6 +292,37 @@ def build_record(
             if type(v) in (int, float) and s not in run.symbolic_sources
         ],
     )
+
+
+# Slots of a module's own bookkeeping: never an object the program passes around.
+_MODULE_SLOTS = frozenset(["_modules", "_parameters", "_buffers", "__dict__"])
+
+
+def _mutated_apart(run: MonitorRun) -> list[tuple[Source, Source]]:
+    """Pairs of paths that must reach two objects: each outside object the call changed
+    (not a tensor: those are kept apart by storage) and every other object of its
+    exact type the run reached.  Were they one object (``f(xs, ys)`` called as
+    ``f(l, l)``, an argument that is also the global the function reads), the change
+    through one path would show through the other, which a record made for two
+    objects does not replay."""
+    mutated = {}
+    for mutation in run.mutations:
+        owner = mutation.owner
+        if mutation.kind in ("setglobal", "setcell"):
+            continue  # a module's globals, a closure cell: not objects passed around
+        if not isinstance(owner, torch.Tensor) and mutation.target is not None:
+            mutated.setdefault(id(owner), (mutation.target, owner))
+    pairs = []
+    for target, owner in mutated.values():
+        for source, value in run.source_values.items():
+            if (
+                type(value) is type(owner)
+                and value is not owner
+                and getattr(source, "name", None) not in _MODULE_SLOTS
+                and not isinstance(value, (type, types.ModuleType, types.FunctionType))
+            ):
+                pairs.append((target, source))
+    return pairs
 
 
 def _tensor_meta_of_reads(run: MonitorRun) -> dict[Source, TensorMeta]:

@@ -384,3 +384,67 @@ def test_a_function_rebound_in_the_module_that_calls_it(backend):
         ),
         backend,
     )
+
+
+# ---------------------------------------------------------------------------
+# Python objects (not tensors) changed through one path and read through another:
+# a record made for two objects must not replay for one (found by a probe).
+
+ARGUMENT_IS_THE_GLOBAL = """
+import torch
+
+class Settings:
+    def __init__(self):
+        self.k = 1.0
+
+G = Settings()
+
+def f(x, o):
+    o.k = o.k + 1
+    return x * G.k
+"""
+
+
+@backends()
+def test_an_object_argument_that_is_also_the_global_read(backend):
+    run_case(
+        Case(
+            "an_object_argument_that_is_also_the_global_read",
+            prog(ARGUMENT_IS_THE_GLOBAL),
+            [
+                *calls(2, lambda env: (torch.ones(2), env.ns.Settings())),
+                Call(lambda env: (torch.ones(2), env.ns.G), label="f(x, G)"),
+                *calls(2, lambda env: (torch.ones(2), env.ns.Settings())),
+            ],
+            min_hits=1,
+        ),
+        backend,
+    )
+
+
+ONE_LIST_TWICE = """
+def f(xs, ys):
+    xs.append(0)
+    return len(ys)
+"""
+
+
+@backends()
+def test_two_list_arguments_that_are_one_list(backend):
+    def one_list(env):
+        shared = []
+        return shared, shared
+
+    run_case(
+        Case(
+            "two_list_arguments_that_are_one_list",
+            prog(ONE_LIST_TWICE),
+            [
+                *calls(2, lambda env: ([], [])),
+                Call(one_list, label="f(l, l)"),
+                *calls(2, lambda env: ([], [])),
+            ],
+            min_hits=1,
+        ),
+        backend,
+    )
