@@ -307,6 +307,9 @@ MODULES: dict[str, Annotation] = {
     "numpy.random": EFFECT,
 }
 
+# Builtin containers whose bound methods may change them (``xs.append``).
+MUTABLE_BUILTINS = (list, dict, set, bytearray, collections.deque)
+
 # Methods of ``object`` itself, reached through ``super().__getattribute__(name)``
 # and friends: attribute access, handled like getattr/setattr by the monitor.
 OBJECT_METHODS: dict[str, Annotation] = {

@@ -22,6 +22,7 @@ from fullgraph.runtime.capture import custom_functions, higher_order
 from fullgraph.runtime.monitor import (
     annotation_table,
     autograd_calls,
+    handed_callables,
     hook_sources,
     layer_state,
     module_walks,
@@ -184,6 +185,7 @@ class CallHandling(Callouts):
             if getattr(fn, "__name__", "") == "set_":  # torch's function modes never see it
                 self.refuse("Tensor.set_ gives a tensor other memory, which no graph records")
             return None  # a tensor method: captured by the mode
+        handed_callables.guard(self, fn, args, kwargs)
         if isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None:
             # Standard-library Python, run unobserved: what it reads must still be guarded.
             everything = (receiver, *args, *kwargs.values())

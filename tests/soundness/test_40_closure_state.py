@@ -8,7 +8,10 @@ dropped it (found by a probe of Python-level programs).  Cells now get a path
 through the class the method is found on, or through the function that made
 the inner function; a cell with no path refuses the record.  Also here:
 ``print`` inside ``contextlib.redirect_stdout`` (a replay printed to the real
-stdout) and a program that reads its ``lru_cache``'s counters.
+stdout), a program that reads its ``lru_cache``'s counters, and callables
+handed to code the monitor does not see (``map(log.append, xs)``,
+``ExitStack.callback``, ``max(items, key=operator.attrgetter("s"))``), which
+changed or read outside state unseen.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from harness import Case, backends, calls, run_case
+from harness import Case, backends, calls, execg, run_case
 from harness import prog as shared_prog
 
 prog = partial(shared_prog, name="closures40")
@@ -152,6 +155,81 @@ def test_a_program_reads_its_lru_cache_counters(backend):
             "a_program_reads_its_lru_cache_counters",
             prog(CACHE_COUNTERS),
             calls(4, lambda env: (torch.ones(3, 3),)),
+        ),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Callables handed to code the monitor does not see: C code (map, partial, max's
+# key) or unobserved library Python (ExitStack.callback) calls them unseen.
+
+HANDED_APPEND = """
+import contextlib
+import functools
+import torch
+
+log = []
+
+def f(x):
+    functools.partial(log.append, "partial")()
+    list(map(log.append, ["map"]))
+    with contextlib.ExitStack() as stack:
+        stack.callback(log.append, "callback")
+        return x * 2
+"""
+
+
+@backends()
+def test_an_outside_lists_append_handed_to_unseen_code(backend):
+    run_case(
+        Case(
+            "an_outside_lists_append_handed_to_unseen_code",
+            prog(HANDED_APPEND),
+            calls(3, fresh),
+        ),
+        backend,
+    )
+
+
+ATTRGETTER_READS = """
+import operator
+import torch
+
+class Item:
+    def __init__(self, s):
+        self.s = s
+
+class Config:
+    scale = 2.0
+
+cfg = Config()
+items = [Item(1.0), Item(2.0)]
+table = {"a": 2.0}
+get_scale = operator.attrgetter("scale")
+
+def f(x):
+    best = max(items, key=operator.attrgetter("s")).s
+    return x * get_scale(cfg) * best * sum(map(table.get, ["a"]))
+"""
+
+
+@backends()
+def test_reads_made_by_c_code_for_the_program(backend):
+    run_case(
+        Case(
+            "reads_made_by_c_code_for_the_program",
+            prog(ATTRGETTER_READS),
+            [
+                *calls(2, fresh),
+                execg("items[0].s = 9.0"),
+                *calls(2, fresh),
+                execg("cfg.scale = 5.0"),
+                *calls(2, fresh),
+                execg("table['a'] = 3.0"),
+                *calls(2, fresh),
+            ],
+            min_hits=3,
         ),
         backend,
     )

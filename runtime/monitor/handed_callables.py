@@ -1,0 +1,82 @@
+"""Callables handed to code the monitor does not see, which that code may call unseen.
+
+``map(log.append, xs)``, ``functools.partial(d.get, k)``,
+``stack.callback(log.append, v)``, ``max(items, key=operator.attrgetter("s"))``,
+``operator.attrgetter("scale")(cfg)``: C code or unobserved library Python
+calls the program's callable, and what it changes or reads is outside the
+monitor's sight.  A container's method that changes an outside container
+refuses the record; one that reads it guards the container whole; an
+``attrgetter``'s attributes are read here, of every outside object it may be
+given; ``getattr`` itself handed over refuses the record.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from typing import Any
+
+from fullgraph.runtime.monitor import annotation_table
+from fullgraph.runtime.sources import ItemSource
+
+
+def guard(run: Any, fn: Any, args: tuple, kwargs: dict) -> None:
+    """Before ``fn(*args, **kwargs)``, a call the monitor does not step into."""
+    if isinstance(fn, operator.attrgetter) and args:  # ``get(cfg)``: it reads, in C
+        _attrgetter_reads(run, fn, args[:1])
+    values = (*args, *kwargs.values())
+    for value in values:
+        if value is getattr:  # ``partial(getattr, cfg)``, ``map(getattr, objs, names)``
+            run.refuse(f"getattr is handed to {annotation_table.qualified_name(fn)}")
+        elif isinstance(value, operator.attrgetter):  # ``max(items, key=attrgetter("s"))``
+            for other in values:
+                _attrgetter_reads(run, value, _objects_in(run, other))
+        elif isinstance(value, types.BuiltinMethodType):
+            _container_method(run, fn, value)
+
+
+def _container_method(run: Any, fn: Any, method: Any) -> None:
+    owner = getattr(method, "__self__", None)
+    if not isinstance(owner, annotation_table.MUTABLE_BUILTINS):
+        return
+    if run.source_of(owner) is None:
+        return  # a container the call made: nothing outside to change or read
+    annotation = annotation_table.lookup(method)
+    if annotation is not None and (annotation.mutates or not annotation.pure):
+        run.refuse(
+            f"{annotation_table.qualified_name(method)} of an outside container is "
+            f"handed to {annotation_table.qualified_name(fn)}, which may call it unseen"
+        )
+    else:
+        run.read_whole(owner)
+
+
+def _objects_in(run: Any, value: Any) -> list:
+    """``value``, or the items of a list or tuple from outside (each read, so it has a
+    path: ``max`` hands them to the key one by one)."""
+    if type(value) not in (list, tuple):
+        return [value]
+    source = run.source_of(value)
+    if source is None:
+        return list(value)
+    for index, item in enumerate(value):
+        if run.source_of(item) is None:
+            run.read(ItemSource(source, index), item, symbolic=False)
+    return list(value)
+
+
+def _attrgetter_reads(run: Any, getter: operator.attrgetter, objects) -> None:
+    """The attributes ``getter`` reads of each object from outside, read here too."""
+    paths = getter.__reduce__()[1]
+    for obj in objects:
+        if run.source_of(obj) is None or isinstance(obj, operator.attrgetter):
+            continue
+        for path in paths:
+            owner = obj
+            for name in path.split("."):
+                try:
+                    value = getattr(owner, name)
+                except Exception:  # noqa: BLE001 - it raises in the call too
+                    break
+                run.read_attr(owner, name, value)
+                owner = value
