@@ -21,6 +21,7 @@ from fullgraph.runtime.sources import (
     Source,
     is_key_representable,
 )
+from fullgraph.runtime.symbolic.sizes import SizeInt
 
 # Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
 _TENSOR_STATE = ("data", "grad", "requires_grad")
@@ -79,6 +80,11 @@ class SideEffects:
         self.written.add((id(container), key))
         if source is None:
             return
+        if isinstance(key, SizeInt) and self.shapes is not None:
+            # ``cache[x.shape[0]] = ...``: an entry for this size (guarded from now on),
+            # keyed by the plain int when the run ends (ShapeTracker.close).
+            self.shapes.concretize(key)
+            key = key.plain
         if not is_key_representable(key):
             self.refuse(f"store into {source.expr()} with a key of type {type(key).__name__}")
             return

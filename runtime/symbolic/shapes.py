@@ -97,11 +97,17 @@ class ShapeTracker:
                     if holds_size(value):
                         setattr(mutation.owner, mutation.name, plain(value))
                 elif mutation.kind == "setitem":
+                    if isinstance(mutation.owner, dict):
+                        _plain_items(mutation.owner)  # its keys too
                     value = mutation.owner[mutation.name]
                     if holds_size(value):
                         mutation.owner[mutation.name] = plain(value)
                 elif mutation.kind == "call":  # xs.append(n), d.update(...): any item
                     _plain_items(mutation.owner)
+                elif mutation.kind == "setglobal":  # ``global LAST; LAST = x.shape[0]``
+                    value = mutation.owner.get(mutation.name)
+                    if holds_size(value):
+                        mutation.owner[mutation.name] = plain(value)
             except Exception:  # noqa: BLE001, S112 - the program changed it since; leave it
                 continue
         return plain(result) if holds_size(result) else result
@@ -298,6 +304,10 @@ def _plain_items(container: Any) -> None:
                 container[i] = plain(item)
     elif isinstance(container, dict):
         for key, item in list(container.items()):
+            if holds_size(key):  # ``cache[x.shape[0]] = ...``: the same entry, an int key
+                del container[key]
+                key = plain(key)
+                container[key] = item
             if holds_size(item):
                 container[key] = plain(item)
     elif isinstance(container, set):

@@ -167,3 +167,43 @@ def test_a_followed_size_is_an_int_to_the_program(backend):
         ),
         backend,
     )
+
+
+SIZE_KEYS = """
+import torch
+
+class Masks:
+    cache = {}
+
+    @classmethod
+    def get(cls, n):
+        if n not in cls.cache:
+            cls.cache[n] = torch.tril(torch.ones(n, n))
+        return cls.cache[n]
+
+LAST = None
+
+def f(x):
+    global LAST
+    LAST = x.shape[0]
+    return x @ Masks.get(x.shape[0])
+"""
+
+
+@backends()
+def test_a_followed_size_as_a_cache_key_and_a_global(backend):
+    def square(n):
+        return lambda env: (torch.randn(n, n),)
+
+    run_case(
+        Case(
+            "a_followed_size_as_a_cache_key_and_a_global",
+            prog(SIZE_KEYS),
+            [Call(square(n)) for n in (3, 3, 4, 4, 5, 3)],
+            watch=lambda env: (
+                [type(k).__name__ for k in env.ns.Masks.cache],
+                type(env.ns.LAST).__name__,
+            ),
+        ),
+        backend,
+    )
