@@ -34,7 +34,16 @@ from fullgraph.runtime.record.mock import generate_mock
 from fullgraph.runtime.record.mock_support import MISS
 from fullgraph.runtime.record.mock_values import Symbols
 from fullgraph.runtime.record.native_guards import build_guard
-from fullgraph.runtime.sources import Source
+from fullgraph.runtime.sources import (
+    ArgSource,
+    AttrSource,
+    HooksSource,
+    KwargSource,
+    LookupSource,
+    Source,
+    TypeOfSource,
+    base_of,
+)
 from fullgraph.runtime.torch_internals import tree_flatten
 
 _record_ids = itertools.count()
@@ -301,28 +310,73 @@ _MODULE_SLOTS = frozenset(["_modules", "_parameters", "_buffers", "__dict__"])
 def _mutated_apart(run: MonitorRun) -> list[tuple[Source, Source]]:
     """Pairs of paths that must reach two objects: each outside object the call changed
     (not a tensor: those are kept apart by storage) and every other object of its
-    exact type the run reached.  Were they one object (``f(xs, ys)`` called as
-    ``f(l, l)``, an argument that is also the global the function reads), the change
-    through one path would show through the other, which a record made for two
-    objects does not replay."""
-    mutated = {}
+    exact type the run read the changed part of.  Were they one object
+    (``f(xs, ys)`` called as ``f(l, l)``, an argument that is also the global the
+    function reads), the change through one path would show through the other,
+    which a record made for two objects does not replay."""
+    changed: dict[int, tuple] = {}  # id(owner) -> (path, owner, attribute names or None)
     for mutation in run.mutations:
         owner = mutation.owner
-        if mutation.kind in ("setglobal", "setcell"):
-            continue  # a module's globals, a closure cell: not objects passed around
-        if not isinstance(owner, torch.Tensor) and mutation.target is not None:
-            mutated.setdefault(id(owner), (mutation.target, owner))
+        if mutation.kind in ("setglobal", "setcell") or isinstance(owner, torch.Tensor):
+            continue  # a module's globals, a closure cell; tensors: storages_apart
+        if mutation.target is None:
+            continue
+        names = {mutation.name} if mutation.kind in ("setattr", "delattr") else None
+        _, _, known = changed.get(id(owner), (None, None, set()))
+        merged = None if names is None or known is None else known | names
+        changed[id(owner)] = (mutation.target, owner, merged)
+    if not changed:
+        return []
+    read_below = _reads_below(run)
     pairs = []
-    for target, owner in mutated.values():
+    for target, owner, names in changed.values():
         for source, value in run.source_values.items():
+            steps = read_below.get(source)
             if (
-                type(value) is type(owner)
-                and value is not owner
-                and getattr(source, "name", None) not in _MODULE_SLOTS
-                and not isinstance(value, (type, types.ModuleType, types.FunctionType))
+                steps is None
+                or type(value) is not type(owner)
+                or value is owner
+                or getattr(source, "name", None) in _MODULE_SLOTS
+                or isinstance(value, (type, types.ModuleType, types.FunctionType))
             ):
-                pairs.append((target, source))
+                continue
+            if names is not None and "" not in steps and not (steps & names):
+                continue  # it read other attributes than those the call changed
+            if _identity_checkable(target, owner) and _identity_checkable(source, value):
+                # Checked to be these very objects (one native check each, not a check
+                # per pair: twelve layers keeping their caches).
+                for path, obj in ((target, owner), (source, value)):
+                    if path not in run.reads:
+                        run.read(path, obj, symbolic=False)
+                continue
+            pairs.append((target, source))
     return pairs
+
+
+def _reads_below(run: MonitorRun) -> dict[Source, set[str]]:
+    """Source -> what is read right below it, for every path some read goes through: the
+    attribute names (a method lookup's too), "" for the object itself or an item,
+    length or key of it; its class and hooks add nothing (no attribute store shows)."""
+    below: dict[Source, set[str]] = {}
+    for read in run.reads:
+        below.setdefault(read, set()).add("")
+        child, base = read, base_of(read)
+        while base is not None:
+            steps = below.setdefault(base, set())
+            if isinstance(child, (AttrSource, LookupSource)):
+                steps.add(child.name)
+            elif not isinstance(child, (TypeOfSource, HooksSource)):
+                steps.add("")
+            child, base = base, base_of(base)
+    return below
+
+
+def _identity_checkable(source: Source, value: Any) -> bool:
+    """Whether a read of ``source`` is checked as ``... is obj`` (two such paths to two
+    objects cannot reach one); arguments and containers are checked by type only."""
+    return not isinstance(source, (ArgSource, KwargSource)) and not isinstance(
+        value, (list, dict, tuple, set)
+    )
 
 
 def _tensor_meta_of_reads(run: MonitorRun) -> dict[Source, TensorMeta]:
