@@ -30,6 +30,8 @@ def cell_source(run: Any, function: types.FunctionType, index: int) -> Source | 
 
 
 def _resolve(run: Any, function: types.FunctionType, index: int, depth: int):
+    if function.__code__.co_freevars[index] == "__class__":
+        return _MADE_BY_THE_RUN  # zero-argument super()'s class: fixed when it was defined
     source = run.source_of(function) or _on_a_class(run, function)
     if source is not None:
         return CellSource(source, index)
@@ -69,6 +71,9 @@ def _on_a_class(run: Any, function: types.FunctionType) -> Source | None:
 def _path_to(attribute: Any, function: Any, source: Source) -> Source | None:
     if attribute is function:
         return source
+    wrapped = getattr(attribute, "__wrapped__", None)  # a decorated method
+    if isinstance(attribute, types.FunctionType) and wrapped is not None:
+        return _path_to(wrapped, function, AttrSource(source, "__wrapped__"))
     if isinstance(attribute, staticmethod) and attribute.__func__ is function:
         return source  # Class.name is the function itself
     if isinstance(attribute, classmethod) and attribute.__func__ is function:

@@ -233,3 +233,56 @@ def test_reads_made_by_c_code_for_the_program(backend):
         ),
         backend,
     )
+
+
+DECORATED_METHODS = """
+import functools
+import torch
+
+log = []
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        log.append(fn.__name__)
+        return fn(*args, **kwargs)
+    return wrapper
+
+class Base(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+class Scaled(Base):
+    @torch.no_grad()
+    def forward(self, x):
+        return super().forward(x) * 2
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Scaled()
+
+    @logged
+    def forward(self, x):
+        return self.inner(x) - 1
+
+block = Block()
+
+def f(x):
+    return block(x)
+"""
+
+
+@backends()
+def test_decorated_methods_and_zero_argument_super(backend):
+    """Methods reached through decorators (functools.wraps, torch.no_grad) whose cells
+    are ``__class__`` (``super()``) or the decorated function: paths, not refusals."""
+    run_case(
+        Case(
+            "decorated_methods_and_zero_argument_super",
+            prog(DECORATED_METHODS),
+            calls(4, fresh),
+            min_hits=2,
+        ),
+        backend,
+    )
