@@ -29,3 +29,18 @@ def storages_apart(tensors: tuple, updated: tuple) -> bool:
         keys.append(key)
         counts[key] = counts.get(key, 0) + 1
     return all(counts[keys[position]] == 1 for position in updated)
+
+
+def same_array(value, saved) -> bool:
+    """Whether ``value`` is a numpy array with the type, shape, dtype and contents of
+    ``saved`` (a copy the run's array was taken as): an array from outside is read
+    by numpy code and operators the monitor does not see into, and changed in place
+    (``table[0] = 9``) it is the same object with other contents."""
+    import numpy
+
+    return (
+        type(value) is type(saved)
+        and value.shape == saved.shape
+        and value.dtype == saved.dtype
+        and bool(numpy.array_equal(value, saved, equal_nan=saved.dtype.kind in "fc"))
+    )

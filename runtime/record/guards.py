@@ -29,7 +29,7 @@ import torch
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.capture.values import is_numpy_scalar
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
-from fullgraph.runtime.record.guard_helpers import storages_apart
+from fullgraph.runtime.record.guard_helpers import same_array, storages_apart
 from fullgraph.runtime.record.native_leaves import NativeLeaf
 from fullgraph.runtime.record.number_checks import number_check
 from fullgraph.runtime.sources import (
@@ -238,6 +238,10 @@ def value_check(
     if isinstance(value, (torch.memory_format, torch.layout)):  # singletons, like dtypes
         bound = ns.bind(value, str(value).replace("torch.", ""))
         return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
+    if type(value).__name__ == "ndarray" and type(value).__module__ == "numpy":
+        saved = ns.bind(value.copy(), "array_" + source.local_name().removeprefix("v_"))
+        helper = ns.bind(same_array, "same_array")
+        return (lambda name: f"{helper}({name}, {saved})"), "array contents", None
     if is_numpy_scalar(value):  # np.float64 is a float subclass, but not a literal
         kind = ns.name_for(type(value))
         number = value.item()

@@ -202,17 +202,32 @@ def test_deferred_calls_break_no_graph_when_the_region_is_inlined(capsys, caplog
 
 
 @needs_runtime
-def test_deferred_calls_break_no_graph_under_fullgraphs_runtime() -> None:
+def test_deferred_calls_keep_their_effects_under_fullgraphs_runtime() -> None:
+    """The helpers run the deferred calls in fullgraph's own Python, which the monitor
+    does not see into: ``deferred(events.append, ...)`` hands an outside list's append
+    to it.  A replay used to drop that append (one event after three calls); such a
+    call now refuses the record, with the reason, and every call keeps its effects.
+    (Capturing the deferred calls instead is the next step: a break today.)"""
     import contextlib
     import io
 
     import fullgraph.runtime
 
-    model, _ = _emitting_block()
-    for compiled in (model, model.block):  # inlined into a model, and where compilation starts
-        with contextlib.redirect_stdout(io.StringIO()):
-            report = fullgraph.runtime.explain(compiled, torch.ones(2, 4)).to_json()
-        assert report["breaks"] == []
+    for target in ("model", "block"):  # inlined into a model, and where compilation starts
+        model, _ = _emitting_block()
+        compiled = fullgraph.runtime.compile(
+            model if target == "model" else model.block, backend="eager"
+        )
+        forward = type(model.block).forward
+        cells = getattr(forward, "__wrapped__", forward).__closure__ or ()
+        events = next(c.cell_contents for c in cells if isinstance(c.cell_contents, list))
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            for _ in range(3):
+                compiled(torch.ones(2, 4))
+        assert len(events) == 3
+        assert out.getvalue().count("h torch.Size([2, 4])") == 3
+        # Eager from the second call on, and the stats say why.
+        assert compiled.stats.hits == 0 and compiled.stats.fallback_reason
 
 
 def test_arguments_a_graph_cannot_carry_keep_their_type(capsys) -> None:

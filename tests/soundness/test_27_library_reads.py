@@ -86,3 +86,39 @@ def test_a_container_read_by_library_code_is_guarded(backend, name):
         ),
         backend,
     )
+
+
+# ---------------------------------------------------------------------------
+# numpy arrays read by numpy code and operators the monitor does not see into: an
+# array from outside changed in place is the same object with other contents, and
+# an array argument is another array each call (found by a probe: both replayed stale).
+
+NUMPY_ARRAYS = """
+import numpy as np
+import torch
+
+TABLE = np.array([1.0, 2.0])
+
+def f(x, weights):
+    return x * float(TABLE.sum()) + float(np.mean(TABLE)) + float(TABLE @ TABLE) * float(weights.max())
+"""
+
+
+@backends()
+def test_numpy_arrays_changed_in_place_or_passed_anew(backend):
+    import numpy as np
+
+    run_case(
+        Case(
+            "numpy_arrays_changed_in_place_or_passed_anew",
+            prog(NUMPY_ARRAYS),
+            [
+                *calls(2, lambda env: (torch.ones(2), np.array([1.0, 3.0]))),
+                execg("TABLE[0] = 9.0"),
+                *calls(2, lambda env: (torch.ones(2), np.array([1.0, 3.0]))),
+                *calls(1, lambda env: (torch.ones(2), np.array([5.0, 3.0]))),
+            ],
+            min_hits=2,
+        ),
+        backend,
+    )
