@@ -333,35 +333,34 @@ def unversioned_updates(func, args: tuple, kwargs: dict) -> list[torch.Tensor]:
 # FlopCounterMode) changes what operations do in ways a compiled graph bypasses.
 
 
-def default_devices() -> tuple[str, ...] | None:
-    """The devices of the DeviceContext modes active now, bottom of the stack first
-    (``()``: none); None when some other torch-function or dispatch mode is active."""
+def _active_modes() -> tuple[tuple[str, ...], str | None]:
+    """(devices of the DeviceContext modes active now, bottom of the stack first; the
+    name of the first other torch mode active, or None)."""
+    if not torch._C._len_torch_function_stack() and not torch._C._len_torch_dispatch_stack():
+        return (), None  # every call asks: the common answer without an import
     from torch.utils._device import DeviceContext
 
-    if torch._C._len_torch_dispatch_stack():
-        return None
     devices = []
     for position in range(torch._C._len_torch_function_stack()):
         mode = torch._C._get_function_stack_at(position)
         if type(mode) is not DeviceContext:
-            return None
+            return tuple(devices), f"torch function mode {type(mode).__qualname__}"
         devices.append(str(mode.device))
-    return tuple(devices)
+    if torch._C._len_torch_dispatch_stack():
+        return tuple(devices), "a torch dispatch mode"
+    return tuple(devices), None
+
+
+def default_devices() -> tuple[str, ...] | None:
+    """The devices of the DeviceContext modes active now, bottom of the stack first
+    (``()``: none); None when some other torch-function or dispatch mode is active."""
+    devices, other = _active_modes()
+    return None if other is not None else devices
 
 
 def foreign_mode() -> str | None:
     """The name of an active torch mode that is not a DeviceContext, if any."""
-    if not torch._C._len_torch_function_stack() and not torch._C._len_torch_dispatch_stack():
-        return None  # every call asks: the common answer without an import
-    from torch.utils._device import DeviceContext
-
-    for position in range(torch._C._len_torch_function_stack()):
-        mode = torch._C._get_function_stack_at(position)
-        if type(mode) is not DeviceContext:
-            return f"torch function mode {type(mode).__qualname__}"
-    if torch._C._len_torch_dispatch_stack():
-        return "a torch dispatch mode"
-    return None
+    return _active_modes()[1]
 
 
 def device_constructors() -> set:

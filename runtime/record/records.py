@@ -210,6 +210,8 @@ def build_record(
     updated_inputs = _updated_inputs(run, input_sources, values)
     _refuse_views_of_updated_inputs(run, result, updated_inputs, values)
     tensor_meta = _tensor_meta_of_reads(run)
+    # Before the guard is written: it may add identity reads (``run.reads``) of its own.
+    distinct = run.distinct + _mutated_apart(run)
     # Inputs may have grown while the tail was rebuilt (it can reference new external tensors).
     guard = generate_guard(
         run.reads,
@@ -229,7 +231,7 @@ def build_record(
         kwargs_ordered=bool(
             run.root_code is not None and run.root_code.co_flags & inspect.CO_VARKEYWORDS
         ),
-        distinct=run.distinct + _mutated_apart(run),
+        distinct=distinct,
         tensor_meta=tensor_meta,
         entry_devices=run.tape.entry_devices or (),
     )
