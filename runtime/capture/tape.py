@@ -352,8 +352,11 @@ class GraphTape:
         category: breaks.BreakCategory,
         effectful: bool,
         guard_result: bool,
+        reads_a_setting: bool = False,
     ) -> Callout:
-        """End the current segment at an eager call; later tensors start a new one."""
+        """End the current segment at an eager call; later tensors start a new one.
+        ``reads_a_setting``: a read of a process setting no tensor operation changes,
+        made in front of the current segment's graph instead (no split)."""
         if autocast_state() != self.entry_autocast:
             # The mock would make the call outside the autocast region it ran in.
             raise Unsupported(
@@ -367,6 +370,8 @@ class GraphTape:
         hoisted, check = False, None
         if category is breaks.TENSOR_VALUE_READ and not effectful:
             hoisted, check = self._hoist(tensors, origins)
+        elif reads_a_setting and not effectful and not tensors:
+            hoisted = True
         # print("epoch", n), log.info("shape %s", x.shape), warnings.warn("..."): an output
         # effect of plain values needs no split; the mock makes it after the graph.
         deferred = (

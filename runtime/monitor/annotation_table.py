@@ -334,40 +334,44 @@ OBJECT_METHODS: dict[str, Annotation] = {
 _GENERATOR_SETTERS = ("manual_seed", "seed", "set_state", "set_offset", "graphsafe_set_state")
 _GENERATOR_READS = ("get_state", "initial_seed", "get_offset", "graphsafe_get_state")
 
+# Reads of process settings that no tensor operation changes (unlike the random
+# state or the CUDA allocator's counters): the mock may make such a call in front of
+# the graph it was made in, which then needs no split (transformers asks
+# ``is_cuda_stream_capturing()`` in the middle of every attention mask).
+SETTING_READS = frozenset(
+    [
+        "torch.get_num_threads",
+        "torch.get_num_interop_threads",
+        "torch.get_float32_matmul_precision",
+        "torch.is_deterministic_algorithms_warn_only_enabled",
+        "torch.get_deterministic_debug_mode",
+        "torch.is_warn_always_enabled",
+        "torch.get_default_device",
+        "torch._C._is_multithreading_enabled",
+        "torch._C._is_view_replay_enabled",
+        "torch.cuda.current_device",
+        "torch.cuda.get_sync_debug_mode",
+        "torch.cuda.graphs.is_current_stream_capturing",
+    ]
+)
+
 # Specific functions that differ from their module's entry.
 FUNCTIONS: dict[str, Annotation] = {
-    # Reads of process-wide settings no guard checks: replayed, their result checked.
-    "torch.get_num_threads": READS_HIDDEN_STATE,
-    "torch.get_num_interop_threads": READS_HIDDEN_STATE,
+    # Reads of process-wide settings no guard checks (grad mode, the default dtype,
+    # inference mode, determinism and autocast it does): replayed, their result
+    # checked, so a record that branched on one sees the caller's setting.
+    **{name: READS_HIDDEN_STATE for name in SETTING_READS},
     "torch.initial_seed": READS_HIDDEN_STATE,
     "torch.get_rng_state": READS_HIDDEN_STATE,
     "torch.random.initial_seed": READS_HIDDEN_STATE,
     "torch.random.get_rng_state": READS_HIDDEN_STATE,
-    # Process-wide torch settings the guard does not check at entry (grad mode, the
-    # default dtype, inference mode, determinism and autocast it does): a record that
-    # branched on one must see the caller's setting, not the first call's.
-    **{
-        f"torch.{name}": READS_HIDDEN_STATE
-        for name in [
-            "get_float32_matmul_precision",
-            "is_deterministic_algorithms_warn_only_enabled",
-            "get_deterministic_debug_mode",
-            "is_warn_always_enabled",
-            "get_default_device",
-        ]
-    },
-    "torch._C._is_multithreading_enabled": READS_HIDDEN_STATE,
     # An lru_cache's counters move with every call of it, replays included.
     "functools._lru_cache_wrapper.cache_info": READS_HIDDEN_STATE,
-    "torch._C._is_view_replay_enabled": READS_HIDDEN_STATE,
-    # The CUDA device and allocator: change between calls (torch.cuda.set_device, any
-    # allocation), so never a constant of the record.
+    # The CUDA allocator: changes between calls (any allocation), so never a constant
+    # of the record.
     **{
         name: READS_HIDDEN_STATE
         for name in [
-            "torch.cuda.current_device",
-            "torch.cuda.get_sync_debug_mode",
-            "torch.cuda.graphs.is_current_stream_capturing",
             *(
                 f"torch.cuda.memory.{reading}"
                 for reading in [

@@ -25,6 +25,7 @@ from fullgraph.runtime.monitor import (
     warnings_blocks,
 )
 from fullgraph.runtime.record.codegen import is_literal
+from fullgraph.runtime.record.mock_support import Raised, exception_fields
 from fullgraph.runtime.symbolic.scalars import Sym
 
 # Containers a call can change in place (an in-place operator, an unknown C call).
@@ -145,7 +146,18 @@ class Callouts:
         def after() -> None:
             self.paused = False
             self.mode.paused = False
-            value = result()
+            record(result())
+
+        def on_raise(error: BaseException) -> bool:
+            """The call raised (and the program may catch it, ``try: ... except``): the
+            mock makes the call and checks it raised the same; False when the exception
+            can't be checked that way (the run is then not recordable)."""
+            if not raised_is_checkable(error):
+                return False
+            record(Raised(error))
+            return True
+
+        def record(value: Any) -> None:
             if not _only_reads_its_arguments(fn):
                 # random.shuffle(xs), an unknown C call: it may have changed a container
                 # from outside, so what the program reads from it next is not guarded
@@ -161,6 +173,7 @@ class Callouts:
                 if self._warnings_block(fn, args):
                     return
                 self._check_replayable_receiver(fn, name)
+                _check_reads_no_interpreter_state(name, kwargs)
                 call = (fn, args, kwargs, None)
                 if fn is warnings.warn:
                     call = self._located_warning(args, kwargs) or call
@@ -177,6 +190,7 @@ class Callouts:
                     effectful=effectful,
                     # A read's None decides as much as any other value (``.get(k)``).
                     guard_result=value is not None or not effectful,
+                    reads_a_setting=name in annotation_table.SETTING_READS,
                 )
             except Unsupported as error:
                 self.tape.unsupported = error
@@ -190,7 +204,56 @@ class Callouts:
                 syms = {moved[i]: sym for i, sym in syms.items() if moved.get(i) is not None}
             callout.arg_syms = syms
 
+        after.on_raise = on_raise
         return after
+
+
+# Calls that show the exception being handled (or the call stack): a replay makes
+# them from the mock, where no exception is being handled and the stack is another.
+_READS_HANDLED_EXCEPTION = frozenset(
+    {
+        "traceback.print_exc",
+        "traceback.format_exc",
+        "traceback.print_stack",
+        "traceback.format_stack",
+        "traceback.extract_stack",
+        "sys.exc_info",
+        "sys.exception",
+        "logging.exception",
+        "logging.Logger.exception",
+        "logging.LoggerAdapter.exception",
+    }
+)
+
+
+def _check_reads_no_interpreter_state(name: str, kwargs: dict) -> None:
+    """``log.exception(...)`` or ``traceback.print_exc()`` in an ``except`` block, or a
+    log call with ``exc_info=True`` / ``stack_info=True``: a replay would print
+    ``NoneType: None`` or the mock's stack.  Refuse the record instead."""
+    shows = name in _READS_HANDLED_EXCEPTION or (
+        name.startswith("logging.") and (kwargs.get("exc_info") or kwargs.get("stack_info"))
+    )
+    if shows:
+        raise Unsupported(
+            breaks.UNSUPPORTED_CONSTRUCT,
+            f"{name} shows the exception being handled or the call stack: a replay has neither",
+        )
+
+
+def raised_is_checkable(error: BaseException) -> bool:
+    """Whether a mid-guard on the exception's type and ``args`` decides everything the
+    program can read of it: a builtin exception (its message and attributes come from
+    ``args``) with literal arguments and nothing set on it since.  Others, and
+    ``BaseException``s such as ``KeyboardInterrupt``, keep the run unrecordable."""
+    kind = type(error)
+    return (
+        isinstance(error, Exception)
+        and kind.__module__ == "builtins"
+        and is_literal(error.args)
+        and is_literal(exception_fields(error))
+        and not getattr(error, "__dict__", None)
+        and error.__cause__ is None
+    )
 
 
 class Injected:
@@ -200,6 +263,8 @@ class Injected:
         self.value = value
 
     def __call__(self, *args, **kwargs):
+        if type(self.value) is Raised:
+            raise self.value.error  # the call raised in the replay that missed
         return self.value
 
 

@@ -118,9 +118,16 @@ class Monitor:
                     except Exception as error:  # noqa: BLE001 - a fullgraph bug
                         self.tool_error = error
                 if state.pending is not None and run.paused:
-                    # a callout raised: its result never arrived
+                    # a callout raised: its result never arrived.  The program may catch
+                    # it; the record then makes the call and checks it raised the same.
                     run.paused = mode.paused = False
-                    run.callout_failed = True
+                    on_raise = getattr(state.pending, "on_raise", None)
+                    try:
+                        recorded = on_raise is not None and on_raise(arg[1])
+                    except Exception as error:  # noqa: BLE001 - a fullgraph bug
+                        self.tool_error, recorded = error, True
+                    if not recorded:
+                        run.callout_failed = True
                 state.pending = state.taint_pending = None
                 state.shadow.clear()
             # Not ``return trace``: a closure naming itself is a cycle that would keep

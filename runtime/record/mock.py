@@ -31,6 +31,7 @@ from fullgraph.runtime.capture.tape import ANOMALY_CHECK_NAN, ANOMALY_ENABLED, G
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
+from fullgraph.runtime.record.mock_support import Raised, exception_fields
 from fullgraph.runtime.record.mock_values import Effect, MockWriter, Symbols
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import INFERENCE_MODE, tree_flatten
@@ -64,7 +65,9 @@ def generate_mock(
     tail = MockWriter(tape, sources, ns, input_index, symbols, names=writer.names)
     tail.callout_results = writer.callout_results
     for callout in tape.callouts:
-        if not _shared(callout.result) and not _returns_its_module(callout):
+        if isinstance(callout.result, Raised):  # the program may hold the exception
+            writer.callout_results[id(callout.result.error)] = f"c{callout.index}.error"
+        elif not _shared(callout.result) and not _returns_its_module(callout):
             writer.callout_results[id(callout.result)] = f"c{callout.index}"
     early: list[Effect] = []
     for mutation in mutations:
@@ -267,9 +270,14 @@ class _Body:
         comment = f"# {callout.category.code} {callout.function_name}"
         if where is not None:
             comment += f" at {where.file.rsplit('/', 1)[-1]}:{where.line}"
-        if callout.hoisted:
+        if callout.hoisted and callout.category is breaks.TENSOR_VALUE_READ:
             comment += " (a data check in front of the graph)"
-        call = f"{fn}({', '.join(call_args)})"
+        elif callout.hoisted:
+            comment += " (a setting read in front of the graph)"
+        if isinstance(callout.result, Raised):  # it raised, and the program caught it
+            call = f"catching({', '.join([fn, *call_args])})"
+        else:
+            call = f"{fn}({', '.join(call_args)})"
         # Output-only effects (print, logging) may wait for the mid-guards; an effect
         # later code depends on (backward() before reading .grad) may not, nor one an
         # effect made before those mid-guards would then overtake (print(..., file=out)
@@ -382,6 +390,12 @@ def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
         # In a size-generic record the sizes of a callout's tensor are symbols too.
         dims = tape.varying_dims(value) if tape.generic_sizes else frozenset()
         return tensor_check(name, callout.result_meta.get(id(value)) or value, ns, dims)
+    if isinstance(value, Raised):
+        error = value.error
+        kind = ns.bind(type(error), type(error).__name__)
+        fields = exception_fields(error)
+        extra = f", {literal(fields)}" if fields else ""
+        return f"raised_as({name}, {kind}, {literal(error.args)}{extra})"
     if value is None or isinstance(value, bool):
         return f"{name} is {value!r}"
     if is_literal(value):

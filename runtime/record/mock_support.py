@@ -31,6 +31,45 @@ class Missed:
 MISS = Missed()
 
 
+class Raised:
+    """What a callout gave when it raised an exception the program went on to catch
+    (``try: torch.cuda.is_current_stream_capturing() except Exception: ...``): the mock
+    makes the call through :func:`catching` and a mid-guard checks ``raised_as``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"Raised({self.error!r})"
+
+
+def catching(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, or :class:`Raised` holding the exception it raised."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the program caught it: the mid-guard decides
+        return Raised(error)
+
+
+# Attributes of builtin exceptions that are not made from ``args`` (``OSError(2, "No
+# such file", path)`` keeps ``path`` apart; ``ImportError(msg, name=...)``).
+_EXCEPTION_FIELDS = ("filename", "filename2", "name", "path", "obj")
+
+
+def exception_fields(error: BaseException) -> dict:
+    """The attributes of ``error`` its ``args`` don't decide, as a mid-guard checks them."""
+    return {field: getattr(error, field) for field in _EXCEPTION_FIELDS if hasattr(error, field)}
+
+
+def raised_as(result, kind: type, args: tuple, fields: dict | None = None) -> bool:
+    """The mid-guard of a callout that raised: it raised again, the same exception."""
+    if type(result) is not Raised or type(result.error) is not kind or result.error.args != args:
+        return False
+    return not fields or exception_fields(result.error) == fields
+
+
 def make_dataclass_instance(cls, init: dict, others: dict):
     """Rebuild a dataclass (including ``ModelOutput``-style ones) from field values."""
     obj = cls(**init)
@@ -225,6 +264,9 @@ def discard(owner, key) -> None:
 HELPERS = {
     "MISS": MISS,
     "Missed": Missed,
+    "Raised": Raised,
+    "catching": catching,
+    "raised_as": raised_as,
     "write_back": write_back,
     "make_dataclass_instance": make_dataclass_instance,
     "make_plain_object": make_plain_object,

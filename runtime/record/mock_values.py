@@ -131,7 +131,9 @@ class MockWriter:
         if isinstance(origin, LiftedOrigin):
             dtype = lifted_dtype(origin.sym.value)  # as lifted_tensor made it at record time
             keyword = f", dtype={literal(dtype)}" if dtype is not None else ""
-            return f"torch.tensor({origin.sym.expr()}{keyword})"
+            # Read through the locals of the stores made before it (`step += 1; print(x);
+            # x * step`): the location already holds the new value there.
+            return f"torch.tensor({self.unshadow(origin.sym.expr())}{keyword})"
         if isinstance(origin, CalloutOrigin):
             callout = self.tape.callouts[origin.index]
             if isinstance(callout.result, torch.Tensor):

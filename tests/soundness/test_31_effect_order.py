@@ -373,3 +373,122 @@ def test_store_after_a_print_before_a_hoisted_check(backend):
         ),
         backend,
     )
+
+
+# F142: a number the function stores before a callout and the graph after it reads
+# (a step counter, a warmup factor).  The mock made the store, then read the graph's
+# lifted input through the location again: every replay used ``step + 1`` twice.
+COUNTER_BEFORE_PRINT = """
+import torch
+
+step = 0
+
+def f(x):
+    global step
+    step += 1
+    print("x", x.sum())
+    return x * step
+"""
+
+WARMUP_AFTER_ITEM = """
+import torch
+
+step = 0
+
+def f(x):
+    global step
+    step += 1
+    if x.sum().item() > 100:
+        print("big")
+    warm = min(1.0, step / 4)
+    return x * warm
+"""
+
+OLD_VALUE_AFTER_STORE = """
+import torch
+
+class State:
+    n = 1.0
+
+s = State()
+
+def f(x):
+    old = s.n
+    s.n = old * 2
+    print(x.sum())
+    return x * old
+"""
+
+MODULE_UPDATE_COUNT = """
+import torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        self.num_updates = 0
+
+    def forward(self, x):
+        self.num_updates += 1
+        h = self.lin(x)
+        if h.sum().item() > 1e6:
+            h = h * 0
+        return h * self.num_updates
+
+model = Model()
+
+def f(x):
+    return model(x)
+"""
+
+
+@backends(inductor=True)
+def test_a_counter_stored_before_a_print_and_read_after_it(backend):
+    run_case(
+        Case(
+            "a_counter_stored_before_a_print_and_read_after_it",
+            prog(COUNTER_BEFORE_PRINT),
+            calls(5, ones),
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_a_warmup_factor_after_a_data_check(backend):
+    run_case(
+        Case(
+            "a_warmup_factor_after_a_data_check",
+            prog(WARMUP_AFTER_ITEM),
+            calls(6, ones),
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_the_old_value_read_after_the_store(backend):
+    run_case(
+        Case(
+            "the_old_value_read_after_the_store",
+            prog(OLD_VALUE_AFTER_STORE),
+            calls(5, ones),
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+@backends()
+def test_a_modules_update_counter_before_a_data_check(backend):
+    run_case(
+        Case(
+            "a_modules_update_counter_before_a_data_check",
+            prog(MODULE_UPDATE_COUNT),
+            calls(5, ones),
+            min_hits=3,
+        ),
+        backend,
+    )
