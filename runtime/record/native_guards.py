@@ -174,6 +174,7 @@ class _TreeBuilder:
         self.kind = GuardManagerType.GUARD_MANAGER
         self.managers: dict[Any, Any] = {}
         self.constants: dict[str, Any] = {}
+        self.absent: set[tuple[int, str]] = set()  # (instance dict manager, name) checked
 
     def build(self, label: str) -> NativeGuard:
         rest: list[Check] = []
@@ -323,6 +324,12 @@ class _TreeBuilder:
         if isinstance(source, CellSource):
             closure = self._attr(self.manager(source.function), "__closure__", source)
             return self._attr(self._item(closure, source.index, source), "cell_contents", source)
+        if isinstance(source, TypeOfSource):
+            return self._type_of(source.base)
+        if isinstance(source, LookupSource):
+            found = self._lookup(source)
+            if found is not None:
+                return found
         computed = _computed(source)
         if computed is not None:
             return self._child(
@@ -331,6 +338,42 @@ class _TreeBuilder:
                 lambda m: m.lambda_manager(computed, source.expr(), None, self.kind),
             )
         raise NotNative
+
+    def _lookup(self, source: LookupSource) -> Any:
+        """``base.name`` as attribute lookup finds it, natively: the instance's dict (read
+        as lookup reads it, past any ``__getattribute__`` of the class) when the name was
+        there, else the class's attribute, with "not in the instance's dict" checked.  A
+        lambda otherwise (None).  Methods of every layer are looked up so: a Python
+        callback each cost a few microseconds of every call on a transformer."""
+        instance_dict = _instance_dict(self.values.get(source.base))
+        if instance_dict is None:
+            return None
+        base = self.manager(source.base)
+        where = source.base.expr()
+        generic = self._child(
+            base,
+            ("instance dict",),
+            lambda m: m.get_generic_dict_manager(f"{where}.__dict__", None, self.kind),
+        )
+        if source.name in instance_dict:
+            return self._child(
+                generic,
+                ("dict item", source.name),
+                lambda m: m.dict_getitem_manager(
+                    source.name, f"{where}.__dict__[{source.name!r}]", None, self.kind
+                ),
+            )
+        if (id(generic), source.name) not in self.absent:
+            self.absent.add((id(generic), source.name))
+            why = [f"{source.name!r} not in {where}.__dict__"]
+            generic.add_dict_contains_guard(False, source.name, why, None)
+        return self._attr(self._type_of(source.base), source.name, TypeOfSource(source.base))
+
+    def _type_of(self, source: Source) -> Any:
+        where = f"type({source.expr()})"
+        return self._child(
+            self.manager(source), ("type",), lambda m: m.type_manager(where, None, self.kind)
+        )
 
     def _attr(self, parent: Any, name: str, source: Source) -> Any:
         return self._child(
@@ -363,6 +406,17 @@ class _TreeBuilder:
         return self._frame_entry(name)
 
 
+def _instance_dict(value: Any) -> dict | None:
+    """``value``'s own attribute dict as lookup reads it (no ``__getattribute__`` runs)."""
+    if value is None:
+        return None
+    try:
+        found = object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+    return found if type(found) is dict else None
+
+
 def _computed(source: Source) -> Callable | None:
     """How a computed source's value comes from its base's (``len``, ``in``, ...)."""
     if isinstance(source, LenSource):
@@ -383,8 +437,6 @@ def _computed(source: Source) -> Callable | None:
         return lambda base: base.__dict__.get(name, getattr(type(base), name))
     if isinstance(source, IterItemsSource):
         return tuple
-    if isinstance(source, TypeOfSource):
-        return type
     if isinstance(source, IdSource):
         return id
     return None

@@ -58,11 +58,15 @@ class Model(nn.Module):
         if self.level != self.level:
             x = x - 1
         x = self.method(x) * SCALE
+        x = self.scaled(x)  # a method looked up on the class (natively: not in __dict__)
         if CONFIG["mode"] == "relu":
             x = torch.relu(x)
         if scale is not None:
             x = x * scale
         return x.to(dtype)
+
+    def scaled(self, x):
+        return x * 1.0
 
 
 def _triple(self, x):
@@ -135,6 +139,13 @@ def _change(model: Model, name: str):
     elif name == "method":
         model.method = types.MethodType(_triple, model.blocks[0])
         undo = lambda: setattr(model, "method", model.blocks[0].helper)
+    elif name == "method shadowed on the instance":
+        model.scaled = types.MethodType(_triple, model)
+        undo = lambda: delattr(model, "scaled")
+    elif name == "method replaced on the class":
+        original = Model.scaled
+        Model.scaled = _triple
+        undo = lambda: setattr(Model, "scaled", original)
     elif name == "global number":
         globals()["SCALE"] = 3.0
         undo = lambda: globals().__setitem__("SCALE", 2.0)
@@ -171,6 +182,8 @@ CHANGES_THAT_MISS = [
     "list length",
     "nan becomes a number",
     "method",
+    "method shadowed on the instance",
+    "method replaced on the class",
     "global number",
     "global dict",
     "module hook",
