@@ -190,7 +190,7 @@ class Callouts:
                     effectful=effectful,
                     # A read's None decides as much as any other value (``.get(k)``).
                     guard_result=value is not None or not effectful,
-                    reads_a_setting=name in annotation_table.SETTING_READS,
+                    reads_a_setting=name in annotation_table.SETTING_READS or _marked_constant(fn),
                 )
             except Unsupported as error:
                 self.tape.unsupported = error
@@ -238,6 +238,19 @@ def _check_reads_no_interpreter_state(name: str, kwargs: dict) -> None:
             breaks.UNSUPPORTED_CONSTRUCT,
             f"{name} shows the exception being handled or the call stack: a replay has neither",
         )
+
+
+def _marked_constant(fn: Any) -> bool:
+    """A function its library declares constant while compiling: transformers marks its
+    availability and version probes (``is_torch_distributed_available()``, cached with
+    ``lru_cache``) ``_dynamo_marked_constant``.  Still replayed and its result checked,
+    but in front of the graph, like a setting read: one graph instead of a split."""
+    wrapped = inspect.getattr_static(fn, "__wrapped__", None)
+    return any(
+        inspect.getattr_static(f, "_dynamo_marked_constant", False) is True
+        for f in (fn, wrapped)
+        if f is not None
+    )
 
 
 def raised_is_checkable(error: BaseException) -> bool:

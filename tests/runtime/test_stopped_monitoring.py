@@ -142,3 +142,65 @@ def test_a_lazily_made_generator_replays_from_the_second_run():
     assert stats.monitor_runs == 2 and stats.hits == 3
     assert "Generator" in stats.unrecorded_reason
     assert stats.fallback_reason is None and stats.monitoring_stopped is None
+
+
+def _strict(cls):
+    """A config class whose ``__setattr__`` is made by a decorator and reads the
+    decorator's closure (huggingface_hub's ``@strict`` on transformers' configs): the
+    monitor has no path to that closure, so a store through it can't be recorded."""
+    original_setattr = cls.__setattr__
+
+    def __strict_setattr__(self, name, value):
+        for validator in self.__validators__.get(name, []):
+            validator(value)
+        original_setattr(self, name, value)
+
+    cls.__setattr__ = __strict_setattr__
+    return cls
+
+
+class BaseConfig:
+    attribute_map: dict = {}
+
+    def __setattr__(self, key, value):
+        if key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        super().__setattr__(key, value)
+
+
+@_strict
+class HeadConfig(BaseConfig):
+    __validators__: dict = {}
+    problem_type: str | None = None
+
+
+class ClassificationHead(torch.nn.Module):
+    """Sets ``config.problem_type`` on its first call with labels, as transformers'
+    ``*ForSequenceClassification`` heads do; later calls only read it."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = HeadConfig()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x, labels):
+        logits = self.fc(x)
+        if self.config.problem_type is None:
+            self.config.problem_type = "single_label_classification"
+        if self.config.problem_type == "single_label_classification":
+            return torch.nn.functional.cross_entropy(logits, labels)
+        return logits.sum()
+
+
+def test_a_first_call_that_sets_up_the_config_through_its_setter_is_retried():
+    model = ClassificationHead()
+    compiled = fr.compile(model, backend="eager")
+    reference = ClassificationHead()
+    reference.load_state_dict(model.state_dict())
+    for _ in range(4):
+        x, labels = torch.randn(2, 4), torch.tensor([0, 2])
+        torch.testing.assert_close(compiled(x, labels), reference(x, labels))
+    stats = compiled.stats
+    assert stats.fallback_reason is None
+    assert (stats.monitor_runs, stats.hits) == (2, 2)
+    assert "closure" in stats.unrecorded_reason  # the first run's reason, shown
