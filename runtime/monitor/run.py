@@ -125,7 +125,10 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         # next call is monitored again.
         self.not_recordable: list[str] = []
         self.mutations: list[Mutation] = []
-        self.globals_consts: dict[int, tuple[str, dict]] = {}
+        # Named constants of the generated code: module globals dicts, dict keys.
+        self.globals_consts: dict[int, tuple[str, Any]] = {}
+        # isinstance / issubclass answers a metaclass decides (monitor/type_checks.py).
+        self.type_checks: dict[tuple, Any] = {}
         self.iterators: dict[int, IteratorState] = {}
         self.frames: list[FrameState] = []
         self.paused = False
