@@ -12,10 +12,15 @@ function (guard, mock, wrapper) receives the same parameters, so a source's
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import functools
 import keyword
+import math
 import re
+from typing import Any
+
+import torch
 
 
 class Source:
@@ -107,10 +112,10 @@ class AttrSource(Source):
 @dataclasses.dataclass(frozen=True, eq=True)
 class ItemSource(Source):
     base: Source
-    key: object  # int, str, or a tuple of them: anything with an evaluable repr
+    key: object  # a key with text (``key_text``), a KeyPath, or a tuple of them
 
     def expr(self) -> str:
-        return f"{self.base.expr()}[{self.key!r}]"
+        return f"{self.base.expr()}[{_key_expr(self.key)}]"
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
@@ -124,15 +129,62 @@ class CellSource(Source):
         return f"{self.function.expr()}.__closure__[{self.index}].cell_contents"
 
 
-def is_key_representable(key: object) -> bool:
-    """Whether ``repr(key)`` evaluates back to an equal key (safe in generated code)."""
-    if isinstance(key, bool) or key is None:
-        return True
-    if type(key) in (int, str):
-        return True
+@dataclasses.dataclass(frozen=True, eq=True)
+class KeyPath:
+    """A dict key the generated code reaches by where the program got it, for a key
+    with no text of its own (a class, an Enum member, any other object): ``BY_ENUM[
+    g_m['K'].A]``.  The lookup is the one the program makes with the object now at that
+    path, which the rest of the guard holds to the run's."""
+
+    source: Source
+
+
+def key_text(key: Any) -> str | None:
+    """Python that evaluates to a key equal to ``key`` in generated code, or None.
+
+    Strings, ints, None, bools, bytes, finite floats and infinities, ``torch.float32``,
+    ``torch.device('cuda:0')``, builtin classes (``int``), a :class:`KeyPath`'s path,
+    and tuples of these.  Not NaN: a NaN key is found only by identity.
+    """
+    if isinstance(key, KeyPath):
+        return key.source.expr()
+    if isinstance(key, bool) or key is None or type(key) in (int, str, bytes):
+        return repr(key)
+    if type(key) is float:
+        if math.isnan(key):
+            return None
+        if math.isinf(key):
+            return "float('inf')" if key > 0 else "float('-inf')"
+        return repr(key)
     if type(key) is tuple:
-        return all(is_key_representable(k) for k in key)
-    return False
+        parts = [key_text(k) for k in key]
+        if any(part is None for part in parts):
+            return None
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    if isinstance(key, torch.dtype):
+        return str(key)  # "torch.float32"
+    if type(key) is torch.device:
+        return f"torch.device({str(key)!r})"
+    if isinstance(key, type) and getattr(builtins, key.__name__, None) is key:
+        return key.__name__  # int, float, str...
+    return None
+
+
+def _key_expr(key: Any) -> str:
+    text = key_text(key)
+    return repr(key) if text is None else text
+
+
+def has_path(key: Any) -> bool:
+    """Whether ``key`` is (or holds) a :class:`KeyPath`: only Python can evaluate it."""
+    if isinstance(key, KeyPath):
+        return True
+    return type(key) is tuple and any(has_path(k) for k in key)
+
+
+def is_key_representable(key: object) -> bool:
+    """Whether ``key`` has text of its own in generated code (``key_text``, no path)."""
+    return not has_path(key) and key_text(key) is not None
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
@@ -184,7 +236,7 @@ class ContainsSource(Source):
     key: object
 
     def expr(self) -> str:
-        return f"({self.key!r} in {self.base.expr()})"
+        return f"({_key_expr(self.key)} in {self.base.expr()})"
 
 
 @dataclasses.dataclass(frozen=True, eq=True)

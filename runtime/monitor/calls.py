@@ -288,7 +288,7 @@ class CallHandling(Callouts):
             return None
         if name == "get" and isinstance(receiver, dict):
             call_args = args[1:] if args and args[0] is receiver else args
-            if call_args and is_key_representable(call_args[0]):
+            if call_args:
                 key = call_args[0]  # whether the key is there decides the result
                 self.read_membership(receiver, key, key in receiver)
                 if key in receiver:

@@ -17,15 +17,14 @@ from typing import Any
 
 import torch
 
+from fullgraph.runtime.monitor import dict_keys
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     ItemSource,
     IterItemsSource,
-    KeysSource,
     LenSource,
     Source,
-    is_key_representable,
 )
 
 # Containers whose iteration is pure and repeatable: the guard can re-read the items.
@@ -87,10 +86,7 @@ class IterationTracking:
             "keys",
         ):
             owner = iterable
-            keys = tuple(owner.keys())
-            if not all(is_key_representable(k) for k in keys):
-                return
-            self.read(KeysSource(source), keys, symbolic=False)
+            keys = dict_keys.read_keys(self, source, owner)  # each as an item read names it
             state = IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
         elif isinstance(
             iterable,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import closure_sources, method_lookups, speculation
+from fullgraph.runtime.monitor import closure_sources, method_lookups, speculation, type_checks
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
@@ -327,16 +327,20 @@ def match_class(run, state, ins) -> After:
     names (positional ones through ``P.__match_args__``), read in C."""
     subject, cls, names = tos(state, 2), tos(state, 1), tos(state)
     source = run.source_of(subject)
-    if source is None or not isinstance(cls, type):
+    if not isinstance(cls, type):
         return None
+    # ``case Base():`` of an ABC asks its registry, as isinstance does.
+    after = type_checks.guard(run, isinstance, (subject, cls), lambda: isinstance(subject, cls))
+    if source is None:
+        return after
     run.read(TypeOfSource(source), type(subject), symbolic=False)
     if not isinstance(subject, cls):
-        return None
+        return after
     positional = tuple(getattr(cls, "__match_args__", ()))[: ins.arg]
     for name in (*positional, *names):
         if isinstance(name, str) and hasattr(subject, name):
             run.read_attr(subject, name, getattr(subject, name))
-    return None
+    return after
 
 
 @handles("CONTAINS_OP")

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
-from fullgraph.runtime.monitor import autograd_calls, hook_sources, method_lookups
+from fullgraph.runtime.monitor import autograd_calls, dict_keys, hook_sources, method_lookups
 from fullgraph.runtime.monitor.iteration import (
     SNAPSHOT_ITERABLES,
 )
@@ -268,13 +268,19 @@ class Provenance:
         source = self.source_of(container)
         if source is None:
             return
-        if not is_key_representable(key) or isinstance(key, bool):
+        if isinstance(key, bool):
+            form = None
+        elif isinstance(container, collections.abc.Mapping):
+            form = dict_keys.key_form(self, key)  # a dtype, a class, an Enum member...
+        else:
+            form = key if is_key_representable(key) else None
+        if form is None:
             self.read_whole(container)  # slices and other keys: guard the whole container
             return
         if (id(container), key) in self.written:
             self.loaded_written((id(container), key), value)
             return
-        self.read(ItemSource(source, key), value)
+        self.read(ItemSource(source, form), value)
 
     def read_missing_item(self, container: Any, key: Any, error: BaseException) -> None:
         """``container[key]`` raised: the key (or index) is not there, and the guard says so."""
@@ -305,8 +311,9 @@ class Provenance:
             return
         if self.written_external(container):
             return
-        if is_key_representable(item):
-            self.read(ContainsSource(source, item), result)
+        form = dict_keys.key_form(self, item)
+        if form is not None:
+            self.read(ContainsSource(source, form), result)
         else:
             self.read_whole(container)
 
@@ -330,10 +337,8 @@ class Provenance:
                 self.read(ItemSource(source, i), item, symbolic=False)
         elif isinstance(container, dict):
             keys = tuple(container.keys())
-            if all(is_key_representable(k) for k in keys):
-                self.read(KeysSource(source), keys, symbolic=False)
-                for key in keys:
-                    self.read(ItemSource(source, key), container[key], symbolic=False)
+            for key, form in zip(keys, dict_keys.read_keys(self, source, container)):
+                self.read(ItemSource(source, form), container[key], symbolic=False)
         elif isinstance(container, SNAPSHOT_ITERABLES) and not isinstance(container, (str, bytes)):
             # sum(a_set), sorted(a_deque)...  (strings are guarded by value already)
             items = tuple(container)
@@ -366,13 +371,10 @@ class Provenance:
                 position = index % len(owner)
                 self.read(ItemSource(source, position), owner[position], symbolic=False)
         elif isinstance(owner, dict) and name == "pop" and call_args:
-            key = call_args[0]
-            if is_key_representable(key):
-                self.read_membership(owner, key, key in owner)
-                if key in owner:
-                    self.read_item(owner, key, owner[key])
-            else:
-                self.read_whole(owner)
+            key = call_args[0]  # (a key with no form: both read the whole dict)
+            self.read_membership(owner, key, key in owner)
+            if key in owner:
+                self.read_item(owner, key, owner[key])
         else:
             self.read_whole(owner)  # popitem, set.pop: which item depends on all of it
 

@@ -128,7 +128,10 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         # Stores into outside objects through their class's own ``__setattr__`` (stepped
         # into; its own stores are the effects): the run changed the program's objects.
         self.setter_stores = 0
-        self.globals_consts: dict[int, tuple[str, dict]] = {}
+        # Named constants of the generated code: module globals dicts, dict keys.
+        self.globals_consts: dict[int, tuple[str, Any]] = {}
+        # isinstance / issubclass answers a metaclass decides (monitor/type_checks.py).
+        self.type_checks: dict[tuple, Any] = {}
         self.iterators: dict[int, IteratorState] = {}
         self.frames: list[FrameState] = []
         self.paused = False

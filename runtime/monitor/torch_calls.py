@@ -165,11 +165,10 @@ class TorchCallRouting:
                 func, args, kwargs, result, breaks.UNKNOWN_NATIVE_CALL, effectful=True
             )
             return result
-        for value in (*args, *kwargs.values()):
-            # ``x.reshape(shape)``, ``F.pad(x, cfg["pad"])``, ``torch.tensor(WEIGHTS)``: torch
-            # reads a list from outside item by item, unobserved; the graph bakes them in.
-            if isinstance(value, (list, tuple, dict)) and id(value) in self.sources:
-                self.read_nested(value)  # (a tuple of literals is guarded by value already)
+        # ``x.reshape(shape)``, ``F.pad(x, cfg["pad"])``, ``torch.tensor(WEIGHTS)``, and
+        # inside an index the call built (``x[:, IDX]``): torch reads a list from outside
+        # item by item, unobserved; the graph bakes them in.
+        self._read_arguments((*args, *kwargs.values()))
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         versions = [_version(t) for t in tensors]
         try:
@@ -222,6 +221,20 @@ class TorchCallRouting:
         except Exception as error:  # noqa: BLE001 - a fullgraph bug: the program goes on
             self.refuse(f"internal error in fullgraph's capture of {name}: {error!r}")
         return result
+
+    def _read_arguments(self, values: tuple, depth: int = 0) -> None:
+        """Lists, tuples and dicts from outside among a torch call's arguments, read
+        whole: also inside a tuple, list or slice the program built around them
+        (``x[:, IDX]``, ``x[[IDX]]``, ``y[0, IDX] = v``), which has no source itself."""
+        for value in values:
+            if isinstance(value, (list, tuple, dict)) and id(value) in self.sources:
+                self.read_nested(value)  # (a tuple of literals is guarded by value already)
+            elif depth < 4 and isinstance(value, (list, tuple)):
+                self._read_arguments(tuple(value), depth + 1)
+            elif depth < 4 and isinstance(value, dict):
+                self._read_arguments(tuple(value.values()), depth + 1)
+            elif depth < 4 and isinstance(value, slice):
+                self._read_arguments((value.start, value.stop, value.step), depth + 1)
 
     # -- sizes ---------------------------------------------------------------
     def size_generic(self) -> bool:

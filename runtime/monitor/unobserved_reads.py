@@ -15,6 +15,7 @@ import collections.abc
 from collections.abc import Callable
 from typing import Any
 
+from fullgraph.runtime.monitor import type_checks
 from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.sources import AttrSource
@@ -27,7 +28,7 @@ CONSUMING_BUILTINS = frozenset(
 )
 ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
 # Pure builtins that read only what their arguments are, not what they hold.
-_READ_NOTHING = frozenset([isinstance, issubclass, callable, type, id])
+_READ_NOTHING = frozenset([callable, type, id])
 
 
 def read_by_call(
@@ -38,6 +39,8 @@ def read_by_call(
         # ``vars(args)["lr"]``: the object's own ``__dict__``, read like any dict of it.
         owner_source = run.source_of(args[0])
         return lambda: run.register(result(), AttrSource(owner_source, "__dict__"))
+    if fn is isinstance or fn is issubclass:  # a metaclass may decide (an ABC's registry)
+        return type_checks.guard(run, fn, args, result)
     if fn in _READ_NOTHING:
         return None
     for value in (receiver, *args, *kwargs.values()):

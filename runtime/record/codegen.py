@@ -62,6 +62,8 @@ def is_literal(value: Any) -> bool:
 def literal(value: Any) -> str:
     if isinstance(value, float) and math.isnan(value):
         return "float('nan')"
+    if isinstance(value, float) and math.isinf(value):
+        return "float('inf')" if value > 0 else "float('-inf')"
     if isinstance(value, torch.Size):
         return repr(tuple(value))
     if isinstance(value, torch.dtype):

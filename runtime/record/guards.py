@@ -385,9 +385,11 @@ def generate_guard(
     distinct: list[tuple[Source, Source]] = (),
     tensor_meta: dict | None = None,
     entry_devices: tuple[str, ...] = (),
+    more_checks: Callable[[Namespace], list[Check]] | None = None,
 ) -> GuardCode:
     """``tensor_meta``: source -> the :class:`TensorMeta` the run first met a tensor
-    read with (the call may have changed it since)."""
+    read with (the call may have changed it since); ``more_checks``: checks of this
+    guard's namespace that follow the reads (``isinstance`` answers)."""
     ns = Namespace()
     for name, value in globals_consts.items():
         ns.values[name] = value
@@ -446,6 +448,8 @@ def generate_guard(
         checked = (tensor_meta or {}).get(source, value)
         condition, why, leaf = value_check(checked, source, ns, dynamic)
         checks.append(Check((source,), condition, f"{why} of {source.expr()}", leaf))
+    if more_checks is not None:
+        checks.extend(more_checks(ns))
     for condition in conditions:  # branches taken on symbolic arguments
         checks.append(Check((), _fixed(condition.source(literal)), condition.why))
     for first, second in dict.fromkeys(aliases):  # one check per pair, in order

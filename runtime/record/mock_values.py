@@ -39,7 +39,7 @@ from fullgraph.runtime.record.mock_support import (
     HELPERS,
     UNDOABLE_CONTAINERS,
 )
-from fullgraph.runtime.sources import AttrSource, ItemSource, Source
+from fullgraph.runtime.sources import AttrSource, ItemSource, Source, key_text
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size
 
 
@@ -316,20 +316,21 @@ class MockWriter:
                 else:
                     store = f"setattr({target}, {key!r}, {final})"
             else:
+                text = key_text(key)  # torch.float32, int, 0.5: keys with text of their own
                 location, save = (
                     ItemSource(mutation.target, key).expr(),
-                    f"U.item({target}, {key!r})",
+                    f"U.item({target}, {text})",
                 )
                 if present:
-                    store = f"{target}[{key!r}] = {final}"
+                    store = f"{target}[{text}] = {final}"
                 elif not is_mapping(owner):  # an index a list store reached is in range
                     raise Unsupported(
                         breaks.UNSUPPORTED_CONSTRUCT, f"{location} is gone after its store"
                     )
                 elif isinstance(owner, dict):
-                    store = f"{target}.pop({key!r}, None)"
+                    store = f"{target}.pop({text}, None)"
                 else:
-                    store = f"discard({target}, {key!r})"
+                    store = f"discard({target}, {text})"
             if early:
                 local = self.new_name()
                 effect.lines.append(f"{local} = {save}  # taken back if the replay misses")
@@ -344,7 +345,7 @@ class MockWriter:
             else:
                 effect.undoable = False
         if mutation.kind == "delitem":  # del xs[i]: the items after it move up
-            effect.lines.append(f"del {target}[{key!r}]")
+            effect.lines.append(f"del {target}[{key_text(key)}]")
         elif mutation.kind == "call":
             # The receiver may come first (a bound method call): the method is on it.
             skip = 1 if mutation.args and mutation.args[0] is owner else 0

@@ -60,6 +60,7 @@ from fullgraph.runtime.sources import (
     RootModuleSource,
     Source,
     TypeOfSource,
+    has_path,
     module_hooks,
 )
 
@@ -320,6 +321,8 @@ class _TreeBuilder:
                 return self._item(self._attr(base, slot, source.base), source.name, source)
             return self._attr(base, source.name, source)
         if isinstance(source, ItemSource):
+            if has_path(source.key):  # ``d[g['K'].A]``: a key only Python can evaluate
+                raise NotNative
             return self._item(self.manager(source.base), source.key, source)
         if isinstance(source, CellSource):
             closure = self._attr(self.manager(source.function), "__closure__", source)
@@ -425,6 +428,8 @@ def _computed(source: Source) -> Callable | None:
         upto = source.upto
         return lambda base: tuple(base.keys())[:upto]
     if isinstance(source, ContainsSource):
+        if has_path(source.key):
+            return None
         key = source.key
         return lambda base: key in base
     if isinstance(source, HasAttrSource):

@@ -13,6 +13,7 @@ import itertools
 import sys
 import types
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -34,6 +35,7 @@ from fullgraph.runtime.record.mock import generate_mock
 from fullgraph.runtime.record.mock_support import MISS
 from fullgraph.runtime.record.mock_values import Symbols
 from fullgraph.runtime.record.native_guards import build_guard
+from fullgraph.runtime.record.type_check_guards import type_check_guards
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
@@ -234,6 +236,7 @@ def build_record(
         distinct=distinct,
         tensor_meta=tensor_meta,
         entry_devices=run.tape.entry_devices or (),
+        more_checks=partial(type_check_guards, list(run.type_checks.values())),
     )
     if generic and dynamic_backend is not None:
         backend = dynamic_backend

@@ -10,6 +10,7 @@ them is renamed in its guard and mock (``is_own_name``).
 from __future__ import annotations
 
 import builtins
+import enum
 import importlib
 import re
 import sys
@@ -73,7 +74,9 @@ def importable(value: Any) -> str | None:
     if isinstance(value, dict) and "__name__" in value and value.get("__builtins__") is not None:
         return _globals_dict(value)
     owner = getattr(value, "__objclass__", None)
-    if isinstance(owner, type) and isinstance(getattr(value, "__name__", None), str):
+    if isinstance(value, enum.Enum):  # a member: its class's attribute
+        module, names = type(value).__module__, [f"{type(value).__qualname__}.{value.name}"]
+    elif isinstance(owner, type) and isinstance(getattr(value, "__name__", None), str):
         module, names = owner.__module__, [f"{owner.__qualname__}.{value.__name__}"]
     else:
         module = getattr(value, "__module__", None)
