@@ -20,6 +20,7 @@ from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import (
     annotation_table,
+    changed_arguments,
     logging_calls,
     speculation,
     warnings_blocks,
@@ -141,6 +142,12 @@ class Callouts:
         # Symbolic arguments are passed on to the replayed call as expressions.
         call_syms, state.call_syms = state.call_syms, None
         arg_syms = argument_syms(call_syms, len(args) + len(kwargs))
+        # random.shuffle(idx) of a list the function made: copied before the call runs.
+        handed = (
+            changed_arguments.before_call(self, args, kwargs)
+            if not _only_reads_its_arguments(fn)
+            else changed_arguments.Handed()
+        )
 
         def after() -> None:
             self.paused = False
@@ -161,7 +168,12 @@ class Callouts:
                 if self._warnings_block(fn, args):
                     return
                 self._check_replayable_receiver(fn, name)
-                call = (fn, args, kwargs, None)
+                call = (
+                    fn,
+                    changed_arguments.as_before(handed, args),
+                    dict(zip(kwargs, changed_arguments.as_before(handed, tuple(kwargs.values())))),
+                    None,
+                )
                 if fn is warnings.warn:
                     call = self._located_warning(args, kwargs) or call
                 else:  # a log call, at the user's line
@@ -178,6 +190,8 @@ class Callouts:
                     # A read's None decides as much as any other value (``.get(k)``).
                     guard_result=value is not None or not effectful,
                 )
+                # What the call left in those lists decides what follows: read, mid-guarded.
+                changed_arguments.read_after(self, handed, callout, annotation.category)
             except Unsupported as error:
                 self.tape.unsupported = error
                 self.unsupported.append(self.locate(name, error.category, error.detail))

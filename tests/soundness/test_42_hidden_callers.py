@@ -1,0 +1,247 @@
+"""Class 42: code the monitor does not step into that changes the program's objects,
+and program code that runs where the program did not call it.
+
+- ``random.shuffle(idx)`` of a list the function made (``list(range(n))``, a list
+  comprehension, a copy of a global): the draw was replayed in order, but on the
+  list as the run left it, and the list's new order had already been baked into
+  what followed (``x[idx]``, a loop over it, the list returned or printed): every
+  replay gave the first call's permutation.  A replayed call handed a list the
+  function made is now followed by a read of that list's items, which a mid-guard
+  checks (one record per order, the orders that come again replay); a replay that
+  misses there hands the order on to the monitoring run, so nothing is drawn
+  twice.  ``np.random.shuffle`` of a list, a ``random.Random`` of the program's
+  and ``random.sample`` / ``choices`` / ``choice`` / ``np.random.permutation`` /
+  ``torch.randperm(n).tolist()`` (whose results were mid-guarded already) are here
+  too.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from harness import Case, backends, calls, execg, run_case
+from harness import prog as shared_prog
+
+prog = partial(shared_prog, name="hidden42")
+
+
+def four(env):
+    return (torch.arange(4.0),)
+
+
+def fresh(env):
+    return (torch.randn(3),)
+
+
+# ---------------------------------------------------------------------------
+# Draws that change a container the function made
+
+LOCAL_SHUFFLE = """
+import random
+import torch
+
+def f(x):
+    idx = list(range(4))
+    random.shuffle(idx)
+    return x[idx]
+"""
+
+
+@backends()
+def test_shuffle_of_a_local_list_used_as_an_index(backend):
+    run_case(
+        Case("shuffle_of_a_local_list_used_as_an_index", prog(LOCAL_SHUFFLE), calls(6, four)),
+        backend,
+    )
+
+
+BUILT_SHUFFLE = """
+import random
+import torch
+
+def f(x):
+    idx = [i for i in range(2)]
+    random.shuffle(idx)
+    return x[torch.tensor(idx)] * 2
+"""
+
+
+@backends()
+def test_shuffle_of_a_built_list_replays_the_orders_that_come_again(backend):
+    # Two items, two orders: each order gets its record, the calls that draw it again
+    # replay it (the shuffle is made by the replay, the mid-guard checks its order).
+    run_case(
+        Case(
+            "shuffle_of_a_built_list_replays_the_orders_that_come_again",
+            prog(BUILT_SHUFFLE),
+            calls(8, lambda env: (torch.arange(2.0),)),
+            min_hits=4,
+        ),
+        backend,
+    )
+
+
+LOOP_ORDER = """
+import random
+import torch
+
+order = [0, 1, 2]
+
+def f(x):
+    mine = list(order)
+    random.shuffle(mine)
+    out = torch.zeros(())
+    for position, i in enumerate(mine):
+        out = out * 10 + x[i] * (position + 1)
+    return out, mine
+"""
+
+
+@backends()
+def test_shuffle_decides_a_loop_order_and_is_returned(backend):
+    run_case(
+        Case(
+            "shuffle_decides_a_loop_order_and_is_returned",
+            prog(LOOP_ORDER),
+            [
+                *calls(5, lambda env: (torch.arange(3.0),)),
+                execg("order.append(3)"),
+                *calls(3, four),
+            ],
+        ),
+        backend,
+    )
+
+
+SHUFFLE_PRINTED = """
+import random
+import torch
+
+def f(x):
+    idx = list(range(3))
+    random.shuffle(idx)
+    print("order", idx)
+    return x * 2
+"""
+
+
+@backends()
+def test_shuffled_list_printed(backend):
+    run_case(
+        Case("shuffled_list_printed", prog(SHUFFLE_PRINTED), calls(5, fresh)),
+        backend,
+    )
+
+
+GLOBAL_SHUFFLE = """
+import random
+import torch
+
+deck = [0, 1, 2, 3]
+other = [0, 1, 2]
+
+def f(x):
+    random.shuffle(deck)
+    random.shuffle(other)   # shuffled, never read here: the replay shuffles it again
+    return x[deck]
+"""
+
+GLOBAL_SHUFFLE_UNREAD = """
+import random
+import torch
+
+deck = [0, 1, 2, 3]
+
+def f(x):
+    random.shuffle(deck)
+    return x * 2
+"""
+
+
+@backends()
+def test_shuffle_of_a_global_list(backend):
+    run_case(Case("shuffle_of_a_global_list", prog(GLOBAL_SHUFFLE), calls(5, four)), backend)
+    run_case(
+        Case(
+            "shuffle_of_a_global_list_unread",
+            prog(GLOBAL_SHUFFLE_UNREAD),
+            calls(5, four),
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+NUMPY_AND_OWN_GENERATOR = """
+import random
+import numpy as np
+import torch
+
+rng = random.Random(7)
+
+def f(x):
+    a = list(range(4))
+    np.random.shuffle(a)
+    b = list(range(4))
+    rng.shuffle(b)
+    return x[a] + 10 * x[b]
+"""
+
+
+@backends()
+def test_numpy_shuffle_and_a_generator_of_the_program(backend):
+    run_case(
+        Case(
+            "numpy_shuffle_and_a_generator_of_the_program",
+            prog(NUMPY_AND_OWN_GENERATOR),
+            calls(5, four),
+            watch=lambda env: env.ns.rng.getstate(),
+        ),
+        backend,
+    )
+
+
+DRAWN_INDICES = """
+import random
+import numpy as np
+import torch
+
+def f(x):
+    a = random.sample(range(4), 2)
+    b = random.choices(range(4), k=2)
+    c = random.choice([0, 1, 2, 3])
+    d = np.random.permutation(4).tolist()
+    e = torch.randperm(4).tolist()
+    return x[a].sum() + x[b].sum() * 10 + x[c] * 100 + x[d] * 1000 + x[e]
+"""
+
+
+@backends()
+def test_drawn_indices_sample_choices_permutation(backend):
+    run_case(
+        Case("drawn_indices_sample_choices_permutation", prog(DRAWN_INDICES), calls(5, four)),
+        backend,
+    )
+
+
+COIN = """
+import random
+import torch
+
+def f(x):
+    sides = ["heads", "tails"]
+    random.shuffle(sides)
+    return x * 2 if sides[0] == "heads" else x - 1
+"""
+
+
+@backends()
+def test_a_missed_shuffle_is_not_drawn_again(backend):
+    # Two records, one per outcome: a replay of the one that misses after its shuffle
+    # hands the order to the other record or the monitoring run (the RNG state is
+    # compared after every call: a second draw would show).
+    run_case(
+        Case("a_missed_shuffle_is_not_drawn_again", prog(COIN), calls(10, fresh), min_hits=5),
+        backend,
+    )
