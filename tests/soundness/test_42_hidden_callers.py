@@ -13,6 +13,9 @@ and program code that runs where the program did not call it.
   and ``random.sample`` / ``choices`` / ``choice`` / ``np.random.permutation`` /
   ``torch.randperm(n).tolist()`` (whose results were mid-guarded already) are here
   too.
+- ``Tensor.apply_`` / ``map_`` / ``map2_`` with a Python function: torch calls it
+  once per element from C; recording it was an internal error, it is a refusal
+  that names the call.
 """
 
 from __future__ import annotations
@@ -245,3 +248,37 @@ def test_a_missed_shuffle_is_not_drawn_again(backend):
         Case("a_missed_shuffle_is_not_drawn_again", prog(COIN), calls(10, fresh), min_hits=5),
         backend,
     )
+
+
+# ---------------------------------------------------------------------------
+# Python functions torch calls per element
+
+PER_ELEMENT = """
+import torch
+
+seen = []
+
+def f(x):
+    y = x.clone()
+    y.apply_(lambda v: v * 2)
+    z = x.clone()
+    z.map_(x, lambda a, b: seen.append(b) or a + b)
+    w = x.clone()
+    w.map2_(x, x, lambda a, b, c: a + b + c)
+    return y + z + w
+"""
+
+
+@backends()
+def test_apply_map_with_a_python_function_is_refused_by_name(backend):
+    result = run_case(
+        Case(
+            "apply_map_with_a_python_function_is_refused_by_name",
+            prog(PER_ELEMENT),
+            calls(3, fresh),
+            watch=lambda env: len(env.ns.seen),
+        ),
+        backend,
+    )
+    reason = result.fallback_reason or ""
+    assert "apply_" in reason and "internal error" not in reason, reason
