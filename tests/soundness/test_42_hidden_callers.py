@@ -16,6 +16,9 @@ and program code that runs where the program did not call it.
 - ``Tensor.apply_`` / ``map_`` / ``map2_`` with a Python function: torch calls it
   once per element from C; recording it was an internal error, it is a refusal
   that names the call.
+- The harness's ``known_objects`` crashed on a class whose metaclass
+  ``__getattr__`` raises ``KeyError`` (``dataclasses.is_dataclass`` uses
+  ``hasattr``).
 """
 
 from __future__ import annotations
@@ -282,3 +285,34 @@ def test_apply_map_with_a_python_function_is_refused_by_name(backend):
     )
     reason = result.fallback_reason or ""
     assert "apply_" in reason and "internal error" not in reason, reason
+
+
+# ---------------------------------------------------------------------------
+# The harness itself
+
+METACLASS_KEYERROR = """
+import torch
+
+class Registry(type):
+    def __getattr__(cls, name):
+        raise KeyError(name)
+
+class Table(metaclass=Registry):
+    scale = 2.0
+
+def f(x):
+    return x * Table.scale
+"""
+
+
+@backends()
+def test_class_whose_metaclass_getattr_raises_keyerror(backend):
+    run_case(
+        Case(
+            "class_whose_metaclass_getattr_raises_keyerror",
+            prog(METACLASS_KEYERROR),
+            [*calls(2, fresh), execg("Table.scale = 3.0"), *calls(2, fresh)],
+            min_hits=2,
+        ),
+        backend,
+    )
