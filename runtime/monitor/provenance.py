@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
-from fullgraph.runtime.monitor import autograd_calls, hook_sources, method_lookups
+from fullgraph.runtime.monitor import attribute_hooks, autograd_calls, hook_sources, method_lookups
 from fullgraph.runtime.monitor.iteration import (
     SNAPSHOT_ITERABLES,
 )
@@ -141,6 +141,7 @@ class Provenance:
         ``symbolic=False`` for values consumed where the monitor can't follow
         them (inside a library layer): those are always guarded by value.
         """
+        value = attribute_hooks.original_of(value)  # a hook's stand-in: the program's hook
         self._last_read = (source, value)
         changed_by = self.changed_state and self._reads_changed_state(source)
         if changed_by:

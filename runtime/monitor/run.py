@@ -29,6 +29,7 @@ from fullgraph.runtime.capture.mode import CaptureMode
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
+from fullgraph.runtime.monitor.attribute_hooks import ProgramHooks
 from fullgraph.runtime.monitor.calls import CallHandling
 from fullgraph.runtime.monitor.iteration import (
     IterationTracking,
@@ -75,8 +76,12 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         dynamic: dict | None = None,
         follow_sizes: bool | None = None,
         sized_by_data_in_graph: bool = True,
+        hooks: ProgramHooks | None = None,
     ):
         self.fn = fn
+        # The program's attribute hooks, set aside while fullgraph's own code runs.
+        self.hooks = hooks if hooks is not None else ProgramHooks()
+        self.effects_made = 0  # stores recorded so far (merged ones too)
         # Whether nonzero, x[mask] and the like go into the graph (False once a run found
         # Python reading such a size: capture/data_dependent.py).
         self.sized_by_data_in_graph = sized_by_data_in_graph

@@ -93,10 +93,12 @@ class TorchCallRouting:
         # The monitor's own Python (dataclass __init__s and the like) must not be
         # observed: new frames are left untraced while this handler runs.
         self.paused = True
+        program_time, self.hooks.fullgraph = self.hooks.fullgraph, True
         try:
             return self._torch_call(func, args, kwargs)
         finally:
             self.paused = False
+            self.hooks.fullgraph = program_time
 
     def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
         name = getattr(func, "__name__", "")

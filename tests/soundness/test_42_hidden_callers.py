@@ -13,6 +13,15 @@ and program code that runs where the program did not call it.
   and ``random.sample`` / ``choices`` / ``choice`` / ``np.random.permutation`` /
   ``torch.randperm(n).tolist()`` (whose results were mid-guarded already) are here
   too.
+- A class whose ``__getattribute__`` or ``__getattr__`` counts accesses: the
+  monitor's own reads (``isinstance`` reads ``__class__`` through
+  ``__getattribute__``, its ``hasattr`` probes, a guard re-reading ``A[1].scale``)
+  ran the program's hook, so the first call counted 45 accesses where eager
+  counted 1, and every replay counted 2.  While fullgraph's own code runs, such
+  hooks of the program's classes are set aside (the monitor sees the plain
+  attributes); a record that would read through a hook that changed something
+  when the program ran it is refused, a pure one (a wrapper forwarding to what it
+  wraps) still replays.
 - ``Tensor.apply_`` / ``map_`` / ``map2_`` with a Python function: torch calls it
   once per element from C; recording it was an internal error, it is a refusal
   that names the call.
@@ -249,6 +258,194 @@ def test_a_missed_shuffle_is_not_drawn_again(backend):
     # compared after every call: a second draw would show).
     run_case(
         Case("a_missed_shuffle_is_not_drawn_again", prog(COIN), calls(10, fresh), min_hits=5),
+        backend,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Attribute hooks of the program's classes
+
+COUNTED_GETATTRIBUTE = """
+import torch
+
+accesses = 0
+
+class Counted:
+    def __init__(self):
+        self.scale = 2.0
+
+    def __getattribute__(self, name):
+        global accesses
+        accesses += 1
+        return object.__getattribute__(self, name)
+
+counted = Counted()
+
+def f(x):
+    return x * counted.scale
+"""
+
+
+@backends()
+def test_getattribute_counting_accesses_on_a_global(backend):
+    run_case(
+        Case(
+            "getattribute_counting_accesses_on_a_global",
+            prog(COUNTED_GETATTRIBUTE),
+            [*calls(2, fresh), execg("counted.scale = 3.0"), *calls(2, fresh)],
+        ),
+        backend,
+    )
+
+
+COUNTED_ARGUMENT = """
+import torch
+
+accesses = 0
+
+class Counted:
+    def __init__(self):
+        self.scale = 2.0
+
+    def __getattribute__(self, name):
+        global accesses
+        accesses += 1
+        return object.__getattribute__(self, name)
+
+def make():
+    return Counted()
+
+def f(x, c):
+    return x * c.scale
+"""
+
+
+@backends()
+def test_getattribute_counting_accesses_on_an_argument(backend):
+    run_case(
+        Case(
+            "getattribute_counting_accesses_on_an_argument",
+            prog(COUNTED_ARGUMENT),
+            calls(4, lambda env: (torch.randn(3), env.ns.make())),
+        ),
+        backend,
+    )
+
+
+MADE_COUNTED = """
+import torch
+
+accesses = 0
+
+class Counted:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __getattribute__(self, name):
+        global accesses
+        accesses += 1
+        return object.__getattribute__(self, name)
+
+def f(x):
+    c = Counted(2.0)
+    return x * c.scale
+"""
+
+
+@backends()
+def test_getattribute_of_an_object_made_in_the_call_replays(backend):
+    # Nothing outside the call is read through the hook: its store is replayed, once.
+    run_case(
+        Case(
+            "getattribute_of_an_object_made_in_the_call_replays",
+            prog(MADE_COUNTED),
+            calls(4, fresh),
+            min_hits=2,
+        ),
+        backend,
+    )
+
+
+COUNTED_GETATTR = """
+import torch
+
+log = []
+
+class Lazy:
+    def __getattr__(self, name):
+        log.append(name)
+        return 3.0
+
+lazy = Lazy()
+
+def f(x):
+    return x * lazy.scale
+"""
+
+
+@backends()
+def test_getattr_fallback_logging_accesses(backend):
+    run_case(
+        Case("getattr_fallback_logging_accesses", prog(COUNTED_GETATTR), calls(4, fresh)), backend
+    )
+
+
+FORWARDING_WRAPPER = """
+import torch
+
+class Config:
+    def __init__(self):
+        self.scale = 2.0
+
+class Wrapper:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+cfg = Wrapper(Config())
+
+def f(x):
+    return x * cfg.scale + cfg.__getattr__("scale")   # the hook called by name too
+"""
+
+
+@backends()
+def test_pure_getattr_forwarding_still_replays(backend):
+    run_case(
+        Case(
+            "pure_getattr_forwarding_still_replays",
+            prog(FORWARDING_WRAPPER),
+            [*calls(3, fresh), execg("cfg.inner.scale = 5.0"), *calls(3, fresh)],
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+COUNTED_PROPERTY = """
+import torch
+
+reads = []
+
+class Cfg:
+    @property
+    def scale(self):
+        reads.append("scale")
+        return 4.0
+
+cfg = Cfg()
+
+def f(x):
+    return x * cfg.scale
+"""
+
+
+@backends()
+def test_property_logging_reads_replays(backend):
+    run_case(
+        Case("property_logging_reads_replays", prog(COUNTED_PROPERTY), calls(4, fresh), min_hits=2),
         backend,
     )
 
