@@ -52,7 +52,7 @@ class Monitor:
         finally:
             cpython.stop_tracing(previous)
             self.run.paused = False
-        attribute_hooks.refuse_reads_through(self.run, hooks)
+        self.run.finish()
         return result
 
     def _on_call(self, frame, event, arg):

@@ -13,6 +13,12 @@ and program code that runs where the program did not call it.
   and ``random.sample`` / ``choices`` / ``choice`` / ``np.random.permutation`` /
   ``torch.randperm(n).tolist()`` (whose results were mid-guarded already) are here
   too.
+- The same family, found while fixing it: a list the function builds, printed on
+  the way (``print("so far", seen)`` in a loop that appends to it), printed its
+  final state on every replay, and one handed to a call that left it alone
+  (``json.dumps(rows)``, ``q.put(rows)``) and changed afterwards was handed as the
+  function left it.  A print is handed a copy of each container as it was; such a
+  call refuses the record.
 - A class whose ``__getattribute__`` or ``__getattr__`` counts accesses: the
   monitor's own reads (``isinstance`` reads ``__class__`` through
   ``__getattribute__``, its ``hasattr`` probes, a guard re-reading ``A[1].scale``)
@@ -50,7 +56,7 @@ def fresh(env):
 
 
 # ---------------------------------------------------------------------------
-# Draws that change a container the function made
+# Containers the function made, handed to calls the mock makes again
 
 LOCAL_SHUFFLE = """
 import random
@@ -258,6 +264,58 @@ def test_a_missed_shuffle_is_not_drawn_again(backend):
     # compared after every call: a second draw would show).
     run_case(
         Case("a_missed_shuffle_is_not_drawn_again", prog(COIN), calls(10, fresh), min_hits=5),
+        backend,
+    )
+
+
+PRINTED_WHILE_BUILT = """
+import torch
+
+def f(x):
+    seen = []
+    for i in range(3):
+        seen.append(i)
+        print("so far", seen, {"n": len(seen)})
+    return x * 2
+"""
+
+
+@backends()
+def test_print_of_a_list_the_loop_builds(backend):
+    # Each print shows the list as it was then (the mock made it as the run left it).
+    run_case(
+        Case(
+            "print_of_a_list_the_loop_builds",
+            prog(PRINTED_WHILE_BUILT),
+            calls(3, fresh),
+            min_hits=2,
+        ),
+        backend,
+    )
+
+
+HANDED_THEN_CHANGED = """
+import json
+import queue
+import torch
+
+q = queue.Queue()
+sent = []
+
+def f(x):
+    rows = [1, 2]
+    text = json.dumps(rows)     # sees [1, 2]
+    q.put(rows)                 # keeps the list itself
+    rows.append(3)
+    sent.append(q.get())
+    return x * len(text)
+"""
+
+
+@backends()
+def test_a_list_handed_to_a_call_then_changed(backend):
+    run_case(
+        Case("a_list_handed_to_a_call_then_changed", prog(HANDED_THEN_CHANGED), calls(3, fresh)),
         backend,
     )
 
