@@ -36,7 +36,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from fullgraph.runtime.monitor.user_code import is_user_code
+from fullgraph.runtime.monitor.user_code import is_user_code, user_property
 from fullgraph.runtime.sources import (
     AttrSource,
     HasAttrSource,
@@ -73,7 +73,10 @@ class ProgramHooks:
 
     def install(self, owner: type, name: str, original: types.FunctionType) -> None:
         stand_in = _stand_in(self, owner, name, original)
-        type.__setattr__(owner, name, stand_in)  # past a metaclass's own __setattr__
+        try:
+            type.__setattr__(owner, name, stand_in)  # past a metaclass's own __setattr__
+        except (TypeError, AttributeError):  # a class that can't take one: left as it is
+            return
         self.installed.append(_Installed(owner, name, original, stand_in))
         self.codes.add(original.__code__)
 
@@ -105,7 +108,10 @@ class ProgramHooks:
         if code.co_name not in HOOK_NAMES:
             return None
         if code.co_argcount:
-            owner = _owner_class(frame, code)  # still holding the program's hook itself
+            try:
+                owner = _owner_class(frame, code)  # still holding the program's hook itself
+            except Exception:  # noqa: BLE001 - an odd receiver: its hook stays the program's
+                owner = None
             if owner is not None:
                 self.install(owner, code.co_name, owner.__dict__[code.co_name])
         return code if code in self.codes else None
@@ -117,8 +123,12 @@ def set_aside() -> Iterator[ProgramHooks]:
     (one monitoring run and the building of its record) lasts."""
     hooks = ProgramHooks()
     try:
-        for owner, name, original in _program_hooks():
-            hooks.install(owner, name, original)
+        try:
+            for owner, name, original in _program_hooks():
+                hooks.install(owner, name, original)
+        except Exception:  # noqa: BLE001 - never the program's failure: run without them
+            hooks.restore()
+            hooks.fullgraph = True
         yield hooks
     finally:
         hooks.restore()
@@ -215,6 +225,17 @@ def _program_hook(hook: Any) -> bool:
         return False
     filename = hook.__code__.co_filename
     return "site-packages" not in filename and "dist-packages" not in filename
+
+
+def read_through_property(run, owner: Any, source: Source, name: str) -> bool:
+    """``getattr(obj, "p")`` / ``hasattr(obj, "p")`` of a property of the program's: its
+    getter ran as the program's code (stepped into, what it read guarded).  The guard
+    checks the property itself, as for ``obj.p``; neither the monitor (``hasattr``) nor
+    the guard (``hasattr(A[0], 'p')``) runs the getter again."""
+    if not user_property(type(owner), name):
+        return False
+    run.read_class_attribute(owner, source, name)
+    return True
 
 
 def effects(run) -> tuple[int, int]:

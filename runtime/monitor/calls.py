@@ -443,6 +443,8 @@ class CallHandling(Callouts):
             source = source or self.resolve_external(owner)  # ``getattr(x, "scale", 1.0)``
         if source is None or (id(owner), attr) in self.written:
             return
+        if attribute_hooks.read_through_property(self, owner, source, attr):
+            return
         if fn is hasattr:
             self.read(HasAttrSource(source, attr), value)
         elif hasattr(owner, attr):

@@ -297,7 +297,9 @@ class Provenance:
             if hasattr(type(owner), name):
                 return  # a torch property that raised: not an attribute the caller sets
             source = source or self.resolve_external(owner)
-        if source is not None:
+        if source is not None and not attribute_hooks.read_through_property(
+            self, owner, source, name
+        ):
             self.read(HasAttrSource(source, name), False)
 
     def read_membership(self, container: Any, item: Any, result: Any) -> None:

@@ -27,7 +27,10 @@ and program code that runs where the program did not call it.
   hooks of the program's classes are set aside (the monitor sees the plain
   attributes); a record that would read through a hook that changed something
   when the program ran it is refused, a pure one (a wrapper forwarding to what it
-  wraps) still replays.
+  wraps) still replays.  ``getattr(cfg, "p")`` and ``hasattr(cfg, "p")`` of a
+  property that logs its reads ran the getter once more in the monitor (its own
+  ``hasattr``) and on every replay (a guard's ``hasattr(A, 'p')``): the property
+  itself is guarded instead, as for ``cfg.p``.
 - ``Tensor.apply_`` / ``map_`` / ``map2_`` with a Python function: torch calls it
   once per element from C; recording it was an internal error, it is a refusal
   that names the call.
@@ -493,10 +496,18 @@ class Cfg:
         reads.append("scale")
         return 4.0
 
+    @property
+    def broken(self):
+        reads.append("broken")
+        raise AttributeError("broken")
+
 cfg = Cfg()
 
 def f(x):
-    return x * cfg.scale
+    # getattr / hasattr of a property: the monitor's own hasattr and a guard's
+    # hasattr(A, 'scale') ran the getter again
+    flags = getattr(cfg, "scale") + hasattr(cfg, "scale") + hasattr(cfg, "broken")
+    return x * cfg.scale * flags
 """
 
 
