@@ -19,7 +19,8 @@ import torch
 from fullgraph.runtime import breaks, cpython, eager_check
 from fullgraph.runtime.backends import dynamic_variant, resolve
 from fullgraph.runtime.eager_check import EagerTrial, timed
-from fullgraph.runtime.monitor import autograd_calls
+from fullgraph.runtime.monitor import attribute_hooks, autograd_calls
+from fullgraph.runtime.monitor.attribute_hooks import ProgramHooks
 from fullgraph.runtime.monitor.driver import Monitor
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.record import native_guards
@@ -256,19 +257,24 @@ class CompiledFunction:
 
     def _monitor(self, args: tuple, kwargs: dict, injected: dict | None = None):
         run, result = None, None
-        try:
-            run = self._start_run(args, kwargs, injected)
-            result = self._run_and_record(run, args, kwargs)
-        finally:
-            if run is not None and run.shapes is not None:
-                result = run.shapes.close(result, run.mutations, run.objects_made())
-            if run is not None and run.keeps_sized_by_data_out:
-                self.sized_by_data_in_graph = False
-            if run is not None:
-                run.release()
+        # The program's __getattribute__ / __getattr__ run for the program only, never
+        # for fullgraph's reads of its objects (monitor/attribute_hooks.py).
+        with attribute_hooks.set_aside() as hooks:
+            try:
+                run = self._start_run(args, kwargs, injected, hooks)
+                result = self._run_and_record(run, args, kwargs)
+            finally:
+                if run is not None and run.shapes is not None:
+                    result = run.shapes.close(result, run.mutations, run.objects_made())
+                if run is not None and run.keeps_sized_by_data_out:
+                    self.sized_by_data_in_graph = False
+                if run is not None:
+                    run.release()
         return result
 
-    def _start_run(self, args: tuple, kwargs: dict, injected: dict | None) -> MonitorRun:
+    def _start_run(
+        self, args: tuple, kwargs: dict, injected: dict | None, hooks: ProgramHooks
+    ) -> MonitorRun:
         return MonitorRun(
             self._root_function(),
             args,
@@ -279,6 +285,7 @@ class CompiledFunction:
             dynamic=self.dynamic,
             follow_sizes=self.follow_sizes or bool(self.dynamic),
             sized_by_data_in_graph=self.sized_by_data_in_graph,
+            hooks=hooks,
         )
 
     def _run_and_record(self, run: MonitorRun, args: tuple, kwargs: dict):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 
 from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor import attribute_hooks
 from fullgraph.runtime.monitor.driver import Monitor
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.record.records import RecordError, build_record
@@ -30,9 +31,19 @@ def _explain_once(
 ) -> tuple[Report, bool]:
     """One monitoring run's report, and whether it kept data-sized ops out for the next."""
     cpython.check_supported()
+    # The program's attribute hooks run for the program only (monitor/attribute_hooks.py).
+    with attribute_hooks.set_aside() as hooks:
+        return _explain_run(fn, args, kwargs, sized_by_data_in_graph, hooks)
+
+
+def _explain_run(
+    fn: Callable, args: tuple, kwargs: dict, sized_by_data_in_graph: bool, hooks
+) -> tuple[Report, bool]:
     module = fn if isinstance(fn, torch.nn.Module) else None
     root = type(fn).forward if module is not None else fn
-    run = MonitorRun(root, args, kwargs, module, sized_by_data_in_graph=sized_by_data_in_graph)
+    run = MonitorRun(
+        root, args, kwargs, module, sized_by_data_in_graph=sized_by_data_in_graph, hooks=hooks
+    )
     monitor = Monitor(run)
     try:
         result = monitor.execute(lambda: fn(*args, **kwargs))

@@ -86,6 +86,9 @@ class Callout:
     # id(tensor in the result) -> its TensorMeta as returned (a mid-guard checks that,
     # not what the rest of the run made of it: ``c.requires_grad_()``).
     result_meta: dict = dataclasses.field(default_factory=dict)
+    # It changed a list the function made, which the callout after it reads back
+    # (``random.shuffle(idx)``): never held back behind that read's mid-guard.
+    changes_arguments: bool = False
 
     @property
     def splits_graph(self) -> bool:

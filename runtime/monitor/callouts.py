@@ -20,6 +20,7 @@ from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import (
     annotation_table,
+    changed_arguments,
     logging_calls,
     speculation,
     warnings_blocks,
@@ -142,6 +143,10 @@ class Callouts:
         # Symbolic arguments are passed on to the replayed call as expressions.
         call_syms, state.call_syms = state.call_syms, None
         arg_syms = argument_syms(call_syms, len(args) + len(kwargs))
+        # Containers the function made (``random.shuffle(idx)``, ``print(rows)``): copied
+        # as they are before the call runs (monitor/changed_arguments.py).
+        handed = changed_arguments.before_call(self, args, kwargs)
+        shows_only = _only_reads_its_arguments(fn)
 
         def after() -> None:
             self.paused = False
@@ -158,7 +163,7 @@ class Callouts:
             return True
 
         def record(value: Any) -> None:
-            if not _only_reads_its_arguments(fn):
+            if not shows_only:
                 # random.shuffle(xs), an unknown C call: it may have changed a container
                 # from outside, so what the program reads from it next is not guarded
                 # (the read marks the run as not recordable instead).
@@ -170,16 +175,23 @@ class Callouts:
                 breaks.AUTOGRAD_STATE_CALL,
             )
             try:
+                if not shows_only:  # which lists it changed are read back after it
+                    changed_arguments.settle(self, handed, fn, name)
                 if self._warnings_block(fn, args):
                     return
                 self._check_replayable_receiver(fn, name)
                 _check_reads_no_interpreter_state(name, kwargs)
-                call = (fn, args, kwargs, None)
+                # A print shows its containers as they were then; a shuffle is handed the
+                # list as it was before it (the program's own is made as the run left it).
+                shown = changed_arguments.as_before(handed, args, copies=shows_only)
+                values = tuple(kwargs.values())
+                named = changed_arguments.as_before(handed, values, len(args), shows_only)
+                call = (fn, shown, dict(zip(kwargs, named)), None)
                 if fn is warnings.warn:
-                    call = self._located_warning(args, kwargs) or call
+                    call = self._located_warning(shown, call[2]) or call
                 else:  # a log call, at the user's line
                     frame = self.frames[-1].frame if self.frames else None
-                    call = logging_calls.located(fn, args, kwargs, frame) or call
+                    call = logging_calls.located(fn, shown, call[2], frame) or call
                 callout = self.tape.record_callout(
                     call[0],
                     name,
@@ -192,6 +204,8 @@ class Callouts:
                     guard_result=value is not None or not effectful,
                     reads_a_setting=name in annotation_table.SETTING_READS or _marked_constant(fn),
                 )
+                # What the call left in those lists decides what follows: read, mid-guarded.
+                changed_arguments.read_after(self, handed, callout, annotation.category)
             except Unsupported as error:
                 self.tape.unsupported = error
                 self.unsupported.append(self.locate(name, error.category, error.detail))

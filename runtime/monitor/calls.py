@@ -10,6 +10,7 @@ eagerly).  Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import types
 from collections.abc import Callable
@@ -21,10 +22,12 @@ from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture import custom_functions, higher_order
 from fullgraph.runtime.monitor import (
     annotation_table,
+    attribute_hooks,
     autograd_calls,
     handed_callables,
     hook_sources,
     layer_state,
+    library_layers,
     module_walks,
     speculation,
     symbolic_calls,
@@ -61,6 +64,35 @@ class CallHandling(Callouts):
         result: Callable,
         fn_depth: int = 0,
     ) -> Callable | None:
+        after = self._call(state, fn, args, kwargs, result, fn_depth)
+        if fn is not builtins.__build_class__:
+            return after
+
+        def made_class() -> None:  # its attribute hooks: the program's alone from now on
+            if after is not None:
+                after()
+            self.hooks.adopt(result())
+
+        return made_class
+
+    def _call(
+        self,
+        state: FrameState,
+        fn: Any,
+        args: tuple,
+        kwargs: dict,
+        result: Callable,
+        fn_depth: int = 0,
+    ) -> Callable | None:
+        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if attribute_hooks.original_of(target) is not target:
+            # ``obj.__getattr__(name)`` called during the run: the program's own hook, stepped into.
+            original = attribute_hooks.original_of(target)
+            if target is not fn:
+                original = types.MethodType(original, fn.__self__)
+            self.keepalive.append(original)
+            cpython.replace_stack_item(state.frame, fn_depth, original)
+            return None
         if isinstance(fn, autograd_calls.distributed_wrappers()):
             # ddp(x): its bookkeeping (the gradient all-reduce it prepares) is not in
             # any graph, so the whole call is replayed as it is, every time.
@@ -92,7 +124,7 @@ class CallHandling(Callouts):
                     # included) is guarded as it runs; __call__ itself runs its hooks.
                     hook_sources.guard_hooks(self, fn, source)
                 else:
-                    self.guard_library_module(fn, source)
+                    library_layers.guard_library_module(self, fn, source)
                 # Stores made by torch code while it runs (weight_norm's hook setting
                 # module.weight) are replayed like the program's own.
                 return layer_state.watch(self, fn, whole_tree=not has_user_forward(fn))
@@ -411,6 +443,8 @@ class CallHandling(Callouts):
                 return  # torch's own attributes: metadata the capture sees
             source = source or self.resolve_external(owner)  # ``getattr(x, "scale", 1.0)``
         if source is None or (id(owner), attr) in self.written:
+            return
+        if attribute_hooks.read_through_property(self, owner, source, attr):
             return
         if fn is hasattr:
             self.read(HasAttrSource(source, attr), value)

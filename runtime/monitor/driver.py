@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import taint
+from fullgraph.runtime.monitor import attribute_hooks, taint
 from fullgraph.runtime.monitor.opcodes import HANDLERS
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.monitor.state import FrameState
@@ -37,16 +37,23 @@ class Monitor:
     def execute(self, call: Callable[[], Any]) -> Any:
         """Run ``call()`` under observation and return its real result."""
         cpython.check_supported()
+        hooks = self.run.hooks
         previous = sys.gettrace()
         cpython.start_tracing(self._on_call)
         try:
             # No 'is compiling' flag: the monitoring run is the real program, and library
             # code that asks (optimizers, transformers) must take its eager path.
             with self.run.mode:
-                return call()
+                hooks.fullgraph = False  # the program runs its own attribute hooks
+                try:
+                    result = call()
+                finally:
+                    hooks.fullgraph = True
         finally:
             cpython.stop_tracing(previous)
             self.run.paused = False
+        self.run.finish()
+        return result
 
     def _on_call(self, frame, event, arg):
         if event != "call" or self.run.paused or self.tool_error is not None:
@@ -55,25 +62,41 @@ class Monitor:
             return None
         if frame.f_globals.get("__name__", "").startswith("fullgraph."):
             return None  # fullgraph's own generated code (its dataclasses' __init__)
-        state = FrameState(frame)
-        callee = cpython.frame_function(frame)
-        if callee is not None and (callee.__defaults__ or callee.__kwdefaults__):
-            self.run.register_defaults(callee)
-        if not self.run.frames and frame.f_code is self.run.root_code:
-            state.local_syms.update(self.run.root_local_syms(frame.f_code))
-        tracer = self._local_tracer(state)
-        cpython.trace_opcodes(frame, tracer)
-        self.run.frames.append(state)
-        return tracer
+        hooks = self.run.hooks
+        program_time, hooks.fullgraph = hooks.fullgraph, True
+        try:
+            state = FrameState(frame)
+            hook = hooks.hook_of(frame)
+            if hook is not None:  # the program runs its __getattribute__: did it change anything?
+                state.hook, state.effects_at_entry = hook, attribute_hooks.effects(self.run)
+            callee = cpython.frame_function(frame)
+            if callee is not None and (callee.__defaults__ or callee.__kwdefaults__):
+                self.run.register_defaults(callee)
+            if not self.run.frames and frame.f_code is self.run.root_code:
+                state.local_syms.update(self.run.root_local_syms(frame.f_code))
+            tracer = self._local_tracer(state)
+            cpython.trace_opcodes(frame, tracer)
+            self.run.frames.append(state)
+            return tracer
+        finally:
+            hooks.fullgraph = program_time
 
     def _local_tracer(self, state: FrameState):
         run = self.run
         mode = run.mode
+        hooks = run.hooks
         instructions = cpython.instructions(state.frame.f_code)
 
         def trace(frame, event, arg):
             if self.tool_error is not None:
                 return None
+            program_time, hooks.fullgraph = hooks.fullgraph, True
+            try:
+                return handle(frame, event, arg)
+            finally:
+                hooks.fullgraph = program_time
+
+        def handle(frame, event, arg):
             if event == "opcode":
                 mode.paused = True
                 try:
@@ -102,6 +125,11 @@ class Monitor:
                 if state.pending is not None and run.paused:
                     run.paused = mode.paused = False
                 state.pending = state.taint_pending = None
+                if (
+                    state.hook is not None
+                    and attribute_hooks.effects(run) != state.effects_at_entry
+                ):
+                    hooks.effectful.add(state.hook)  # the program's hook changed something
                 if run.frames and run.frames[-1] is state:
                     run.frames.pop()
                 # frame -> f_trace (this closure) -> state -> frame is a cycle: the

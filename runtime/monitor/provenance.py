@@ -10,7 +10,6 @@ looks at through one is a *read*, which the guard checks on later calls.
 from __future__ import annotations
 
 import collections.abc
-import dis
 import functools
 import re
 import types
@@ -19,29 +18,30 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
-from fullgraph.runtime.monitor import autograd_calls, dict_keys, hook_sources, method_lookups
+from fullgraph.runtime.monitor import (
+    attribute_hooks,
+    autograd_calls,
+    dict_keys,
+    hook_sources,
+    method_lookups,
+)
 from fullgraph.runtime.monitor.iteration import (
     SNAPSHOT_ITERABLES,
 )
 from fullgraph.runtime.monitor.user_code import (
-    has_user_forward,
-    is_setting,
     user_property,
 )
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
-    ConstSource,
     ContainsSource,
     HasAttrSource,
     ItemSource,
     IterItemsSource,
-    KeysSource,
     LenSource,
     LookupSource,
     RootModuleSource,
     Source,
-    TypeOfSource,
     base_of,
     is_key_representable,
 )
@@ -141,6 +141,7 @@ class Provenance:
         ``symbolic=False`` for values consumed where the monitor can't follow
         them (inside a library layer): those are always guarded by value.
         """
+        value = attribute_hooks.original_of(value)  # a hook's stand-in: the program's hook
         self._last_read = (source, value)
         changed_by = self.changed_state and self._reads_changed_state(source)
         if changed_by:
@@ -302,7 +303,9 @@ class Provenance:
             if hasattr(type(owner), name):
                 return  # a torch property that raised: not an attribute the caller sets
             source = source or self.resolve_external(owner)
-        if source is not None:
+        if source is not None and not attribute_hooks.read_through_property(
+            self, owner, source, name
+        ):
             self.read(HasAttrSource(source, name), False)
 
     def read_membership(self, container: Any, item: Any, result: Any) -> None:
@@ -430,74 +433,6 @@ class Provenance:
                 child_source = AttrSource(source, name)
                 self.register(child, child_source)
                 self.register_module_tree(child, child_source)
-
-    def guard_library_module(self, module: torch.nn.Module, source: Source) -> None:
-        """A torch layer runs unobserved: guard the plain settings its forward reads.
-
-        ``training``, ``negative_slope``, ``p``, ``momentum``, ``dim``... and the
-        same for the layers it calls in turn (an ``nn.Sequential``'s children).
-        """
-        self.guard_library_globals(type(module))
-        # Setting by setting, not one dict-version check: a model switched to eval()
-        # and back to train() must hit its train-mode record again.
-        if (id(module), "training") not in self.written:  # else set by ``train()`` in the run
-            self.read(AttrSource(source, "training"), module.training, symbolic=False)
-        hook_sources.guard_hooks(self, module, source)
-        for name, value in vars(module).items():
-            if not name.startswith("_") and name != "training" and is_setting(value):
-                self.read(AttrSource(source, name), value, symbolic=False)
-        # A container layer runs every child in order (an nn.Sequential, the ModuleList
-        # of an nn.TransformerEncoder): which children, and of what kind (a Sigmoid
-        # swapped for a Tanh has no setting that tells them apart).
-        container = bool(module._modules) or isinstance(module, torch.nn.Sequential)
-        if container:
-            modules = AttrSource(source, "_modules")
-            self.read(KeysSource(modules), tuple(module._modules), symbolic=False)
-        for name, child in module._modules.items():
-            child_source = AttrSource(source, name)
-            if container:
-                self.read(TypeOfSource(child_source), type(child), symbolic=False)
-            if child is None:
-                continue
-            self.register(child, child_source)
-            if has_user_forward(child):  # its __call__ (hooks included) runs unobserved too
-                hook_sources.guard_hooks(self, child, child_source)
-                self.register_module_tree(child, child_source)
-            else:
-                self.guard_library_module(child, child_source)
-
-    def guard_library_globals(self, layer: type) -> None:
-        """The module-level functions a torch layer's forward calls (``F.gelu`` in
-        ``nn.GELU``): guarded by identity, so one patched between calls is seen."""
-        forward = getattr(layer, "forward", None)
-        if not isinstance(forward, types.FunctionType) or layer in self.guarded_layers:
-            return
-        self.guarded_layers.add(layer)
-        module_globals = forward.__globals__
-        for owner_name, attribute in global_attribute_loads(forward.__code__):
-            owner = module_globals.get(owner_name)
-            if not isinstance(owner, types.ModuleType) or not hasattr(owner, attribute):
-                continue
-            owner_source = ItemSource(ConstSource(self.globals_name(module_globals)), owner_name)
-            self.read(owner_source, owner, symbolic=False)
-            value = getattr(owner, attribute)
-            self.read(AttrSource(owner_source, attribute), value, symbolic=False)
-
-
-@functools.cache
-def global_attribute_loads(code: types.CodeType) -> tuple[tuple[str, str], ...]:
-    """``(module name, attribute)`` for each ``F.gelu``-style load in ``code``."""
-    loads = []
-    previous = None
-    for ins in dis.get_instructions(code):
-        if (
-            ins.opname in ("LOAD_ATTR", "LOAD_METHOD")
-            and previous is not None
-            and previous.opname == "LOAD_GLOBAL"
-        ):
-            loads.append((previous.argval, ins.argval))
-        previous = ins
-    return tuple(dict.fromkeys(loads))
 
 
 def callable_object(fn: Any) -> bool:

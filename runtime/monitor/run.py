@@ -29,6 +29,8 @@ from fullgraph.runtime.capture.mode import CaptureMode
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
+from fullgraph.runtime.monitor import attribute_hooks, changed_arguments, library_layers
+from fullgraph.runtime.monitor.attribute_hooks import ProgramHooks
 from fullgraph.runtime.monitor.calls import CallHandling
 from fullgraph.runtime.monitor.iteration import (
     IterationTracking,
@@ -75,8 +77,15 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         dynamic: dict | None = None,
         follow_sizes: bool | None = None,
         sized_by_data_in_graph: bool = True,
+        hooks: ProgramHooks | None = None,
     ):
         self.fn = fn
+        # The program's attribute hooks, set aside while fullgraph's own code runs.
+        self.hooks = hooks if hooks is not None else ProgramHooks()
+        self.effects_made = 0  # stores recorded so far (merged ones too)
+        # Containers the function made, handed to replayed calls that left them alone:
+        # (container, its state then, the call's name) (monitor/changed_arguments.py).
+        self.handed_containers: list[tuple] = []
         # Whether nonzero, x[mask] and the like go into the graph (False once a run found
         # Python reading such a size: capture/data_dependent.py).
         self.sized_by_data_in_graph = sized_by_data_in_graph
@@ -164,7 +173,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
             self.register_module_tree(module, RootModuleSource())
             self.read(HooksSource(RootModuleSource()), module_hooks(module), symbolic=False)
             if not has_user_forward(module):  # e.g. an nn.Sequential root
-                self.guard_library_module(module, RootModuleSource())
+                library_layers.guard_library_module(self, module, RootModuleSource())
         self.register_callable(fn, RootFunctionSource())
         if callable_object(fn):  # ``Affine.__call__ = ...``: special methods come from the class
             call = type(fn).__call__
@@ -312,6 +321,13 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         )
         self.breaks.append(graph_break)
         return graph_break
+
+    def finish(self) -> None:
+        """What can only be judged once the program returned: a container handed to a
+        replayed call and changed afterwards, a read through an attribute hook that
+        changed the program's state."""
+        changed_arguments.refuse_changed_after(self)
+        attribute_hooks.refuse_reads_through(self, self.hooks)
 
     def refuse(self, detail: str) -> None:
         """This run can't become a record: the construct at the current instruction is

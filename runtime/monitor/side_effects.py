@@ -122,6 +122,7 @@ class SideEffects:
         callout is a new one, and the state each earlier store of that owner left is
         kept first (the mock applies each where it was made, with that state)."""
         mutation.position = len(self.tape.callouts)
+        self.effects_made += 1  # also when merged below: a program hook's store counts
         group = state_group(mutation)
         if group in ("attr", "item"):
             mutation.sym_entry = self.store_syms.get((id(mutation.owner), mutation.name))

@@ -23,6 +23,10 @@ class FrameState:
     local_syms: dict = dataclasses.field(default_factory=dict)
     call_syms: list | None = None
     call_result_sym: Any = None
+    # A program attribute hook this frame runs, and the run's effect count when it
+    # started (monitor/attribute_hooks.py: did it change anything?).
+    hook: Any = None
+    effects_at_entry: tuple = ()
 
 
 @dataclasses.dataclass

@@ -93,10 +93,12 @@ class TorchCallRouting:
         # The monitor's own Python (dataclass __init__s and the like) must not be
         # observed: new frames are left untraced while this handler runs.
         self.paused = True
+        program_time, self.hooks.fullgraph = self.hooks.fullgraph, True
         try:
             return self._torch_call(func, args, kwargs)
         finally:
             self.paused = False
+            self.hooks.fullgraph = program_time
 
     def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
         name = getattr(func, "__name__", "")
@@ -165,6 +167,14 @@ class TorchCallRouting:
                 func, args, kwargs, result, breaks.UNKNOWN_NATIVE_CALL, effectful=True
             )
             return result
+        if name not in _HIDDEN_STATE_CALLS and any(
+            map(_per_element_function, (*args, *kwargs.values()))
+        ):
+            # ``y.apply_(lambda v: v * 2)``, ``map_``, ``map2_``: torch calls the function
+            # once per element from C, unobserved, and no graph node can hold it.
+            label = f"Tensor.{name}" if "Tensor" in getattr(func, "__qualname__", "") else name
+            self.refuse(f"{label} calls a Python function torch runs unobserved (per element)")
+            return func(*args, **kwargs)
         # ``x.reshape(shape)``, ``F.pad(x, cfg["pad"])``, ``torch.tensor(WEIGHTS)``, and
         # inside an index the call built (``x[:, IDX]``): torch reads a list from outside
         # item by item, unobserved; the graph bakes them in.
@@ -386,3 +396,8 @@ def _has_mask_index(args: tuple) -> bool:
     index = args[1]
     items = index if isinstance(index, tuple) else (index,)
     return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items)
+
+
+def _per_element_function(value: Any) -> bool:
+    """A Python callable handed to a torch call (not a class, tensor or module)."""
+    return callable(value) and not isinstance(value, (type, torch.Tensor, torch.nn.Module))

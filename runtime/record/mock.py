@@ -28,6 +28,7 @@ from fullgraph.runtime.capture.data_checks import draws_random
 from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import ANOMALY_CHECK_NAN, ANOMALY_ENABLED, GraphTape
+from fullgraph.runtime.monitor.changed_arguments import ItemsAfter
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
@@ -353,6 +354,7 @@ def _output_only(callout) -> bool:
         callout.effectful
         and callout.result is None
         and callout.category is breaks.PYTHON_SIDE_EFFECT
+        and not callout.changes_arguments
     )
 
 
@@ -398,6 +400,8 @@ def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
         return f"raised_as({name}, {kind}, {literal(error.args)}{extra})"
     if value is None or isinstance(value, bool):
         return f"{name} is {value!r}"
+    if isinstance(value, ItemsAfter):  # what random.shuffle left in a list the function made
+        return f"{name} == {literal(tuple(value))}"
     if is_literal(value):
         return f"type({name}) is {type(value).__name__} and {name} == {literal(value)}"
     if isinstance(value, IDENTITY_CHECKED):  # a function looked up in a registry

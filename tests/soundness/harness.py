@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import inspect
 import io
 import itertools
 import linecache
@@ -320,14 +321,14 @@ def default_watch(env: Env) -> dict:
     for name, value in vars(env).items():
         if name in ("call", "compiled", "twin"):
             continue
-        if isinstance(value, torch.nn.Module) and id(value) not in seen:
+        if _is(value, torch.nn.Module) and id(value) not in seen:
             seen.add(id(value))
             snapshot[name] = module_state(value)
-        elif name == "ns" and isinstance(value, types.ModuleType):
+        elif name == "ns" and _is(value, types.ModuleType):
             snapshot["globals"] = plain_globals(value)
             for global_name, global_value in vars(value).items():
                 # the program's models and optimizers' modules: what training changes
-                if isinstance(global_value, torch.nn.Module) and id(global_value) not in seen:
+                if _is(global_value, torch.nn.Module) and id(global_value) not in seen:
                     seen.add(id(global_value))
                     snapshot[f"global {global_name}"] = module_state(global_value)
         elif _is_plain(value):
@@ -359,43 +360,71 @@ def plain_globals(module: types.ModuleType) -> dict:
 _PLAIN_SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 
+# The harness looks at the program's objects without running the program's code: a
+# failed ``isinstance`` reads ``__class__`` through a class's own ``__getattribute__``
+# (a class counting its accesses would count the harness's looks), and ``hasattr`` on a
+# class runs its metaclass's ``__getattr__``, which may raise anything (a KeyError).
+def _is(value: Any, kinds: Any) -> bool:
+    """``isinstance`` by the value's real type."""
+    return issubclass(type(value), kinds)
+
+
+def _static(owner: Any, name: str) -> Any:
+    try:
+        return inspect.getattr_static(owner, name)
+    except AttributeError:
+        return None
+
+
+def _dataclass_instance(value: Any) -> bool:
+    return not _is(value, type) and _static(type(value), "__dataclass_fields__") is not None
+
+
+def _named_tuple(value: Any) -> bool:
+    return _is(value, tuple) and _static(type(value), "_fields") is not None
+
+
+def _fields_of(value: Any) -> Any:
+    return _static(type(value), "_fields") if _is(value, tuple) else None
+
+
 def _is_plain(value: Any, depth: int = 0) -> bool:
     if depth > 6:
         return False
-    if isinstance(value, _PLAIN_SCALARS + (torch.Tensor, torch.Size)):
+    if _is(value, _PLAIN_SCALARS + (torch.Tensor, torch.Size)):
         return True
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if _is(value, (list, tuple, set, frozenset)):
         return all(_is_plain(v, depth + 1) for v in value)
-    if isinstance(value, dict):
+    if _is(value, dict):
         return all(_is_plain(v, depth + 1) for v in value.values())
-    return bool(dataclasses.is_dataclass(value) and not isinstance(value, type))
+    return bool(_dataclass_instance(value))
 
 
 def copy_value(value: Any) -> Any:
     """A snapshot: tensors cloned (keeping requires_grad), containers copied."""
-    if isinstance(value, torch.Tensor) and torch.nn.parameter.is_lazy(value):
+    if _is(value, torch.Tensor) and torch.nn.parameter.is_lazy(value):
         return "<uninitialized parameter>"
-    if isinstance(value, torch.Tensor):
+    if _is(value, torch.Tensor):
         copied = value.detach().clone()
         copied.requires_grad_(value.requires_grad)
         # A leaf's .grad is state too (a parameter in a list the program scales the
         # gradients of); intermediate tensors have none (reading it warns).
         grad = value.grad.detach().clone() if value.is_leaf and value.grad is not None else None
         return _Snap(copied, value.is_leaf, value.grad_fn is not None, grad)
-    if isinstance(value, torch.Size):
+    if _is(value, torch.Size):
         return value
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
+    if _named_tuple(value):
         return type(value)(*(copy_value(v) for v in value))
-    if isinstance(value, (list, tuple)):
+    if _is(value, (list, tuple)):
         return type(value)(copy_value(v) for v in value)
-    if isinstance(value, dict):
+    if _is(value, dict):
         copied = copy.copy(value)
         for k in list(copied):
             copied[k] = copy_value(value[k])
         return copied
-    if isinstance(value, (set, frozenset)):
+    if _is(value, (set, frozenset)):
         return type(value)(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if _dataclass_instance(value):
         return _SnapDataclass(
             type(value),
             {f.name: copy_value(getattr(value, f.name)) for f in dataclasses.fields(value)},
@@ -442,7 +471,7 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
     compiled twin's ``actual``, as a user would see it."""
     if len(out) > 20:
         return
-    if isinstance(expected, _Snap) and isinstance(actual, _Snap):
+    if _is(expected, _Snap) and _is(actual, _Snap):
         if expected.is_leaf != actual.is_leaf:
             out.append(f"{where}: is_leaf {actual.is_leaf}, eager {expected.is_leaf}")
         if expected.has_grad_fn != actual.has_grad_fn:
@@ -453,7 +482,7 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
         diff(expected.tensor, actual.tensor, where, tolerance, out)
         diff(expected.grad, actual.grad, f"{where}.grad", tolerance, out)
         return
-    if isinstance(expected, _SnapDataclass) and isinstance(actual, _SnapDataclass):
+    if _is(expected, _SnapDataclass) and _is(actual, _SnapDataclass):
         if expected.cls.__qualname__ != actual.cls.__qualname__:
             out.append(
                 f"{where}: type {actual.cls.__qualname__}, eager {expected.cls.__qualname__}"
@@ -473,33 +502,33 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
             f"{where}: type {_type_name(actual)} ({actual!r:.80}), eager {_type_name(expected)} ({expected!r:.80})"
         )
         return
-    if isinstance(expected, torch.Tensor):
+    if _is(expected, torch.Tensor):
         _diff_tensor(expected, actual, where, tolerance, out)
-    elif isinstance(expected, float):
+    elif _is(expected, float):
         if not _float_equal(expected, actual, tolerance):
             out.append(f"{where}: {actual!r}, eager {expected!r}")
-    elif isinstance(expected, (complex, torch.Size, str, bytes, int, bool, type(None))):
+    elif _is(expected, (complex, torch.Size, str, bytes, int, bool, type(None))):
         if expected != actual:
             out.append(f"{where}: {actual!r}, eager {expected!r}")
-    elif isinstance(expected, (list, tuple)):
+    elif _is(expected, (list, tuple)):
         if len(expected) != len(actual):
             out.append(
                 f"{where}: length {len(actual)} ({actual!r:.120}), eager {len(expected)} ({expected!r:.120})"
             )
             return
-        names = getattr(expected, "_fields", None)
+        names = _fields_of(expected)
         for i, (e, a) in enumerate(zip(expected, actual)):
             diff(e, a, f"{where}.{names[i]}" if names else f"{where}[{i}]", tolerance, out)
-    elif isinstance(expected, dict):
+    elif _is(expected, dict):
         if list(expected) != list(actual):
             out.append(f"{where}: keys {list(actual)!r:.200}, eager {list(expected)!r:.200}")
             return
         for key in expected:
             diff(expected[key], actual[key], f"{where}[{key!r}]", tolerance, out)
-    elif isinstance(expected, (set, frozenset)):
+    elif _is(expected, (set, frozenset)):
         if expected != actual:
             out.append(f"{where}: {actual!r:.200}, eager {expected!r:.200}")
-    elif dataclasses.is_dataclass(expected) and not isinstance(expected, type):
+    elif _dataclass_instance(expected):
         for field in dataclasses.fields(expected):
             diff(
                 getattr(expected, field.name),
@@ -508,7 +537,7 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
                 tolerance,
                 out,
             )
-    elif isinstance(expected, torch.dtype | torch.device) and expected != actual:
+    elif _is(expected, torch.dtype | torch.device) and expected != actual:
         out.append(f"{where}: {actual!r}, eager {expected!r}")
     # Other objects (modules, functions, handles): compared by identity role, see roles().
 
@@ -557,13 +586,13 @@ def leaves(value: Any, path: str, depth: int = 0) -> Iterable[tuple[str, Any]]:
     yield path, value
     if depth > 4:
         return
-    if isinstance(value, (list, tuple)):
+    if _is(value, (list, tuple)):
         for i, v in enumerate(value):
             yield from leaves(v, f"{path}[{i}]", depth + 1)
-    elif isinstance(value, dict):
+    elif _is(value, dict):
         for k, v in list(value.items())[:50]:
             yield from leaves(v, f"{path}[{k!r}]", depth + 1)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+    elif _dataclass_instance(value):
         for f in dataclasses.fields(value):
             yield from leaves(getattr(value, f.name), f"{path}.{f.name}", depth + 1)
 
@@ -575,7 +604,7 @@ def known_objects(env: Env, args: tuple, kwargs: dict) -> dict[int, str]:
 
     def add(path: str, value: Any) -> None:
         for p, v in leaves(value, path):
-            if not isinstance(v, _PLAIN_SCALARS) and id(v) not in known:
+            if not _is(v, _PLAIN_SCALARS) and id(v) not in known:
                 known[id(v)] = p
 
     add("args", args)
@@ -583,18 +612,18 @@ def known_objects(env: Env, args: tuple, kwargs: dict) -> dict[int, str]:
     for name, value in vars(env).items():
         if name in ("call", "compiled", "twin", "target"):
             continue
-        if isinstance(value, types.ModuleType):
+        if _is(value, types.ModuleType):
             for gname, gvalue in vars(value).items():
                 if not gname.startswith("__"):
                     add(f"{name}.{gname}", gvalue)
             continue
         add(f"env.{name}", value)
-        if isinstance(value, torch.nn.Module):
+        if _is(value, torch.nn.Module):
             for n, p in value.named_parameters():
                 add(f"env.{name}.{n}", p)
             for n, b in value.named_buffers():
                 add(f"env.{name}.{n}", b)
-    if isinstance(env.target, torch.nn.Module):
+    if _is(env.target, torch.nn.Module):
         add("module", env.target)
         for n, p in env.target.named_parameters():
             add(f"module.{n}", p)
@@ -608,7 +637,7 @@ def roles(result: Any, known: dict[int, str], storages: dict[int, str]) -> dict[
     pre-existing tensor's memory it shares (a view)."""
     found: dict[str, str] = {}
     for path, value in leaves(result, "result"):
-        if isinstance(value, (_PLAIN_SCALARS, torch.Size)):
+        if _is(value, (_PLAIN_SCALARS, torch.Size)):
             continue
         if id(value) in known:
             found[path] = f"is {known[id(value)]}"
@@ -621,7 +650,7 @@ def roles(result: Any, known: dict[int, str], storages: dict[int, str]) -> dict[
 
 def _has_storage(value: Any) -> bool:
     return (
-        isinstance(value, torch.Tensor)
+        _is(value, torch.Tensor)
         and not torch.nn.parameter.is_lazy(value)
         and value.layout == torch.strided
         and value.numel() > 0
@@ -712,15 +741,15 @@ class Twin:
             for path_value in (args, kwargs, *vars(env).values()):
                 for _, v in leaves(path_value, ""):
                     objects[id(v)] = v
-            if isinstance(env.target, torch.nn.Module):
+            if _is(env.target, torch.nn.Module):
                 for t in itertools.chain(env.target.parameters(), env.target.buffers()):
                     objects[id(t)] = t
             for value in vars(env).values():
-                if isinstance(value, types.ModuleType):
+                if _is(value, types.ModuleType):
                     for v in vars(value).values():
                         for _, leaf in leaves(v, ""):
                             objects[id(leaf)] = leaf
-                elif isinstance(value, torch.nn.Module):
+                elif _is(value, torch.nn.Module):
                     for t in itertools.chain(value.parameters(), value.buffers()):
                         objects[id(t)] = t
             storages = known_storages(known, objects)

@@ -9,7 +9,19 @@ import random
 
 import pytest
 import torch
-from harness import Call, Case, Do, Env, SoundnessFailure, calls, load_program, run_case
+from harness import (
+    Call,
+    Case,
+    Do,
+    Env,
+    SoundnessFailure,
+    calls,
+    default_watch,
+    known_objects,
+    load_program,
+    program_env,
+    run_case,
+)
 
 import fullgraph.runtime as fr
 
@@ -236,3 +248,44 @@ def test_twins_have_their_own_globals():
     envs[0].ns.history.append(1)
     assert envs[1].ns.history == []
     assert envs[0].ns.step is not envs[1].ns.step
+
+
+HOOKED_CLASSES = """
+import torch
+
+looks = 0
+
+class Registry(type):
+    def __getattr__(cls, name):
+        raise KeyError(name)   # hasattr() lets only AttributeError through
+
+class Table(metaclass=Registry):
+    scale = 2.0
+
+class Counted:
+    def __getattribute__(self, name):
+        global looks
+        looks += 1
+        return object.__getattribute__(self, name)
+
+counted = Counted()
+
+def step(x):
+    return x * Table.scale
+"""
+
+
+def test_the_harness_runs_none_of_the_programs_attribute_hooks():
+    # known_objects and the snapshots look at every global: a metaclass __getattr__ that
+    # raises KeyError crashed them, and a counting __getattribute__ counted their looks.
+    case = Case(
+        "hooked",
+        lambda: program_env(HOOKED_CLASSES, "step", "hooked"),
+        calls(2, lambda env: torch.ones(2)),
+        watch=lambda env: env.ns.looks,
+    )
+    run_case(case, "eager", compiler=planted(lambda f, a, k: f(*a, **k)))
+    env = program_env(HOOKED_CLASSES, "step", "hooked")
+    known_objects(env, (), {})
+    default_watch(env)
+    assert env.ns.looks == 0
