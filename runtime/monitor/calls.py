@@ -22,6 +22,7 @@ from fullgraph.runtime.capture import custom_functions, higher_order
 from fullgraph.runtime.monitor import (
     annotation_table,
     autograd_calls,
+    class_slots,
     handed_callables,
     hook_sources,
     layer_state,
@@ -61,6 +62,8 @@ class CallHandling(Callouts):
         result: Callable,
         fn_depth: int = 0,
     ) -> Callable | None:
+        # ``len(b)``, ``b(x)``, ``Box(v)``: methods found on a class of the program.
+        class_slots.read_call(self, fn, args)
         if isinstance(fn, autograd_calls.distributed_wrappers()):
             # ddp(x): its bookkeeping (the gradient all-reduce it prepares) is not in
             # any graph, so the whole call is replayed as it is, every time.
