@@ -24,6 +24,7 @@ from fullgraph.runtime.monitor import (
     annotation_table,
     attribute_hooks,
     autograd_calls,
+    class_slots,
     handed_callables,
     hook_sources,
     layer_state,
@@ -93,6 +94,8 @@ class CallHandling(Callouts):
             self.keepalive.append(original)
             cpython.replace_stack_item(state.frame, fn_depth, original)
             return None
+        # ``len(b)``, ``b(x)``, ``Box(v)``: methods found on a class of the program.
+        class_slots.read_call(self, fn, args)
         if isinstance(fn, autograd_calls.distributed_wrappers()):
             # ddp(x): its bookkeeping (the gradient all-reduce it prepares) is not in
             # any graph, so the whole call is replayed as it is, every time.

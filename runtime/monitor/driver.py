@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import attribute_hooks, taint
+from fullgraph.runtime.monitor import attribute_hooks, function_reads, taint
 from fullgraph.runtime.monitor.opcodes import HANDLERS
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.monitor.state import FrameState
@@ -70,8 +70,8 @@ class Monitor:
             if hook is not None:  # the program runs its __getattribute__: did it change anything?
                 state.hook, state.effects_at_entry = hook, attribute_hooks.effects(self.run)
             callee = cpython.frame_function(frame)
-            if callee is not None and (callee.__defaults__ or callee.__kwdefaults__):
-                self.run.register_defaults(callee)
+            if callee is not None:  # its code and defaults, where it has a path
+                function_reads.read_function(self.run, callee)
             if not self.run.frames and frame.f_code is self.run.root_code:
                 state.local_syms.update(self.run.root_local_syms(frame.f_code))
             tracer = self._local_tracer(state)

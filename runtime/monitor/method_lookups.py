@@ -4,10 +4,12 @@
 and pushes it with ``p``; no attribute of ``p`` itself is read.  The function
 is checked where the lookup found it: the instance's ``__dict__`` still does
 not shadow it and the class still holds it (``p.act = ...``, ``Base.act = ...``
-and a subclass's override are misses).  ``super().forward(x)`` looks the name
-up in the classes after the calling method's class in ``type(self).__mro__``:
-each of those up to the one that defines it is checked, so an override added
-in between, or the method replaced on the base class, is a miss too.
+and a subclass's override are misses); for an object the call made, that its
+class still holds it (``class_slots.read_lookup``).  ``super().forward(x)``
+looks the name up in the classes after the calling method's class in
+``type(self).__mro__``: each of those up to the one that defines it is
+checked, so an override added in between, or the method replaced on the base
+class, is a miss too.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import inspect
 import types
 from typing import Any
 
+from fullgraph.runtime.monitor import class_slots
 from fullgraph.runtime.sources import AttrSource, ContainsSource, ItemSource, TypeOfSource
 
 
@@ -23,9 +26,13 @@ def read_method(run: Any, owner: Any, name: str, function: Any) -> None:
     """A method load of ``owner.name`` pushed ``function`` (found on the type) and ``owner``."""
     if (id(owner), name) in run.written or not isinstance(function, types.FunctionType):
         return  # builtin methods (``d.get``) are decided by the owner's type
+    if not _found_on_class(owner, name, function):
+        return
     source = run.source_of(owner)
-    if source is not None and _found_on_class(owner, name, function):
+    if source is not None:
         run.read_class_attribute(owner, source, name)
+    else:  # an object the call made: no instance attribute to shadow it, its class's
+        class_slots.read_lookup(run, owner, name)
 
 
 def read_super_attr(run: Any, start: type, obj: Any, name: str, value: Any) -> None:

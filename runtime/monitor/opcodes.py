@@ -15,7 +15,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import closure_sources, method_lookups, speculation, type_checks
+from fullgraph.runtime.monitor import (
+    class_slots,
+    closure_sources,
+    method_lookups,
+    speculation,
+    type_checks,
+)
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
@@ -67,6 +73,7 @@ def load_global(run: MonitorRun, state: FrameState, ins) -> After:
 def load_attr(run, state, ins) -> After:
     owner = tos(state)
     name = ins.argval
+    class_slots.read_attribute_hooks(run, owner, _GET_HOOKS)
 
     def after() -> None:
         # A method load pushes [method, self] when the attribute is a function found
@@ -103,6 +110,7 @@ def load_super_attr(run, state, ins) -> After:
 @handles("BINARY_SUBSCR")
 def binary_subscr(run, state, ins) -> After:
     container, key = tos(state, 1), tos(state)
+    class_slots.read_protocol(run, container, _GETITEM)
 
     def after() -> None:
         run.read_item(container, key, tos(state))
@@ -116,6 +124,7 @@ def binary_subscr(run, state, ins) -> After:
 def binary_slice(run, state, ins) -> After:
     # container[start:stop] without a BUILD_SLICE: [container, start, stop]
     container, key = tos(state, 2), slice(tos(state, 1), tos(state))
+    class_slots.read_protocol(run, container, _GETITEM)
 
     def after() -> None:
         run.read_item(container, key, tos(state))
@@ -182,6 +191,7 @@ def _blocked_store(run, state, depth: int, what: str) -> bool:
 
 @handles("STORE_ATTR")
 def store_attr(run, state, ins) -> After:
+    class_slots.read_attribute_hooks(run, tos(state), ("__setattr__",))
     if not _blocked_store(run, state, 0, f"sets the attribute {ins.argval!r}"):
         run.store_attr(tos(state), ins.argval, value=tos(state, 1))
     return None
@@ -189,6 +199,7 @@ def store_attr(run, state, ins) -> After:
 
 @handles("DELETE_ATTR")
 def delete_attr(run, state, ins) -> After:
+    class_slots.read_attribute_hooks(run, tos(state), ("__delattr__",))
     if not _blocked_store(run, state, 0, f"deletes the attribute {ins.argval!r}"):
         run.store_attr(tos(state), ins.argval, delete=True)
     return None
@@ -196,6 +207,7 @@ def delete_attr(run, state, ins) -> After:
 
 @handles("STORE_SUBSCR")
 def store_subscr(run, state, ins) -> After:
+    class_slots.read_protocol(run, tos(state, 1), _SETITEM)
     if not _blocked_store(run, state, 1, "stores an item"):
         run.store_item(tos(state, 1), tos(state))
     return None
@@ -204,6 +216,7 @@ def store_subscr(run, state, ins) -> After:
 @handles("STORE_SLICE", since=(3, 12))
 def store_slice(run, state, ins) -> After:
     # container[start:stop] = value: [value, container, start, stop]
+    class_slots.read_protocol(run, tos(state, 2), _SETITEM)
     if not _blocked_store(run, state, 2, "stores a slice"):
         run.store_item(tos(state, 2), slice(tos(state, 1), tos(state)))
     return None
@@ -211,6 +224,7 @@ def store_slice(run, state, ins) -> After:
 
 @handles("DELETE_SUBSCR")
 def delete_subscr(run, state, ins) -> After:
+    class_slots.read_protocol(run, tos(state, 1), _DELITEM)
     if not _blocked_store(run, state, 1, "deletes an item"):
         run.store_item(tos(state, 1), tos(state), delete=True)
     return None
@@ -227,6 +241,7 @@ def store_global(run, state, ins) -> After:
 @handles("GET_ITER")
 def get_iter(run, state, ins) -> After:
     iterable = tos(state)
+    class_slots.read_protocol(run, iterable, class_slots.ITERATION)
 
     def after() -> None:
         run.derive_iterator(tos(state), iterable, "iter")
@@ -240,6 +255,7 @@ def binary_op(run, state, ins) -> After:
     ``__iadd__`` / ``__ior__`` itself, changing it in place, with no call to observe."""
     symbol = cpython.NB_OPS[ins.arg] if ins.arg < len(cpython.NB_OPS) else ""
     target, operand = tos(state, 1), tos(state)
+    class_slots.read_binary(run, symbol, target, operand)
     read_operands(run, operand, *(() if symbol.endswith("=") else (target,)))
     if not symbol.endswith("="):
         return None
@@ -251,6 +267,53 @@ def binary_op(run, state, ins) -> After:
 @handles("COMPARE_OP")
 def compare_op(run, state, ins) -> After:
     read_operands(run, tos(state, 1), tos(state))
+    class_slots.read_compare(run, ins.argval, tos(state, 1), tos(state))
+    return None
+
+
+# What the interpreter looks up on the operand's class (monitor/class_slots.py).
+_GETITEM = class_slots.single("__getitem__")
+_SETITEM = class_slots.single("__setitem__")
+_DELITEM = class_slots.single("__delitem__")
+_NEXT = class_slots.single("__next__")
+_GET_HOOKS = ("__getattribute__", "__getattr__")
+
+
+@handles(*cpython.BRANCH_OPS)
+@handles("UNARY_NOT")
+@handles("TO_BOOL", since=(3, 13))
+def truth_test(run, state, ins) -> After:
+    """``if b:``, ``not b``, ``b and x``: ``__bool__``, else ``__len__``, of b's class."""
+    class_slots.read_protocol(run, tos(state), class_slots.TRUTH)
+    return None
+
+
+@handles("UNARY_NEGATIVE", "UNARY_INVERT")
+@handles("UNARY_POSITIVE", until=(3, 11))
+@handles("CALL_INTRINSIC_1", since=(3, 12))
+def unary_op(run, state, ins) -> After:
+    if ins.opname == "CALL_INTRINSIC_1":
+        if ins.arg != cpython.INTRINSIC_UNARY_POSITIVE:
+            return None
+        name = "__pos__"
+    else:
+        name = class_slots.UNARY[ins.opname]
+    class_slots.read_protocol(run, tos(state), class_slots.single(name))
+    return None
+
+
+@handles("BEFORE_WITH")
+def before_with(run, state, ins) -> After:
+    class_slots.read_protocol(run, tos(state), class_slots.CONTEXT)
+    return None
+
+
+@handles(*cpython.FORMAT_OPS)
+def format_value(run, state, ins) -> After:
+    """An f-string's ``{b}``: ``__format__``, which for object's asks ``__str__`` (and
+    that ``__repr__``); the value is under the format spec when there is one."""
+    spec = ins.opname == "FORMAT_WITH_SPEC" or (ins.opname == "FORMAT_VALUE" and ins.arg & 4)
+    class_slots.read_protocol(run, tos(state, 1 if spec else 0), class_slots.FORMAT)
     return None
 
 
@@ -273,12 +336,14 @@ def get_yield_from_iter(run, state, ins) -> After:
     """``yield from xs``: the items go to the caller through SEND, unobserved one by
     one, so an external container is read whole."""
     run.read_whole(tos(state))
+    class_slots.read_protocol(run, tos(state), class_slots.ITERATION)
     return None
 
 
 @handles("FOR_ITER")
 def for_iter(run, state, ins) -> After:
     iterator = tos(state)
+    class_slots.read_protocol(run, iterator, _NEXT)
     depth = cpython.stack_depth(state.frame)
 
     def after() -> None:
@@ -346,6 +411,7 @@ def match_class(run, state, ins) -> After:
 @handles("CONTAINS_OP")
 def contains_op(run, state, ins) -> After:
     container, item = tos(state), tos(state, 1)
+    class_slots.read_protocol(run, container, class_slots.MEMBERSHIP)
     negated = ins.arg == 1  # `not in`
 
     def after() -> None:

@@ -21,7 +21,9 @@ from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.monitor import (
     attribute_hooks,
     autograd_calls,
+    class_slots,
     dict_keys,
+    function_reads,
     hook_sources,
     method_lookups,
 )
@@ -81,27 +83,6 @@ class Provenance:
         self.register(value, source)
         if source in self.varying and is_symbolic_number(value):
             self.symbolic_sources.add(source)
-
-    def register_defaults(self, fn: Any) -> None:
-        """A function's default values are objects from outside the call (``acc=[]``
-        keeps what earlier calls appended): give them sources through the function."""
-        source = self.source_of(fn)
-        target = fn.__func__ if isinstance(fn, types.MethodType) else fn
-        if source is None or not isinstance(target, types.FunctionType):
-            return
-        # Read, not only registered: a default replaced (``f.__defaults__ = (3,)``,
-        # ``f.__kwdefaults__["power"] = 3``) is a new value for the call that uses it.
-        # (A function without defaults is not read: giving it some later does not
-        # change a call that passed every argument.)
-        if target.__defaults__:
-            defaults = AttrSource(source, "__defaults__")
-            self.read(LenSource(defaults), len(target.__defaults__), symbolic=False)
-            for i, value in enumerate(target.__defaults__):
-                self.read(ItemSource(defaults, i), value, symbolic=False)
-        if target.__kwdefaults__:
-            kwdefaults = AttrSource(source, "__kwdefaults__")
-            for name, value in target.__kwdefaults__.items():
-                self.read(ItemSource(kwdefaults, name), value, symbolic=False)
 
     def register_callable(self, fn: Any, source: Source) -> None:
         """The compiled callable and what it carries: a partial's arguments, a method's self."""
@@ -163,6 +144,7 @@ class Provenance:
             return
         self.reads[source] = value
         self.register(value, source)
+        function_reads.register_parts(self, value, source)
         if isinstance(value, types.MethodType):
             # The guard checks the method's function; which object it is bound to is
             # read too (``op = a.apply`` rebound to ``b.apply`` of another instance).
@@ -219,7 +201,15 @@ class Provenance:
             method_lookups.read_super_attr(self, owner.__thisclass__, owner.__self__, name, value)
             return
         source = self.source_of(owner)
-        if source is None or isinstance(owner, types.ModuleType) and name.startswith("__"):
+        if source is None:
+            if (
+                isinstance(value, types.MethodType)
+                and value.__self__ is owner
+                or user_property(type(owner), name)
+            ):  # a method or property of an object the call made: found on its class
+                class_slots.read_lookup(self, owner, name)
+            return
+        if isinstance(owner, types.ModuleType) and name.startswith("__"):
             return
         if isinstance(value, types.MethodType) and value.__self__ is owner:
             self.read_class_attribute(owner, source, name)

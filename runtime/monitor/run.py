@@ -29,7 +29,12 @@ from fullgraph.runtime.capture.mode import CaptureMode
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
-from fullgraph.runtime.monitor import attribute_hooks, changed_arguments, library_layers
+from fullgraph.runtime.monitor import (
+    attribute_hooks,
+    changed_arguments,
+    function_reads,
+    library_layers,
+)
 from fullgraph.runtime.monitor.attribute_hooks import ProgramHooks
 from fullgraph.runtime.monitor.calls import CallHandling
 from fullgraph.runtime.monitor.iteration import (
@@ -178,7 +183,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         if callable_object(fn):  # ``Affine.__call__ = ...``: special methods come from the class
             call = type(fn).__call__
             self.read(AttrSource(TypeOfSource(RootFunctionSource()), "__call__"), call)
-        self.register_defaults(fn)
+        function_reads.read_function(self, fn)  # ``f.__code__ = ...``: another function
         for i, value in enumerate(args):
             self.register_root(value, ArgSource(i))
         for name, value in kwargs.items():

@@ -9,6 +9,7 @@ of the state at entry.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -73,6 +74,12 @@ class SideEffects:
     def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
         if isinstance(container, torch.Tensor):
             return  # Tensor.__setitem__ is an in-place graph op
+        method = getattr(type(container), "__delitem__" if delete else "__setitem__", None)
+        if isinstance(method, types.FunctionType) and user_code.is_user_code(method.__code__):
+            # ``log[k] = v`` runs the class's own method, stepped into: its stores are the
+            # effects (replaying the store too would run the method a second time).
+            self.written.add((id(container), key))
+            return
         source = self.source_of(container)
         if isinstance(key, slice):  # xs[1:] = ...: the list changes wholesale
             self.written_containers.add(id(container))

@@ -45,6 +45,7 @@ _STEPPED_STDLIB = (os.sep + "_collections_abc.py",)
 _STEPPED_FROZEN = frozenset(["<frozen _collections_abc>"])
 _STDLIB = _stdlib_dirs()
 _user_code_cache: dict[types.CodeType, bool] = {}
+_user_file_cache: dict[str, bool] = {}
 
 
 def is_user_code(code: types.CodeType) -> bool:
@@ -54,7 +55,14 @@ def is_user_code(code: types.CodeType) -> bool:
     """
     cached = _user_code_cache.get(code)
     if cached is None:
-        filename = code.co_filename
+        cached = _user_code_cache[code] = is_user_file(code.co_filename)
+    return cached
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether code from ``filename`` is the program's (see :func:`is_user_code`)."""
+    cached = _user_file_cache.get(filename)
+    if cached is None:
         if filename in _STEPPED_FROZEN:
             # The collections.abc mixins (Mapping.get, __contains__ ...) only call the
             # program's own __getitem__ / __iter__: stepped into, so what those read
@@ -74,7 +82,7 @@ def is_user_code(code: types.CodeType) -> bool:
                 cached = True
             else:
                 cached = not path.startswith(_STDLIB)
-        _user_code_cache[code] = cached
+        _user_file_cache[filename] = cached
     return cached
 
 

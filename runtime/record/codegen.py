@@ -94,6 +94,9 @@ class Namespace:
             or keyword.iskeyword(base)  # a lambda's name, operator.is_'s "is" ...
             or _GENERATED_LOCAL.fullmatch(base)
             or base[0].isdigit()
+            # ``__len__`` hints "len": bound as len, it would be what the generated
+            # code's own ``len(...)`` calls.  (The builtin itself keeps its name.)
+            or getattr(builtins, base, value) is not value
         ):
             base = f"k_{base}"
         name, n = base, 1

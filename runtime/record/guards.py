@@ -342,6 +342,8 @@ def _identity_guarded(value: Any) -> bool:
 def _hint(value: Any, source: Source) -> str:
     if isinstance(value, (types.FunctionType, type, types.ModuleType, types.BuiltinFunctionType)):
         return getattr(value, "__name__", "obj")
+    if isinstance(value, types.CodeType):  # ``F.__code__ is code_f``
+        return "code_" + value.co_name
     return "obj_" + source.local_name().removeprefix("v_")
 
 
