@@ -268,17 +268,16 @@ def _marked_constant(fn: Any) -> bool:
 
 
 def raised_is_checkable(error: BaseException) -> bool:
-    """Whether a mid-guard on the exception's type and ``args`` decides everything the
-    program can read of it: a builtin exception (its message and attributes come from
-    ``args``) with literal arguments and nothing set on it since.  Others, and
-    ``BaseException``s such as ``KeyboardInterrupt``, keep the run unrecordable."""
-    kind = type(error)
+    """Whether a mid-guard on the exception's type, ``args`` and fields decides
+    everything the program can read of it: literal ``args`` (the message of a builtin
+    exception comes from them), literal fields (``OSError.filename``, what its
+    ``__dict__`` holds: ``torch.AcceleratorError.error_code``) and no cause chained to
+    it.  Others, and ``BaseException``s such as ``KeyboardInterrupt``, keep the run
+    unrecordable."""
     return (
         isinstance(error, Exception)
-        and kind.__module__ == "builtins"
         and is_literal(error.args)
         and is_literal(exception_fields(error))
-        and not getattr(error, "__dict__", None)
         and error.__cause__ is None
     )
 

@@ -59,8 +59,11 @@ _EXCEPTION_FIELDS = ("filename", "filename2", "name", "path", "obj")
 
 
 def exception_fields(error: BaseException) -> dict:
-    """The attributes of ``error`` its ``args`` don't decide, as a mid-guard checks them."""
-    return {field: getattr(error, field) for field in _EXCEPTION_FIELDS if hasattr(error, field)}
+    """The attributes of ``error`` its ``args`` don't decide, as a mid-guard checks them:
+    a builtin exception's own fields, and what its ``__dict__`` holds."""
+    fields = {field: getattr(error, field) for field in _EXCEPTION_FIELDS if hasattr(error, field)}
+    fields.update(getattr(error, "__dict__", None) or {})
+    return fields
 
 
 def raised_as(result, kind: type, args: tuple, fields: dict | None = None) -> bool:

@@ -46,9 +46,11 @@ def test_a_raising_setting_query_replays_in_one_graph(tmp_path, monkeypatch):
     assert (compiled.stats.monitor_runs, compiled.stats.hits) == (1, 3)
     (record,) = compiled.records
     assert len(record.graphs) == 1  # the query is made in front of the graph: no split
-    if not torch.cuda.is_available():  # the CPU build's query raises
+    if (
+        not torch.cuda.is_available()
+    ):  # the query raises (a CPU build, a CUDA build without a driver)
         assert "catching(is_current_stream_capturing)" in record.mock_source
-        assert "raised_as(c0, RuntimeError" in record.mock_source
+        assert "raised_as(c0, " in record.mock_source
 
 
 def test_the_standalone_wrapper_replays_the_raising_query(tmp_path, monkeypatch):

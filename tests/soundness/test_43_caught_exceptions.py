@@ -310,3 +310,38 @@ def test_a_guarded_call_that_never_raises_still_replays(backend):
         ),
         backend,
     )
+
+
+# A library's own exception, its fields in its __dict__ (json's pos, msg, doc):
+# compared by the mid-guard with its args, and read by the handler.
+BAD_CONFIG = """
+import json
+import torch
+
+CONFIG = ['{"scale": 2.0,']
+
+def f(x):
+    try:
+        scale = json.loads(CONFIG[0])["scale"]
+    except json.JSONDecodeError as error:
+        print("bad config at", error.pos, error.msg)
+        scale = 1.0
+    return x * scale
+"""
+
+
+@backends()
+def test_a_librarys_exception_with_fields_of_its_own(backend):
+    run_case(
+        Case(
+            "a_librarys_exception_with_fields_of_its_own",
+            prog(BAD_CONFIG),
+            calls(3, fresh)
+            + [execg("CONFIG[0] = '{\"scale\": 2.0,,,'")]
+            + calls(2, fresh)
+            + [execg("CONFIG[0] = '{\"scale\": 3.0}'")]
+            + calls(2, fresh),
+            min_hits=3,
+        ),
+        backend,
+    )
