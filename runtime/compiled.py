@@ -356,14 +356,11 @@ class CompiledFunction:
         one-time setup, after which the calls record fine.  Transformers installs its
         output-capturing hooks (``register_forward_hook``, whose handle no replay can
         make again) on the first call that asks for hidden states and marks the model
-        as hooked; every later call, with or without hidden states, is recordable.  A
-        sequence-classification head sets ``config.problem_type`` on its first call
-        with labels, through the config's own ``__setattr__``.  So
+        as hooked; every later call, with or without hidden states, is recordable.  So
         such a run leaves the next call one more monitoring run; a second unrecordable
         run stops monitoring as above."""
         report.notes.append(reason)
-        changed_objects = run.mutations or run.setter_stores
-        if may_retry and changed_objects and not self.retried_after_setup:
+        if may_retry and run.mutations and not self.retried_after_setup:
             self.retried_after_setup = True
             self.stats.unrecorded += 1
             self.stats.unrecorded_reason = reason

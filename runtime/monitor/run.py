@@ -139,9 +139,6 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         # next call is monitored again.
         self.not_recordable: list[str] = []
         self.mutations: list[Mutation] = []
-        # Stores into outside objects through their class's own ``__setattr__`` (stepped
-        # into; its own stores are the effects): the run changed the program's objects.
-        self.setter_stores = 0
         # Named constants of the generated code: module globals dicts, dict keys.
         self.globals_consts: dict[int, tuple[str, Any]] = {}
         # isinstance / issubclass answers a metaclass decides (monitor/type_checks.py).

@@ -36,8 +36,6 @@ class SideEffects:
     ) -> None:
         """``direct``: ``object.__setattr__``, which runs no setter of the class."""
         if not (delete or direct) and user_code.store_runs_user_code(owner, name):
-            if self.source_of(owner) is not None:
-                self.setter_stores += 1
             return  # ``s.v = n`` runs the class's setter, stepped into: its stores are the effects
         self.written.add((id(owner), name))
         source = self.source_of(owner)
