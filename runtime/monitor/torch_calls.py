@@ -155,6 +155,32 @@ class TorchCallRouting:
                 func, args, kwargs, result, breaks.AUTOGRAD_STATE_CALL, effectful=effectful
             )
             return result
+        if _makes_a_leaf(func, name, args, kwargs, self.tape.computed_in_current_segment):
+            # ``t.requires_grad_()``, ``torch.ones(n, requires_grad=True)``: a graph compiled
+            # by AOTAutograd/Inductor can't make a leaf of autograd (the flag on its output
+            # is its own, or dropped), so the flag is set between graphs, every call (F160).
+            if kwargs.get("requires_grad") is True:
+                # The factory stays in the graph (its draws among the graph's), without
+                # the flag; ``requires_grad_()`` on its output is the callout.
+                plain_kwargs = {k: v for k, v in kwargs.items() if k != "requires_grad"}
+                made = self._torch_call(func, args, plain_kwargs)
+                if not isinstance(made, torch.Tensor):  # (no factory returns anything else)
+                    self.refuse(f"{name} with requires_grad=True returned no single tensor")
+                    for leaf in tree_flatten(made)[0]:
+                        if isinstance(leaf, torch.Tensor):
+                            leaf.requires_grad_()  # (the monitor is paused: a plain call)
+                    return made
+                return self._torch_call(torch.Tensor.requires_grad_, (made,), {})
+            # Made again after a replay that missed past it: that replay flagged its own
+            # tensors, not this run's (on an argument, flagging twice is the same).
+            self.injected.pop(len(self.tape.callouts), None)
+            result = func(*args, **kwargs)
+            if name == "__set__":  # ``t.requires_grad = flag``: the mock sets it the same way
+                func, args, kwargs, result = torch.Tensor.requires_grad_, args[:2], {}, args[0]
+            self._torch_callout(
+                func, args, kwargs, result, breaks.AUTOGRAD_STATE_CALL, effectful=True
+            )
+            return None if name == "__set__" else result
         if name in VALUE_READS and len(self.tape.callouts) in self.injected:
             result = self.injected.pop(len(self.tape.callouts))  # read in the replay that missed
             self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
@@ -334,6 +360,29 @@ class TorchCallRouting:
             self.unsupported.append(
                 self.locate(function_name=str(func), category=error.category, detail=error.detail)
             )
+
+
+def _makes_a_leaf(func, name: str, args: tuple, kwargs: dict, made_here) -> bool:
+    """A call that sets a tensor's requires_grad flag or makes a tensor that requires grad.
+
+    Setting the flag a tensor the current graph made already has changes nothing
+    (``pe[:n].requires_grad_(False)`` in a forward): no split.  Whether it has it is
+    decided by what the guard checks (the inputs' flags, grad mode).  On a tensor from
+    outside it is always a callout: a replay that flagged an argument and then missed
+    leaves it flagged, and the monitoring run after it must make the same callouts
+    (their results are handed over by position)."""
+    if not args or not isinstance(args[0], torch.Tensor):
+        return kwargs.get("requires_grad") is True
+    if name == "requires_grad_":
+        flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+        return not (made_here(args[0]) and type(flag) is bool and flag == args[0].requires_grad)
+    if name == "__set__":  # a property's setter: (tensor, value)
+        descriptor = getattr(func, "__self__", None)
+        if getattr(descriptor, "__name__", "") != "requires_grad" or len(args) != 2:
+            return False
+        flag = args[1]
+        return not (made_here(args[0]) and type(flag) is bool and flag == args[0].requires_grad)
+    return kwargs.get("requires_grad") is True
 
 
 def _among(tensor: torch.Tensor, tensors: list) -> bool:
