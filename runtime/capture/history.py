@@ -9,8 +9,8 @@ those ops grad-less, and ``apply`` then gives the *same* tensor objects the
 Function's backward (``grad_fn``).  A graph replaying those nodes returns tensors
 without that history: the program's backward would reach nothing behind them
 (F170).  The node records whether its tensor required grad when it was bound;
-a later use of the tensor that requires grad now, though its node does not give
-it, refuses the record by name (break FG209).
+a later use of the tensor whose history is now a custom Function's backward,
+though its node does not give it, refuses the record by name (break FG209).
 """
 
 from __future__ import annotations
@@ -39,13 +39,20 @@ def carry(placeholder: torch.fx.Node, origin: Origin) -> None:
 def check(tensor: torch.Tensor, node: torch.fx.Node) -> torch.fx.Node:
     """``node`` for ``tensor``, or Unsupported when the tensor got autograd history the
     node's graph does not give it."""
-    if node.meta.get(_KEY) is False and tensor.requires_grad:
+    if node.meta.get(_KEY) is False and tensor.requires_grad and _from_function(tensor):
         raise Unsupported(breaks.CUSTOM_AUTOGRAD_FUNCTION, _detail(tensor))
     return node
 
 
+def _from_function(tensor: torch.Tensor) -> bool:
+    """Whether the tensor's history is a custom Function's backward.  An in-place op the
+    capture recorded gives history too (``h[0] = w.sum()`` on ``h = zeros(3)``: CopySlices),
+    and its graph gives it the same."""
+    return isinstance(tensor.grad_fn, torch.autograd.function.BackwardCFunction)
+
+
 def _detail(tensor: torch.Tensor) -> str:
-    name = type(tensor.grad_fn).__name__ if tensor.grad_fn is not None else "requires_grad"
+    name = type(tensor.grad_fn).__name__
     if name == "CheckpointFunctionBackward":
         return (
             "torch.utils.checkpoint(..., use_reentrant=True) where the capture can't put it "

@@ -233,7 +233,8 @@ class GraphTape:
         segment.env[id(tensor)] = node
         node.meta["example_value"] = tensor
         history.note(tensor, node)
-        if not isinstance(self.producer.get(id(tensor)), ExternalOrigin):
+        # Updated in place, an outside tensor or callout result stays that object (F172).
+        if not isinstance(self.producer.get(id(tensor)), (ExternalOrigin, CalloutOrigin)):
             self.producer[id(tensor)] = NodeOrigin(segment.index, node)
         self.keepalive.append(tensor)
 

@@ -19,6 +19,12 @@ What was wrong:
   replay raised UnboundLocalError, the call ran again, and a record was added per
   call.  A store before a callout now names its tensors as they were then (the
   tape keeps each tensor's earlier origins, ``history.Producers``).
+* A callout's result (``g = w.grad``) updated in place, then again after a read
+  of its data that ends the graph: the second update went into the first graph's
+  output, not into ``w.grad`` (a wrong gradient), and a store of it replaced
+  ``w.grad`` with another object.  A callout's result updated in place now stays
+  that object, as an outside tensor does: each graph's update is written back
+  into it (F172).
 """
 
 from __future__ import annotations
@@ -117,6 +123,47 @@ def test_custom_function_torch_applies(backend):
     )
 
 
+INPLACE_HISTORY = """
+import torch
+
+w = torch.nn.Parameter(torch.ones(3))
+
+def f(x):
+    h = torch.zeros(3)
+    h[0] = (w * x).sum()   # h gets history from an op the capture recorded (CopySlices)
+    v = torch.zeros(4)
+    v[:3].add_(w)          # and v through its view
+    return (h * 2).sum() + v.sum()
+"""
+
+
+@backends()
+def test_history_from_recorded_inplace_ops_still_replays(backend):
+    """The check of F170 looks only at a custom Function's backward: history an
+    in-place op the graph itself makes gives is not refused."""
+
+    def reset(env):
+        env.ns.w.grad = None
+
+    steps = []
+    for _ in range(4):
+        steps += [Do(reset, "w.grad = None"), Call(_x3, then=lambda env, r: r.backward())]
+    run_case(
+        Case(
+            "inplace_history",
+            prog(INPLACE_HISTORY, "f", "inplace46"),
+            steps,
+            watch=lambda env: env.ns.w.grad,
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+def _x3(env):
+    return (torch.randn(3),)
+
+
 GRAD_STORE = """
 import torch
 
@@ -153,6 +200,40 @@ def test_grad_set_then_accumulated(backend):
             steps,
             watch=lambda env: env.ns.w.grad,
             min_hits=5,
+        ),
+        backend,
+    )
+
+
+GRAD_UPDATED_ACROSS_A_READ = """
+import torch
+
+w = torch.zeros(4, requires_grad=True)
+w.grad = torch.zeros(4)
+held = [w.grad]    # the program keeps the gradient tensor itself
+
+def f(x):
+    g = w.grad
+    g += x
+    if g.sum().item() > 1e6:   # a read of g's data: the graph ends here
+        return g.sum()
+    g += x
+    return g.sum()
+"""
+
+
+@backends(inductor=True)
+def test_grad_updated_in_place_across_a_read(backend):
+    def vec(env):
+        return (torch.randn(4),)
+
+    run_case(
+        Case(
+            "grad_updated_across_a_read",
+            prog(GRAD_UPDATED_ACROSS_A_READ, "f", "gradread46"),
+            calls(4, vec),
+            watch=lambda env: (env.ns.w.grad, env.ns.held[0], env.ns.held[0] is env.ns.w.grad),
+            min_hits=3,
         ),
         backend,
     )
