@@ -22,7 +22,7 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.capture import data_dependent
+from fullgraph.runtime.capture import data_dependent, history
 from fullgraph.runtime.capture.data_checks import DataCheck, drop_unused, plan_check, storage_key
 from fullgraph.runtime.capture.nodes import emit_call, target_name
 from fullgraph.runtime.capture.origins import (
@@ -93,7 +93,7 @@ class GraphTape:
         self.locate = locate  # () -> breaks.GraphBreak location of the current user call
         self.segments: list[Segment] = [Segment(0)]
         self.callouts: list[Callout] = []
-        self.producer: dict[int, Origin] = {}
+        self.producer = history.Producers(self.callouts)  # tensor id -> Origin
         self.keepalive: list[Any] = []
         self.entry_grad_mode = torch.is_grad_enabled()
         self.entry_state = {**global_state(), **anomaly_state()}
@@ -141,11 +141,11 @@ class GraphTape:
         segment = self.current
         node = segment.env.get(id(tensor))
         if node is not None:
-            return node
+            return history.check(tensor, node)
         origin = self.origin_of(tensor)
-        if isinstance(origin, NodeOrigin) and origin.segment == segment.index:
-            return origin.node
         if isinstance(origin, NodeOrigin):
+            if history.check(tensor, origin.node) and origin.segment == segment.index:
+                return origin.node
             self.segments[origin.segment].output_index(origin.node)
         name = f"in{len(segment.placeholders)}"
         if isinstance(origin, ExternalOrigin):
@@ -157,6 +157,7 @@ class GraphTape:
             candidate = f"{name}_{suffix}"
         node = segment.graph.placeholder(candidate)
         node.meta["example_value"] = tensor
+        history.carry(node, origin)
         segment.placeholders.append((node, origin))
         segment.env[id(tensor)] = node
         return node
@@ -231,7 +232,9 @@ class GraphTape:
         segment = self.current
         segment.env[id(tensor)] = node
         node.meta["example_value"] = tensor
-        if not isinstance(self.producer.get(id(tensor)), ExternalOrigin):
+        history.note(tensor, node)
+        # Updated in place, an outside tensor or callout result stays that object (F172).
+        if not isinstance(self.producer.get(id(tensor)), (ExternalOrigin, CalloutOrigin)):
             self.producer[id(tensor)] = NodeOrigin(segment.index, node)
         self.keepalive.append(tensor)
 
@@ -447,11 +450,13 @@ class GraphTape:
             [c.location for c in located if c.deferred],
         )
 
-    def use_for_output(self, tensor: torch.Tensor) -> Origin:
-        """Origin of a tensor the mock needs (return value, stored state)."""
-        origin = self.origin_of(tensor)
+    def use_for_output(self, tensor: torch.Tensor, before: int | None = None) -> Origin:
+        """Origin of a tensor the mock needs (return value, stored state); ``before``: as it
+        was when the callout at that position was made (a store the mock makes there)."""
+        origin = None if before is None else self.producer.before(id(tensor), before)
+        origin = origin or self.origin_of(tensor)
         if isinstance(origin, NodeOrigin):
-            self.segments[origin.segment].output_index(origin.node)
+            self.segments[origin.segment].output_index(history.check(tensor, origin.node))
         return origin
 
     def finish(self) -> None:

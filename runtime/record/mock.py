@@ -73,8 +73,9 @@ def generate_mock(
     early: list[Effect] = []
     for mutation in mutations:
         if mutation.position < len(tape.callouts):
-            start = len(tail.lines)
+            start, tail.before = len(tail.lines), mutation.position
             effect = tail.mutation(mutation, early=True)
+            tail.before = None
             effect.temps, tail.lines[start:] = tail.lines[start:], []
             early.append(effect)
             if effect.shadow is not None:

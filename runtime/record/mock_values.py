@@ -112,13 +112,16 @@ class MockWriter:
         self.shadows: list[tuple[str, str]] = []
         self.callout_results: dict[int, str] = {}
         self.tensor_overrides: dict[int, str] = {}  # set while a callout's arguments render
+        # Set while a store the mock makes before the callout at this position renders:
+        # its tensors as they were then, not as the run left them (F171).
+        self.before: int | None = None
         ns.values.update(HELPERS)
 
     # -- values ----------------------------------------------------------------
     def tensor(self, tensor: torch.Tensor) -> str:
         if id(tensor) in self.tensor_overrides:  # a callout's argument, as it was then
             return self.tensor_overrides[id(tensor)]
-        origin = self.tape.use_for_output(tensor)
+        origin = self.tape.use_for_output(tensor, self.before)
         return self.origin_expr(origin)
 
     def origin_expr(self, origin) -> str:
