@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import torch_internals
+from fullgraph.runtime import inductor_random_order, torch_internals
+from fullgraph.runtime.capture.data_checks import draws_random
 
 Backend = Callable[[torch.fx.GraphModule, list], Callable[..., Any]]
 
@@ -23,19 +24,32 @@ def eager_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..
     return gm.forward
 
 
+def _draws_random(gm: torch.fx.GraphModule) -> bool:
+    return any(draws_random(node) for node in gm.graph.nodes)
+
+
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
-    return torch_internals.compile_fx(gm, example_inputs)
+    return torch_internals.compile_fx(gm, example_inputs, _draws_random(gm))
 
 
 def inductor_dynamic_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
-    """Inductor with symbolic sizes, for a graph whose input sizes vary between calls."""
-    return torch.compile(gm, backend="inductor", dynamic=True, fullgraph=True)
+    """Inductor with symbolic sizes, for a graph whose input sizes vary between calls
+    (random ops draw eager's numbers here too)."""
+    return torch.compile(
+        gm,
+        backend="inductor",
+        dynamic=True,
+        fullgraph=True,
+        options=inductor_random_order.options(_draws_random(gm)),
+    )
 
 
 def inductor_unbacked_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
     """Inductor for a graph with an op whose output sizes depend on data (``nonzero``):
     traced on fake inputs under a ShapeEnv, so those sizes are unbacked symbols."""
-    return torch_internals.compile_fx(gm, torch_internals.fakes_with_shape_env(example_inputs))
+    return torch_internals.compile_fx(
+        gm, torch_internals.fakes_with_shape_env(example_inputs), _draws_random(gm)
+    )
 
 
 def sized_by_data_variant(backend: Backend) -> Backend:

@@ -15,14 +15,18 @@ import torch
 from torch.overrides import TorchFunctionMode  # noqa: F401  (public since 2.0)
 from torch.utils._pytree import tree_flatten, tree_unflatten  # noqa: F401
 
+from fullgraph.runtime import inductor_random_order
 
-def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
+
+def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, draws_random: bool = True):
     """Inductor's entry point for an fx graph (C++/OpenMP on CPU, Triton on GPU).
 
     Returns a function taking the graph inputs as positional arguments.  What
     ``compile_fx`` returns differs by path: the inference path wants one list
     ("boxed" calling convention), the training path ``*args`` — and both carry
     ``_boxed_call``.  The outermost signature (not the wrapped one) tells.
+    ``draws_random``: whether the graph may draw random numbers (then, on a torch
+    that would reorder the draws, the reordering passes are off for it).
     """
     import inspect
 
@@ -31,7 +35,10 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list):
 
     # Random ops draw from torch's own generator, op by op as eager does: a replay gives
     # eager's numbers under the same seed and leaves the same RNG state.
-    with inductor_config.patch(fallback_random=True), _static_tracing(example_inputs) as fakes:
+    with (
+        inductor_config.patch(inductor_random_order.options(draws_random)),
+        _static_tracing(example_inputs) as fakes,
+    ):
         compiled = inductor_compile_fx(gm, fakes)
     parameters = inspect.signature(compiled, follow_wrapped=False).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):

@@ -89,6 +89,9 @@ _RANDOM_WORDS = (
     "geometric",
     "cauchy",
     "rrelu",
+    "standard_gamma",  # torch.distributions.Gamma / Beta / Dirichlet sampling
+    "sample_dirichlet",
+    "binomial",
 )
 
 
@@ -129,12 +132,33 @@ def draws_random(node: torch.fx.Node) -> bool:
     if node.op not in ("call_function", "call_method"):
         return False
     bare = op_name(node).strip("_").lower()
+    if "scaled_dot_product" in bare:  # attention's own dropout
+        p = node.kwargs.get("dropout_p", node.args[4] if len(node.args) > 4 else 0.0)
+        return not (isinstance(p, (int, float)) and p == 0)
+    if bare in _RNN_OPS:
+        return _rnn_drops_out(node.args)
     if not any(word in bare for word in _RANDOM_WORDS):
         return False
     if "dropout" in bare:
         training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
         return training is not False
     return True
+
+
+# torch.lstm / gru / rnn_tanh / rnn_relu, as nn.LSTM and its kin call them:
+# ``(input, hx, params, has_biases, num_layers, dropout, train, ...)``, and the
+# packed form with ``batch_sizes`` after ``input``.
+_RNN_OPS = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
+
+
+def _rnn_drops_out(args: tuple) -> bool:
+    """Whether an RNN call drops out between layers: its one float argument (the
+    dropout probability) is not 0 and the ``train`` flag after it is not False."""
+    for index, value in enumerate(args):
+        if isinstance(value, float):
+            train = args[index + 1] if index + 1 < len(args) else True
+            return value != 0 and train is not False
+    return True  # an unexpected signature: assume it draws
 
 
 def _pure_and_cheap(node: torch.fx.Node) -> bool:

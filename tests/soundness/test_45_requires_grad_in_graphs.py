@@ -252,18 +252,7 @@ def f(x):
 """
 
 
-# torch 2.11's Inductor (the GPU machine's pair): under this harness the draws of a
-# record whose random graph is split by a callout (this leaf, or a print of a tensor
-# between two draws) replay other numbers than eager's; not reproduced outside the
-# harness with set_rng_state or manual_seed between calls.  FINDINGS "Open".
-_TORCH_211_DRAWS = (
-    "torch 2.11 Inductor: random draws split by a callout replay other numbers (FINDINGS Open)"
-    if torch.__version__.startswith("2.11")
-    else None
-)
-
-
-@backends(inductor=True, xfail_inductor=_TORCH_211_DRAWS)
+@backends(inductor=True)
 def test_a_random_leaf_between_draws(backend):
     """The draw made between graphs keeps its place in the generator's sequence."""
     run_case(
