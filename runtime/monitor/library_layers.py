@@ -22,9 +22,14 @@ from fullgraph.runtime.sources import (
     ConstSource,
     ItemSource,
     KeysSource,
+    LenSource,
     Source,
     TypeOfSource,
 )
+
+# A layer's function-valued setting (``TransformerEncoderLayer.activation = F.gelu``):
+# its forward calls it, so the guard checks it by identity.
+_CALLED_SETTINGS = (types.FunctionType, types.BuiltinFunctionType, functools.partial)
 
 
 def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
@@ -40,8 +45,9 @@ def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
         run.read(AttrSource(source, "training"), module.training, symbolic=False)
     hook_sources.guard_hooks(run, module, source)
     for name, value in vars(module).items():
-        if not name.startswith("_") and name != "training" and is_setting(value):
-            run.read(AttrSource(source, name), value, symbolic=False)
+        if not name.startswith("_") and name != "training":
+            _read_setting(run, AttrSource(source, name), value)
+    _guard_tensor_slots(run, module, source)
     # A container layer runs every child in order (an nn.Sequential, the ModuleList
     # of an nn.TransformerEncoder): which children, and of what kind (a Sigmoid
     # swapped for a Tanh has no setting that tells them apart).
@@ -61,6 +67,44 @@ def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
             run.register_module_tree(child, child_source)
         else:
             guard_library_module(run, child, child_source)
+
+
+def _read_setting(run, source: Source, value) -> None:
+    """Guard one plain setting of a torch layer: a literal by value, a list item by
+    item (``AdaptiveAvgPool2d([2, 2])``, also changed in place), a ``torch.Size`` by
+    value and type, a function by identity.  Other objects are not settings."""
+    if is_setting(value) or (isinstance(value, torch.Size) and is_setting(tuple(value))):
+        run.read(source, value, symbolic=False)
+    elif type(value) is list and is_setting(tuple(value)):
+        run.read(source, value, symbolic=False)  # its type
+        run.read(LenSource(source), len(value), symbolic=False)
+        for index, item in enumerate(value):
+            run.read(ItemSource(source, index), item, symbolic=False)
+    elif isinstance(value, _CALLED_SETTINGS):
+        run.read(source, value, symbolic=False)
+
+
+def _guard_tensor_slots(run, module: torch.nn.Module, source: Source) -> None:
+    """The layer's parameters and buffers, as its forward will read them.
+
+    A slot that holds None (``Linear(bias=False)``, a bias removed) is checked to
+    still hold None: the graph has no input for it, so a bias set again must miss.
+    A tensor the run already knows by another path (a weight tied to an embedding's)
+    is checked to be the same object here too: the graph reads it once, by that path.
+    """
+    for slots in (module._parameters, module._buffers):
+        for name, value in slots.items():
+            own = AttrSource(source, name)
+            if value is None:
+                run.read(own, None, symbolic=False)
+                continue
+            first = run.layer_slots.setdefault(id(value), own)
+            known = run.sources.get(id(value))
+            if known is None and first != own:  # two layers' slots, before any use
+                run.read(first, value)
+                known = first
+            if known is not None and known != own:
+                run.read(own, value, symbolic=False)  # an aliasing check with ``known``
 
 
 def guard_library_globals(run, layer: type) -> None:

@@ -166,6 +166,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
             self.not_recordable.append(f"called under {foreign_mode()}")
         self._module_index: dict[int, Source] | None = None
         self.guarded_layers: set[type] = set()  # torch layers whose globals are guarded
+        # id of a torch layer's parameter or buffer -> the slot the run first met it in
+        self.layer_slots: dict[int, Source] = {}
         # Hooks for every module run inside any module call the program makes.
         self.read(GlobalHooksSource(), global_module_hooks(), symbolic=False)
         if module is not None:
