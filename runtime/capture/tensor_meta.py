@@ -38,6 +38,8 @@ class TensorMeta:
     requires_grad: bool
     dispatch_keys: str
     example: Any = dataclasses.field(default=None, compare=False, repr=False)
+    # The program read ``stride()``: a size-1 dimension's stride is compared too.
+    strides_read: bool = dataclasses.field(default=False, compare=False, repr=False)
 
     @classmethod
     def of(cls, tensor: torch.Tensor) -> TensorMeta:

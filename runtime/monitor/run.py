@@ -289,6 +289,31 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
             return
         self.store_syms[key] = (value, sym)
         self.keepalive.append(value)
+        if self.source_of(owner) is None:
+            # ``D = {}; D["s"] = k``: a dict the call made now holds a symbolic item, as
+            # one built as ``{"s": k}`` does; a later read of it (``D["s"]``,
+            # ``D.get``, ``**D``) takes the number, guarded by value.
+            self.container_syms.setdefault(id(owner), {})[key[1]] = sym
+            self.keepalive.append(owner)
+
+    def stored_plain(self, container: Any, key: Any) -> None:
+        """``container[key] = 5``: what a symbolic store or a literal put in that slot
+        before is gone (the mock must not rebuild the slot from its symbol)."""
+        items = self.container_syms.get(id(container))
+        try:
+            if isinstance(key, slice):  # ``L[0:1] = ...``: every slot may have moved
+                raise TypeError
+            self.store_syms.pop((id(container), key), None)
+            if items:
+                if isinstance(container, list) and isinstance(key, int) and key < 0:
+                    key += len(container)
+                items.pop(key, None)
+        except TypeError:  # a slice or an unhashable key
+            for sym in (items or {}).values():
+                if sym is not None:
+                    self.concretize(sym)
+            if items:
+                items.clear()
 
     def lift(self, value: Any) -> Sym | None:
         """Called by the capture for each non-tensor argument of a torch op."""

@@ -406,14 +406,16 @@ def _store_attr(run, state, ins, shadow) -> After:
 
 @handles("STORE_SUBSCR")
 def _store_subscr(run, state, ins, shadow) -> After:
+    container, key = cpython.stack_item(state.frame, 1), cpython.stack_item(state.frame, 0)
     if len(shadow) >= 3 and shadow[-3] is not None:
-        container, key = cpython.stack_item(state.frame, 1), cpython.stack_item(state.frame, 0)
         if isinstance(container, torch.Tensor) or user_code.store_runs_code(container, None):
             run.concretize(shadow[-3])
         else:
             run.store_symbolic(
                 (id(container), key), container, cpython.stack_item(state.frame, 2), shadow[-3]
             )
+    elif not isinstance(container, torch.Tensor):
+        run.stored_plain(container, key)
     return None
 
 

@@ -9,6 +9,7 @@ size queries become symbolic sizes when the run follows sizes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -244,6 +245,8 @@ class TorchCallRouting:
             elif name in VALUE_READS:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
             elif name in _SIZE_READS or prop in _SIZE_READS:
+                if name == "stride":
+                    self._strides_read(args)
                 symbolic = self._symbolic_size(getset_descriptor_name(func) or name, args, result)
                 if symbolic is None:
                     self.size_reads += 1  # Python now depends on a size: no dynamic shapes
@@ -329,6 +332,17 @@ class TorchCallRouting:
         if not any(isinstance(size, SizeInt) for size in sizes):
             return result  # stride() and the like of a tensor whose sizes don't vary
         return None
+
+    def _strides_read(self, args: tuple) -> None:
+        """``x.stride()`` of a tensor from outside: the guard compares every stride of
+        it, a size-1 dimension's too (which it leaves out otherwise: no kernel uses it,
+        but the program now does)."""
+        tensor = args[0] if args else None
+        if not isinstance(tensor, torch.Tensor) or 1 not in tensor.shape:
+            return
+        meta = self.entry_meta.get(id(tensor))
+        if meta is not None and not meta.strides_read:
+            self.entry_meta[id(tensor)] = dataclasses.replace(meta, strides_read=True)
 
     def _integer_power_condition(self, args: tuple) -> None:
         """``int_tensor ** n`` raises for a negative ``n``: a lifted ``n`` holds the record

@@ -185,7 +185,7 @@ def tensor_check(
         ]
     elif dynamic_dims:  # strides follow the sizes; the layout must still be the same
         layout = [f"{name}.is_contiguous() is {meta.contiguous}"]
-    elif 1 not in meta.shape:  # compiled kernels index memory with these strides
+    elif 1 not in meta.shape or meta.strides_read:  # kernels index memory with these
         layout = [f"{name}.stride() == {literal(meta.strides)}"]
     else:  # along a dimension of size 1 every index is 0: its stride is never used
         # (``ids[:, -1:]`` of a growing sequence has a new one on every step)

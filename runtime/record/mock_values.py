@@ -217,6 +217,8 @@ class MockWriter:
     def _item(self, container: Any, index: Any, item: Any) -> str:
         """An element of a rebuilt container: its expression when a symbolic value was put there."""
         sym = self.symbols.containers.get(id(container), {}).get(index)
+        if sym is not None and sym.value is not item:
+            sym = None  # the slot was given another value after it (``L[0] = 5``)
         stored = self.symbols.stores.get((id(container), index))
         if stored is not None and stored[0] is item:
             sym = stored[1]

@@ -271,7 +271,10 @@ class _TreeBuilder:
         strides = (  # a size-1 dimension's stride is never used (record/guards.py)
             [None] * meta.dim()
             if dynamic
-            else [None if size == 1 else st for size, st in zip(meta.shape, meta.strides)]
+            else [
+                None if size == 1 and not meta.strides_read else st
+                for size, st in zip(meta.shape, meta.strides)
+            ]
         )
         manager.add_tensor_match_guard(
             tensor,

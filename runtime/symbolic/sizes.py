@@ -247,6 +247,60 @@ class SizeInt(int):
         self.tracker.concretize(self)
         return self.plain
 
+    # Bitwise operators (``d >> 1`` in rotary embeddings): no expression for them, so
+    # the size is exact from here on.  int's own would compute a plain int unguarded.
+    def _bitwise(self, other: Any, compute: Callable, reflected: bool = False):
+        if type(other) is bool or not isinstance(other, int):
+            return NotImplemented
+        value = other._exact() if isinstance(other, SizeInt) else int(other)
+        mine = self._exact()
+        return compute(value, mine) if reflected else compute(mine, value)
+
+    def __rshift__(self, other):
+        return self._bitwise(other, operator.rshift)
+
+    def __rrshift__(self, other):
+        return self._bitwise(other, operator.rshift, reflected=True)
+
+    def __lshift__(self, other):
+        return self._bitwise(other, operator.lshift)
+
+    def __rlshift__(self, other):
+        return self._bitwise(other, operator.lshift, reflected=True)
+
+    def __and__(self, other):
+        return self._bitwise(other, operator.and_)
+
+    def __rand__(self, other):
+        return self._bitwise(other, operator.and_, reflected=True)
+
+    def __or__(self, other):
+        return self._bitwise(other, operator.or_)
+
+    def __ror__(self, other):
+        return self._bitwise(other, operator.or_, reflected=True)
+
+    def __xor__(self, other):
+        return self._bitwise(other, operator.xor)
+
+    def __rxor__(self, other):
+        return self._bitwise(other, operator.xor, reflected=True)
+
+    def __invert__(self):
+        return ~self._exact()
+
+    # int's number protocol: ``n.real`` / ``n.numerator`` are the number itself.
+    @property
+    def real(self):
+        return self
+
+    @property
+    def numerator(self):
+        return self
+
+    def conjugate(self):
+        return self
+
     def __hash__(self):
         return hash(self._exact())
 

@@ -1,0 +1,161 @@
+"""Class 49: numbers the program computes in Python from sizes, strides and arguments.
+
+What was wrong:
+
+* A bitwise operator on a size (``half = x.shape[-1] >> 1`` in rotary embeddings,
+  ``n & (n - 1)``, ``~n``, ``n.real``): int's own operator gave a plain int, which
+  the size-generic record baked into its graph with no check (``x[..., :6]`` for
+  every width).  Such a size is now exact, guarded by value (F200).
+* ``x.stride()`` read on a tensor with a size-1 dimension: the guard leaves that
+  dimension's stride out (no kernel uses it), so a channels-last permute of the
+  same shape replayed the first layout's branch and strides (F201).
+* ``D = {}; D["s"] = k`` then ``D["s"]`` / ``D.get("s")`` / ``**D``: the stored
+  number's symbol was lost on the read, so the record replayed the first call's
+  number, unguarded.  A slot given another value later (``D["s"] = 3``,
+  ``L[0] = 5`` after ``L = [k]``) was rebuilt from the first value's symbol when
+  the container was returned (F202).
+"""
+
+from __future__ import annotations
+
+import torch
+from harness import Call, Case, backends, calls, prog, run_case
+
+ROTATE_HALF = """
+import torch
+
+def f(x):
+    d = x.shape[-1]
+    half = d >> 1
+    x1, x2 = x[..., :half], x[..., half:]
+    power_of_two = d & (d - 1) == 0
+    return torch.cat((-x2, x1), dim=-1), power_of_two, ~d, d.real
+"""
+
+
+def width(n):
+    return Call(lambda env: (torch.randn(2, n),))
+
+
+@backends(inductor=True)
+def test_bitwise_operators_on_a_size(backend):
+    run_case(
+        Case(
+            "bitwise_operators_on_a_size",
+            prog(ROTATE_HALF),
+            [width(n) for n in (8, 12, 16, 32, 12, 8)],
+            min_hits=1,
+        ),
+        backend,
+    )
+
+
+STRIDE_READ = """
+import torch
+
+layouts = []
+
+def f(x):
+    if x.stride(1) == 1:
+        layouts.append("channels_last")
+        y = x * 2
+    else:
+        layouts.append("contiguous")
+        y = x * 3
+    return y, x.stride()
+"""
+
+
+def contiguous(env):
+    return (torch.randn(2, 1, 4, 4),)
+
+
+def channels_last(env):
+    return (torch.randn(2, 4, 4, 1).permute(0, 3, 1, 2),)
+
+
+@backends()
+def test_strides_read_of_a_size_one_dimension(backend):
+    run_case(
+        Case(
+            "strides_read_of_a_size_one_dimension",
+            prog(STRIDE_READ),
+            [*calls(2, contiguous), *calls(2, channels_last), *calls(2, contiguous)],
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+LOCAL_DICT_STORE = """
+import torch
+
+def f(x, k):
+    D = {}
+    D["s"] = k
+    opts = {}
+    opts["alpha"] = k
+    return x * D["s"], D.get("s"), torch.add(x, x, **opts), f"{D['s']:.2f}"
+"""
+
+
+@backends(inductor=True)
+def test_a_number_stored_in_a_dict_the_call_made(backend):
+    run_case(
+        Case(
+            "a_number_stored_in_a_dict_the_call_made",
+            prog(LOCAL_DICT_STORE),
+            [Call(lambda env, k=k: (torch.randn(3), k)) for k in (1.5, 2.5, 3.5, 4.5, 2.5)],
+        ),
+        backend,
+    )
+
+
+ITEM_IN_A_DICT = """
+import torch
+
+def f(x):
+    D = {}
+    D["s"] = x.sum().item()
+    if D["s"] > 0:
+        return x * D["s"], "positive"
+    return x - D["s"], "negative"
+"""
+
+
+@backends()
+def test_a_value_read_stored_in_a_dict_the_call_made(backend):
+    run_case(
+        Case(
+            "a_value_read_stored_in_a_dict_the_call_made",
+            prog(ITEM_IN_A_DICT),
+            [Call(lambda env, v=v: (torch.full((3,), v),)) for v in (1.0, 2.0, -1.0, -3.0, 0.5)],
+        ),
+        backend,
+    )
+
+
+SLOT_GIVEN_ANOTHER_VALUE = """
+import torch
+
+def f(x, k):
+    D = {}
+    D["s"] = k
+    D["s"] = 3
+    L = [k]
+    L[0] = 5
+    return x * 2, D, L
+"""
+
+
+@backends()
+def test_a_slot_given_another_value_in_a_returned_container(backend):
+    run_case(
+        Case(
+            "a_slot_given_another_value_in_a_returned_container",
+            prog(SLOT_GIVEN_ANOTHER_VALUE),
+            [Call(lambda env, k=k: (torch.randn(2), k)) for k in (1.5, 2.5, 3.5, 4.5)],
+            min_hits=2,
+        ),
+        backend,
+    )
