@@ -375,3 +375,15 @@ def device_constructors() -> set:
     from torch.utils._device import _device_constructors
 
     return _device_constructors()
+
+
+def tensor_version(tensor: torch.Tensor) -> int | None:
+    """The tensor's version counter (bumped by in-place updates); None for inference
+    tensors, which have none: an update of one is then only seen in the op's name."""
+    if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
+        return None  # a lazy module's parameter before its first forward: no data yet
+    # Not through a tensor subclass's __torch_function__: this is the monitor's query.
+    with torch._C.DisableTorchFunctionSubclass():
+        if tensor.is_inference():
+            return None
+        return tensor._version

@@ -89,6 +89,9 @@ class Callout:
     # It changed a list the function made, which the callout after it reads back
     # (``random.shuffle(idx)``): never held back behind that read's mid-guard.
     changes_arguments: bool = False
+    # A tensor from outside that a graph before the call read, updated in place by the
+    # call (``opt.step()`` and the weights the forward read): its source, else None.
+    changed_input: str | None = None
 
     @property
     def splits_graph(self) -> bool:

@@ -16,7 +16,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from fullgraph.runtime import breaks, cpython
+from fullgraph.runtime.capture.origins import ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import (
     annotation_table,
@@ -28,6 +31,7 @@ from fullgraph.runtime.monitor import (
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.record.mock_support import Raised, exception_fields
 from fullgraph.runtime.symbolic.scalars import Sym
+from fullgraph.runtime.torch_internals import tensor_version
 
 # Containers a call can change in place (an in-place operator, an unknown C call).
 MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
@@ -147,8 +151,12 @@ class Callouts:
         # as they are before the call runs (monitor/changed_arguments.py).
         handed = changed_arguments.before_call(self, args, kwargs)
         shows_only = _only_reads_its_arguments(fn)
+        inputs = None if shows_only else _graph_input_versions(self.tape)
+
+        changed: list[str | None] = [None]
 
         def after() -> None:
+            changed[0] = _changed_input(inputs)  # still paused: the mode must not see it
             self.paused = False
             self.mode.paused = False
             record(result())
@@ -159,6 +167,11 @@ class Callouts:
             can't be checked that way (the run is then not recordable)."""
             if not raised_is_checkable(error):
                 return False
+            self.paused = self.mode.paused = True  # the mode must not see the queries
+            try:
+                changed[0] = _changed_input(inputs)
+            finally:
+                self.paused = self.mode.paused = False
             record(Raised(error))
             return True
 
@@ -217,9 +230,28 @@ class Callouts:
                         self.concretize(sym)
                 syms = {moved[i]: sym for i, sym in syms.items() if moved.get(i) is not None}
             callout.arg_syms = syms
+            callout.changed_input = changed[0]
 
         after.on_raise = on_raise
         return after
+
+
+def _graph_input_versions(tape: Any) -> list:
+    """(tensor, version, source) of each tensor from outside the graphs so far read."""
+    found = []
+    for tensor in tape.keepalive:
+        origin = tape.producer.get(id(tensor)) if isinstance(tensor, torch.Tensor) else None
+        if isinstance(origin, ExternalOrigin):
+            found.append((tensor, tensor_version(tensor), origin.source))
+    return found
+
+
+def _changed_input(inputs: list | None) -> str | None:
+    """The first of those tensors the call updated in place (its source's text)."""
+    for tensor, version, source in inputs or ():
+        if version is not None and tensor_version(tensor) != version:
+            return source.expr()
+    return None
 
 
 # Calls that show the exception being handled (or the call stack): a replay makes

@@ -23,6 +23,7 @@ from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
 from fullgraph.runtime.torch_internals import (
     getset_descriptor_name,
+    tensor_version,
     tree_flatten,
     unversioned_updates,
 )
@@ -207,7 +208,7 @@ class TorchCallRouting:
         # item by item, unobserved; the graph bakes them in.
         self._read_arguments((*args, *kwargs.values()))
         tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
-        versions = [_version(t) for t in tensors]
+        versions = [tensor_version(t) for t in tensors]
         try:
             if self.shapes is not None and self.shapes.live and holds_size((args, kwargs)):
                 # The graph gets the sizes' expressions; the real call their numbers.
@@ -222,7 +223,7 @@ class TorchCallRouting:
             raise
         if self.tape.unsupported is not None:
             return result
-        mutated = [t for t, v in zip(tensors, versions) if _version(t) != v]
+        mutated = [t for t, v in zip(tensors, versions) if tensor_version(t) != v]
         mutated += [t for t in unversioned_updates(func, args, kwargs) if not _among(t, mutated)]
         try:
             if name in _HIDDEN_STATE_CALLS or prop in _HIDDEN_STATE_CALLS:
@@ -401,18 +402,6 @@ def _makes_a_leaf(func, name: str, args: tuple, kwargs: dict, made_here) -> bool
 
 def _among(tensor: torch.Tensor, tensors: list) -> bool:
     return any(tensor is t for t in tensors)
-
-
-def _version(tensor: torch.Tensor) -> int | None:
-    """The tensor's version counter (bumped by in-place updates); None for inference
-    tensors, which have none: an update of one is then only seen in the op's name."""
-    if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
-        return None  # a lazy module's parameter before its first forward: no data yet
-    # Not through a tensor subclass's __torch_function__: this is the monitor's query.
-    with torch._C.DisableTorchFunctionSubclass():
-        if tensor.is_inference():
-            return None
-        return tensor._version
 
 
 def _contains_tensor(value: Any) -> bool:

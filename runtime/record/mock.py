@@ -146,6 +146,14 @@ def generate_mock(
             "an external tensor is updated in place before a value the rest of the "
             "run depends on; a replay that misses there would update it twice"
         )
+    if callouts.input_changed_before_midguard is not None:
+        name, source = callouts.input_changed_before_midguard
+        reusable = False
+        reason = (
+            f"{name} updates {source} in place, which a graph before it read, and a "
+            "value the rest of the run depends on comes after it: a replay that missed "
+            "there would compute that graph again from the updated tensor"
+        )
     if not all(effect.undoable for effect in early):
         reusable = False
         reason = (
@@ -196,6 +204,7 @@ class _Body:
         self.effect_before_midguard = False
         self.effect_before_last_callout = False
         self.effect_callout_before_midguard = False
+        self.input_changed_before_midguard: tuple[str, str] | None = None
         self.miss = "return MISS"
         # The last mid-guard is written (a data check runs in front of its graph, so an
         # effect with a smaller index can come after it).
@@ -296,6 +305,8 @@ class _Body:
                 f"made[{callout.index}] = {call}  {comment} (held back until the mid-guards pass)"
             )
             return
+        if callout.changed_input and callout.index <= self.last_midguard:
+            self.input_changed_before_midguard = (callout.function_name, callout.changed_input)
         if callout.effectful and callout.index <= self.last_midguard and not self.midguards_done:
             # A miss at a later mid-guard must not repeat this effect: the
             # monitoring run that follows is handed its result (see Missed).

@@ -1,0 +1,93 @@
+"""Class 50: a value the rest of the run depends on, read after ``optimizer.step()``.
+
+What was wrong (F203): ``loss.backward(); opt.step()`` then a branch on tensor data
+(``if n_averaged == 0``, as ``AveragedModel.update_parameters`` does): a replay
+that missed at the branch had already made the step, and the monitoring run that
+followed (handed the step's result, so as not to step twice) computed the forward
+again from the stepped weights: the returned loss was the next step's, and a batch
+norm's running statistics were updated from it.  The monitor now notes a call that
+updates in place a tensor a graph before it read; a record with a mid-guard after
+such a call is not reusable (FG207), and the function runs as eager does.  A step
+with nothing to decide after it still replays.
+"""
+
+from __future__ import annotations
+
+import torch
+from harness import Case, backends, calls, prog, run_case
+
+BRANCH_AFTER_THE_STEP = """
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.BatchNorm1d(1))
+opt = torch.optim.SGD(model.parameters(), lr=0.5)
+steps = torch.zeros(())
+
+def f(x):
+    opt.zero_grad()
+    loss = model(x).pow(2).mean() + model[0].weight.sum()
+    loss.backward()
+    opt.step()
+    if steps == 0:
+        print("first step")
+    steps.add_(1)
+    return loss.detach()
+"""
+
+
+def batch(env):
+    return (torch.randn(8, 4),)
+
+
+def state(env):
+    return {
+        "weight": env.ns.model[0].weight,
+        "running_mean": env.ns.model[1].running_mean,
+        "steps": env.ns.steps,
+    }
+
+
+@backends(inductor=True)
+def test_a_branch_on_data_after_the_step(backend):
+    run_case(
+        Case(
+            "a_branch_on_data_after_the_step",
+            prog(BRANCH_AFTER_THE_STEP),
+            calls(4, batch),
+            watch=state,
+        ),
+        backend,
+    )
+
+
+STEP_THEN_PRINT = """
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+def f(x):
+    opt.zero_grad()
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+    print(f"loss {loss.item():.4f}")
+    return loss.detach()
+"""
+
+
+@backends()
+def test_a_step_with_nothing_to_decide_after_it_replays(backend):
+    """Passes either way: a regression guard that the refusal stays narrow."""
+    run_case(
+        Case(
+            "a_step_with_nothing_to_decide_after_it_replays",
+            prog(STEP_THEN_PRINT),
+            calls(5, batch),
+            watch=lambda env: {"weight": env.ns.model.weight},
+            min_hits=3,
+        ),
+        backend,
+    )
