@@ -28,13 +28,54 @@ def _draws_random(gm: torch.fx.GraphModule) -> bool:
     return any(draws_random(node) for node in gm.graph.nodes)
 
 
+# Dtypes whose kernels see a Python float differently from Inductor: Inductor hands
+# a float that varies between calls (a lifted scalar, ``.item()`` of a float64 input)
+# to its C++ kernels as a 32-bit ``float``, so a float64 kernel computes with the
+# rounded number (``x % 1.1``, ``x ** k``, ``1e300`` becomes inf), and a float16 /
+# bfloat16 op no longer raises eager's "cannot be converted without overflow".
+_SCALAR_SENSITIVE = frozenset({torch.float64, torch.complex128, torch.float16, torch.bfloat16})
+
+
+def _rounds_lifted_floats(gm: torch.fx.GraphModule, example_inputs: list) -> bool:
+    """Whether Inductor would compute this graph's varying Python floats in float32
+    where eager computes in double (or checks the range of a half-precision op)."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    lifted = any(
+        isinstance(value, torch.Tensor)
+        and value.dim() == 0
+        and value.dtype is torch.float64
+        and any(user.op == "call_method" and user.target == "item" for user in node.users)
+        for node, value in zip(placeholders, example_inputs)
+    )
+    if not lifted:
+        return False
+    if torch.get_default_dtype() in _SCALAR_SENSITIVE:
+        return True
+    tensors = (v for v, n in zip(example_inputs, placeholders) if isinstance(v, torch.Tensor))
+    if any(t.dtype in _SCALAR_SENSITIVE and t.dim() > 0 for t in tensors):
+        return True
+    # A dtype the graph makes such tensors in (``x.double()``, ``dtype=torch.half``).
+    named = {"double", "half", "bfloat16", "float64", "float16"}
+    for node in gm.graph.nodes:
+        if node.op == "call_method" and node.target in named:
+            return True
+        for value in (*node.args, *node.kwargs.values()):
+            if isinstance(value, torch.dtype) and value in _SCALAR_SENSITIVE:
+                return True
+    return False
+
+
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+    if _rounds_lifted_floats(gm, example_inputs):
+        return eager_backend(gm, example_inputs)  # correct first: torch's own kernels
     return torch_internals.compile_fx(gm, example_inputs, _draws_random(gm))
 
 
 def inductor_dynamic_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
     """Inductor with symbolic sizes, for a graph whose input sizes vary between calls
     (random ops draw eager's numbers here too)."""
+    if _rounds_lifted_floats(gm, example_inputs):
+        return eager_backend(gm, example_inputs)
     return torch.compile(
         gm,
         backend="inductor",
@@ -47,6 +88,8 @@ def inductor_dynamic_backend(gm: torch.fx.GraphModule, example_inputs: list) -> 
 def inductor_unbacked_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
     """Inductor for a graph with an op whose output sizes depend on data (``nonzero``):
     traced on fake inputs under a ShapeEnv, so those sizes are unbacked symbols."""
+    if _rounds_lifted_floats(gm, example_inputs):
+        return eager_backend(gm, example_inputs)
     return torch_internals.compile_fx(
         gm, torch_internals.fakes_with_shape_env(example_inputs), _draws_random(gm)
     )

@@ -159,3 +159,46 @@ def test_a_slot_given_another_value_in_a_returned_container(backend):
         ),
         backend,
     )
+
+
+DOUBLE_WITH_A_VARYING_FLOAT = """
+import torch
+
+def f(x, k):
+    return x % k, x ** k
+"""
+
+
+def doubles(k):
+    return Call(lambda env: (torch.tensor([0.3, 2.25, 3.0, 1.5], dtype=torch.float64), k))
+
+
+@backends(inductor=True)
+def test_a_float64_tensor_with_a_float_that_varies(backend):
+    """Inductor hands a varying float to its kernels as a 32-bit float (F204)."""
+    run_case(
+        Case(
+            "a_float64_tensor_with_a_float_that_varies",
+            prog(DOUBLE_WITH_A_VARYING_FLOAT),
+            [doubles(k) for k in (0.5, 0.25, 1.1, 70000.3, 1e300)],
+            tolerance={"rtol": 0.0, "atol": 0.0},
+        ),
+        backend,
+    )
+
+
+def halves(k):
+    return Call(lambda env: (torch.tensor([0.3, 2.25], dtype=torch.float16), k))
+
+
+@backends(inductor=True)
+def test_a_half_tensor_with_a_float_out_of_its_range(backend):
+    """Eager raises "cannot be converted to type c10::Half without overflow" (F204)."""
+    run_case(
+        Case(
+            "a_half_tensor_with_a_float_out_of_its_range",
+            prog("import torch\n\ndef f(x, k):\n    return x ** k\n"),
+            [halves(k) for k in (0.5, 0.25, 1.5, 70000.3, 2.0)],
+        ),
+        backend,
+    )
