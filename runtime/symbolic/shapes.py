@@ -133,6 +133,8 @@ class ShapeTracker:
             dims = self.dynamic.get(source, set()) if source is not None else set()
             if dims and not _mock_visible(source):
                 dims = set()
+            # Sizes that varied at another rank (a (3,) argument, then a (2, 3) one).
+            dims = {dim for dim in dims if dim < tensor.dim()}
         fake = torch_internals.fake_from(self.mode, tensor, dims, f"fg{len(self.fakes)}")
         for dim in dims:
             symbol = torch_internals.symbol_of(fake.shape[dim])

@@ -202,3 +202,34 @@ def test_a_half_tensor_with_a_float_out_of_its_range(backend):
         ),
         backend,
     )
+
+
+RANK_CHANGES = """
+import torch
+
+def f(t):
+    match t.shape:
+        case (n,):
+            return t * n
+        case (n, m) if m > 2:
+            return t.sum(1)
+        case _:
+            return t.sum(0)
+"""
+
+
+@backends()
+def test_sizes_that_varied_at_another_rank(backend):
+    """A size that varied while the argument had one rank, then an argument of another
+    rank: the monitoring run raised an internal error, and monitoring stopped for good
+    (every later call eager; results were right)."""
+    shapes = [(2, 3), (2, 3), (2, 4), (5,), (6,), (2, 5), (7,), (2, 6), (8,)]
+    run_case(
+        Case(
+            "sizes_that_varied_at_another_rank",
+            prog(RANK_CHANGES),
+            [Call(lambda env, s=s: (torch.ones(s),)) for s in shapes],
+            min_hits=5,
+        ),
+        backend,
+    )
