@@ -76,6 +76,7 @@ class CompiledFunction:
     ):
         cpython.check_supported()
         native_guards.prepare()
+        self.backend_arg = backend
         self.backend_name, self.backend = resolve(backend)
         self.dynamic_backend = dynamic_variant(self.backend_name, self.backend)
         self.module = target if isinstance(target, torch.nn.Module) else None
@@ -216,6 +217,16 @@ class CompiledFunction:
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
         return self._monitor(args, kwargs)
+
+    def __reduce__(self):
+        """A copy or a pickle is a new compiled callable of (a copy of) the target, with
+        no records: they hold compiled code and native guard trees, which belong to this
+        process and to the objects this one was called with (as ``torch.compile``'s
+        module copies do)."""
+        return (
+            CompiledFunction,
+            (self.fn, self.backend_arg, self.recompile_limit, self.eager_check),
+        )
 
     def __get__(self, instance, owner=None):
         """Used as a method decorator: bind like a function does."""
