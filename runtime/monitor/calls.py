@@ -39,6 +39,7 @@ from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
 from fullgraph.runtime.monitor.state import FrameState, Mutation
 from fullgraph.runtime.monitor.user_code import (
     compiled_inner_target,
+    constructs_here,
     has_user_forward,
     is_user_code,
 )
@@ -197,15 +198,7 @@ class CallHandling(Callouts):
             if walk is not None:
                 cpython.replace_stack_item(state.frame, fn_depth, walk)
                 return None
-        if (
-            isinstance(fn, type)
-            and fn.__module__ not in ("builtins",)
-            and not fn.__module__.startswith(
-                ("torch", "collections", "typing", "dataclasses", "functools", "enum")
-            )
-        ):
-            # A user class (its __init__ is stepped into) or a Python class of a library
-            # (warnings.catch_warnings): either way an object this run makes.
+        if constructs_here(fn):
             known = annotation_table.FUNCTIONS.get(annotation_table.qualified_name(fn))
             if known is not None and known.refuses is not None:  # contextlib.redirect_stdout
                 self.refuse(f"{annotation_table.qualified_name(fn)} {known.refuses}")
@@ -485,6 +478,8 @@ def _replayed(fn: Any, target: Any) -> bool:
     arguments (sizes re-read), its result guarded: sizes may go in as they are."""
     if isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None:
         return False  # stdlib Python code, run unobserved now and not again
+    if constructs_here(fn):
+        return False  # ``Dims(*x.shape)``: made now and kept: the sizes it holds are pinned
     annotation = annotation_table.lookup(fn)
     if annotation is None:
         # An object with a Python __call__ runs now; other unknown native code is a callout.

@@ -65,7 +65,7 @@ _HIDDEN_STATE_CALLS = _HIDDEN_STATE_EFFECTS | frozenset(
 )
 # Tensor queries whose result depends on a size (the graph can't be size-generic then).
 _SIZE_READS = frozenset(
-    ["shape", "size", "__len__", "numel", "nelement", "stride", "storage_offset"]
+    ["shape", "size", "__len__", "numel", "nelement", "nbytes", "stride", "storage_offset"]
 )
 # In-place calls that give a tensor another shape or strides (``set_``, which also gives
 # it other memory, never reaches a torch-function mode: monitor/calls.py refuses it).

@@ -165,3 +165,13 @@ def store_runs_user_code(owner: Any, name: str | None) -> bool:
     stores are the effects, the store itself replays nothing more."""
     code = getattr(store_code(owner, name), "__code__", None)
     return code is not None and is_user_code(code)
+
+
+_LIBRARY_CLASSES = ("torch", "collections", "typing", "dataclasses", "functools", "enum")
+
+
+def constructs_here(fn: Any) -> bool:
+    """A user class (its ``__init__`` is stepped into) or a Python class of a library
+    (``warnings.catch_warnings``, a namedtuple): an object this run makes, not a callout."""
+    module = getattr(fn, "__module__", None) or ""
+    return isinstance(fn, type) and module != "builtins" and not module.startswith(_LIBRARY_CLASSES)

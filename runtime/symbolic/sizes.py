@@ -430,6 +430,11 @@ def with_plain_sizes(fn: Any) -> Any:
     subclass (``functools.lru_cache`` keys one apart from the int, C code checks the
     exact type).  The monitor still sees the sizes, in the arguments it recorded."""
 
+    if getattr(fn, "__qualname__", "").startswith("SizeInt.") and not hasattr(fn, "__self__"):
+        # ``n.__index__()`` after LOAD_METHOD: SizeInt's own method with ``n`` first; the
+        # plain int it gets here is called with int's (the run pinned ``n`` already).
+        fn = getattr(int, fn.__name__, fn)
+
     def call(*args, **kwargs):
         return fn(*map(_plain_argument, args), **{k: _plain_argument(v) for k, v in kwargs.items()})
 

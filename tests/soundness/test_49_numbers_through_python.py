@@ -233,3 +233,56 @@ def test_sizes_that_varied_at_another_rank(backend):
         ),
         backend,
     )
+
+
+SIZES_IN_NAMEDTUPLES_AND_BYTES = """
+import collections
+import torch
+
+Dims = collections.namedtuple("Dims", "b n")
+
+class Shape(tuple):
+    pass
+
+def f(x):
+    d = Dims(*x.shape)
+    return x.sum(1) * d.n, d.n, x.new_zeros(Shape(x.shape)), x * x.nbytes, x.nbytes
+"""
+
+
+@backends(inductor=True)
+def test_sizes_in_a_namedtuple_a_tuple_subclass_and_nbytes(backend):
+    """``Dims(*x.shape)`` and ``Shape(x.shape)`` got plain ints with no check, and
+    ``x.nbytes`` was not known as a size read: the size-generic record kept the
+    second call's numbers for every later size (F206)."""
+    run_case(
+        Case(
+            "sizes_in_a_namedtuple_a_tuple_subclass_and_nbytes",
+            prog(SIZES_IN_NAMEDTUPLES_AND_BYTES),
+            [width(n) for n in (3, 5, 8, 13, 2, 5)],
+        ),
+        backend,
+    )
+
+
+SIZE_DUNDERS = """
+import torch
+
+def f(x):
+    n = x.shape[1]
+    return x * n.__index__(), n.__add__(1), n.__float__(), n.__bool__(), n.__eq__(3)
+"""
+
+
+@backends()
+def test_a_size_s_own_methods_called_by_name(backend):
+    """``x.shape[1].__index__()`` raised AttributeError from fullgraph's SizeInt into the
+    program on the size-generic monitoring run (F206)."""
+    run_case(
+        Case(
+            "a_size_s_own_methods_called_by_name",
+            prog(SIZE_DUNDERS),
+            [width(n) for n in (3, 5, 8, 3, 13)],
+        ),
+        backend,
+    )
