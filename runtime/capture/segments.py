@@ -89,8 +89,9 @@ class Callout:
     # It changed a list the function made, which the callout after it reads back
     # (``random.shuffle(idx)``): never held back behind that read's mid-guard.
     changes_arguments: bool = False
-    # A tensor from outside that a graph before the call read, updated in place by the
-    # call (``opt.step()`` and the weights the forward read): its source, else None.
+    # What the call changed that the run read before it: a tensor a graph read, updated
+    # in place (``opt.step()`` and the forward's weights), or training state read
+    # (``lr`` before ``scheduler.step()``): its source's text, else None.
     changed_input: str | None = None
 
     @property

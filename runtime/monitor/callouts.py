@@ -23,6 +23,7 @@ from fullgraph.runtime.capture.origins import ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import (
     annotation_table,
+    autograd_calls,
     changed_arguments,
     logging_calls,
     speculation,
@@ -157,6 +158,9 @@ class Callouts:
 
         def after() -> None:
             changed[0] = _changed_input(inputs)  # still paused: the mode must not see it
+            if changed[0] is None and annotation.category is breaks.AUTOGRAD_STATE_CALL:
+                read = self.read_before(autograd_calls.state_changed_by(fn, args))
+                changed[0] = read.expr() if read is not None else None
             self.paused = False
             self.mode.paused = False
             record(result())

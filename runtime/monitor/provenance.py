@@ -155,13 +155,24 @@ class Provenance:
         for kind in kinds:
             self.changed_state.setdefault(kind, call_name)
 
-    def _reads_changed_state(self, source: Source) -> str | None:
+    def read_before(self, kinds: tuple) -> Source | None:
+        """A read made so far through state of these kinds (``lr`` read before the
+        ``scheduler.step()`` that changes it): a run made again after the call would
+        read the changed value instead."""
+        changed = dict.fromkeys(kinds, "")
+        for source in self.reads:
+            if self._reads_changed_state(source, changed) is not None:
+                return source
+        return None
+
+    def _reads_changed_state(self, source: Source, changed: dict | None = None) -> str | None:
         """The call that changed state ``source`` goes through (an optimizer's
         param_groups after a scheduler step, a module's flags after ``train()``)."""
+        changed = self.changed_state if changed is None else changed
         below, path = source, base_of(source)  # reaching the object itself reads nothing
         while path is not None:
             value = self.source_values.get(path)
-            for kind, call_name in self.changed_state.items():
+            for kind, call_name in changed.items():
                 if kind is autograd_calls.OptimizerStepState:
                     if isinstance(value, torch.optim.Optimizer) and below == AttrSource(
                         path, "state"

@@ -150,9 +150,9 @@ def generate_mock(
         name, source = callouts.input_changed_before_midguard
         reusable = False
         reason = (
-            f"{name} updates {source} in place, which a graph before it read, and a "
-            "value the rest of the run depends on comes after it: a replay that missed "
-            "there would compute that graph again from the updated tensor"
+            f"{name} changes {source}, which the run read before it, and a value the "
+            "rest of the run depends on comes after it: a replay that missed there "
+            "would run the function again from the changed state"
         )
     if not all(effect.undoable for effect in early):
         reusable = False

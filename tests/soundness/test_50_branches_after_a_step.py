@@ -14,7 +14,7 @@ with nothing to decide after it still replays.
 from __future__ import annotations
 
 import torch
-from harness import Case, backends, calls, prog, run_case
+from harness import Call, Case, backends, calls, prog, run_case
 
 BRANCH_AFTER_THE_STEP = """
 import torch
@@ -88,6 +88,41 @@ def test_a_step_with_nothing_to_decide_after_it_replays(backend):
             calls(5, batch),
             watch=lambda env: {"weight": env.ns.model.weight},
             min_hits=3,
+        ),
+        backend,
+    )
+
+
+LR_READ_BEFORE_THE_SCHEDULER = """
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+def f(x):
+    lr = opt.param_groups[0]["lr"]
+    sched.step()
+    if x.sum() > 0:
+        return x * lr, "up"
+    return x * lr * 2, "down"
+"""
+
+
+def signs(*values):
+    return [Call(lambda env, v=v: (torch.full((2,), v),)) for v in values]
+
+
+@backends()
+def test_a_learning_rate_read_before_the_scheduler_steps(backend):
+    """F207: the run made again after a miss read the stepped learning rate."""
+    run_case(
+        Case(
+            "a_learning_rate_read_before_the_scheduler_steps",
+            prog(LR_READ_BEFORE_THE_SCHEDULER),
+            signs(1.0, 1.0, -1.0, 1.0, -1.0, -1.0),
+            watch=lambda env: {"lr": env.ns.opt.param_groups[0]["lr"]},
         ),
         backend,
     )
