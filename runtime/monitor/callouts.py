@@ -154,13 +154,18 @@ class Callouts:
         shows_only = _only_reads_its_arguments(fn)
         inputs = None if shows_only else _graph_input_versions(self.tape)
 
-        changed: list[str | None] = [None]
+        changed = None  # what the call changed that the run read before it
+
+        def note_changes() -> None:
+            """Called while paused: the version and state queries are fullgraph's own."""
+            nonlocal changed
+            changed = _changed_input(inputs)
+            if changed is None and annotation.category is breaks.AUTOGRAD_STATE_CALL:
+                read = self.read_before(autograd_calls.state_changed_by(fn, args))
+                changed = read.expr() if read is not None else None
 
         def after() -> None:
-            changed[0] = _changed_input(inputs)  # still paused: the mode must not see it
-            if changed[0] is None and annotation.category is breaks.AUTOGRAD_STATE_CALL:
-                read = self.read_before(autograd_calls.state_changed_by(fn, args))
-                changed[0] = read.expr() if read is not None else None
+            note_changes()
             self.paused = False
             self.mode.paused = False
             record(result())
@@ -171,9 +176,9 @@ class Callouts:
             can't be checked that way (the run is then not recordable)."""
             if not raised_is_checkable(error):
                 return False
-            self.paused = self.mode.paused = True  # the mode must not see the queries
+            self.paused = self.mode.paused = True
             try:
-                changed[0] = _changed_input(inputs)
+                note_changes()
             finally:
                 self.paused = self.mode.paused = False
             record(Raised(error))
@@ -234,7 +239,7 @@ class Callouts:
                         self.concretize(sym)
                 syms = {moved[i]: sym for i, sym in syms.items() if moved.get(i) is not None}
             callout.arg_syms = syms
-            callout.changed_input = changed[0]
+            callout.changed_input = changed
 
         after.on_raise = on_raise
         return after

@@ -300,20 +300,22 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         """``container[key] = 5``: what a symbolic store or a literal put in that slot
         before is gone (the mock must not rebuild the slot from its symbol)."""
         items = self.container_syms.get(id(container))
-        try:
-            if isinstance(key, slice):  # ``L[0:1] = ...``: every slot may have moved
-                raise TypeError
-            self.store_syms.pop((id(container), key), None)
-            if items:
-                if isinstance(container, list) and isinstance(key, int) and key < 0:
-                    key += len(container)
-                items.pop(key, None)
-        except TypeError:  # a slice or an unhashable key
-            for sym in (items or {}).values():
-                if sym is not None:
-                    self.concretize(sym)
-            if items:
-                items.clear()
+        if not isinstance(key, slice):
+            try:
+                self.store_syms.pop((id(container), key), None)
+                if items:
+                    if isinstance(container, list) and isinstance(key, int) and key < 0:
+                        key += len(container)
+                    items.pop(key, None)
+                return
+            except TypeError:  # an unhashable key: as a slice
+                pass
+        # ``L[0:1] = ...``: every slot may have moved, the symbols' values are pinned
+        for sym in (items or {}).values():
+            if sym is not None:
+                self.concretize(sym)
+        if items:
+            items.clear()
 
     def lift(self, value: Any) -> Sym | None:
         """Called by the capture for each non-tensor argument of a torch op."""
