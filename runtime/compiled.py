@@ -302,7 +302,18 @@ class CompiledFunction:
     def _run_and_record(self, run: MonitorRun, args: tuple, kwargs: dict):
         monitor = Monitor(run)
         self.stats.monitor_runs += 1
-        result = monitor.execute(lambda: self.fn(*args, **kwargs))  # user exceptions propagate
+        try:
+            result = monitor.execute(lambda: self.fn(*args, **kwargs))
+        except Exception as error:  # the program's own exception: it reaches the caller
+            report = make_report(self.fn, run, None)
+            self.last_report = report
+            self._not_recorded(
+                f"the call raised {type(error).__name__} (a call that raises is not "
+                "recorded; the next call is monitored again)",
+                report,
+                run,
+            )
+            raise
         report = make_report(self.fn, run, None)
         self.last_report = report
         if monitor.tool_error is not None:
@@ -321,20 +332,7 @@ class CompiledFunction:
             )
         except RecordError as error:
             if error.transient:
-                self.stats.unrecorded += 1
-                self.stats.unrecorded_reason = error.detail
-                report.notes.append(f"not recorded: {error.detail}")
-                self.unrecorded_in_a_row += 1
-                if self.unrecorded_in_a_row >= UNRECORDED_LIMIT:
-                    # Monitoring costs tens of eager calls: a function no call of which
-                    # becomes a record (a hook registered on every call) runs eagerly.
-                    self._stop_monitoring(
-                        f"not compiled: {self.unrecorded_in_a_row} calls in a row could not "
-                        f"be recorded; the latest: {error.detail}",
-                        report,
-                        run,
-                        may_retry=False,
-                    )
+                self._not_recorded(error.detail, report, run)
                 return result
             self._stop_monitoring(f"not compiled: {error.detail}", report, run)
             return result
@@ -354,6 +352,24 @@ class CompiledFunction:
         self.stats.records = len(self.records)
         fill_report(report, [record])
         return result
+
+    def _not_recorded(self, detail: str, report: Report, run: MonitorRun) -> None:
+        """Only this call could not become a record (its inputs alias, it raised): the
+        next call is monitored again, up to a limit.  Monitoring costs tens of eager
+        calls, so a function no call of which becomes a record (a hook registered on
+        every call, a call that always raises) then runs eagerly."""
+        self.stats.unrecorded += 1
+        self.stats.unrecorded_reason = detail
+        report.notes.append(f"not recorded: {detail}")
+        self.unrecorded_in_a_row += 1
+        if self.unrecorded_in_a_row >= UNRECORDED_LIMIT:
+            self._stop_monitoring(
+                f"not compiled: {self.unrecorded_in_a_row} calls in a row could not "
+                f"be recorded; the latest: {detail}",
+                report,
+                run,
+                may_retry=False,
+            )
 
     def _stop_monitoring(
         self, reason: str, report: Report, run: MonitorRun, may_retry: bool = True

@@ -9,6 +9,7 @@ eagerly, and no further monitoring run is made for them.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import fullgraph.runtime as fr
@@ -205,3 +206,33 @@ def test_a_first_call_that_sets_up_the_config_through_its_setter_still_compiles(
     # The first run records the store through the setter (its closure has a path
     # through the class: F120's class_slots); the second call misses it and records.
     assert (stats.monitor_runs, stats.hits) == (2, 2)
+
+
+def checked_step(x, valid):
+    if not valid:
+        raise ValueError("invalid batch")
+    return x + 1
+
+
+def test_calls_that_raise_say_why_they_were_not_recorded_and_stop_after_a_few():
+    compiled = fr.compile(checked_step, backend="eager")
+    x = torch.randn(3)
+    for _ in range(fr_compiled.UNRECORDED_LIMIT - 1):
+        with pytest.raises(ValueError, match="invalid batch"):
+            compiled(x, False)
+    stats = compiled.stats
+    assert stats.unrecorded == fr_compiled.UNRECORDED_LIMIT - 1
+    assert "raised ValueError" in stats.unrecorded_reason
+    assert "raised ValueError" in compiled.report().notes[-1]
+    torch.testing.assert_close(compiled(x, True), x + 1)  # recorded: the count restarts
+    torch.testing.assert_close(compiled(x, True), x + 1)
+    assert stats.hits == 1 and stats.monitoring_stopped is None
+    for _ in range(fr_compiled.UNRECORDED_LIMIT):
+        with pytest.raises(ValueError, match="invalid batch"):
+            compiled(x, False)
+    assert f"{fr_compiled.UNRECORDED_LIMIT} calls in a row" in stats.monitoring_stopped
+    monitored = stats.monitor_runs
+    with pytest.raises(ValueError, match="invalid batch"):
+        compiled(x, False)  # eager now, not monitored
+    torch.testing.assert_close(compiled(x, True), x + 1)  # the record still replays
+    assert stats.monitor_runs == monitored and stats.hits == 2
