@@ -291,6 +291,16 @@ class HasAttrSource(Source):
         return f"hasattr({self.base.expr()}, {self.name!r})"
 
 
+@dataclasses.dataclass(frozen=True, eq=True)
+class TruthSource(Source):
+    """Whether a container of torch's or Python's own is non-empty (``if self.cache:``)."""
+
+    base: Source
+
+    def expr(self) -> str:
+        return f"bool({self.base.expr()})"
+
+
 _MODULE_HOOK_DICTS = (
     "_forward_pre_hooks",
     "_forward_hooks",

@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from fullgraph.runtime.monitor import library_settings
+from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.sources import (
     AttrSource,
     ConstSource,
@@ -82,3 +84,7 @@ def _read_hooks(run: Any, hooks: dict, dict_source: Source) -> None:
         ):
             # A callable object: its class's __call__ runs (replaced: another call).
             run.read(AttrSource(TypeOfSource(source), "__call__"), call, symbolic=False)
+            if not is_user_code(call.__code__):
+                # torch's own hook objects (spectral_norm's, weight_norm's, a pruning
+                # method) run unobserved: what they read of themselves is guarded here.
+                library_settings.read_settings(run, hook, source)

@@ -15,21 +15,16 @@ import types
 
 import torch
 
-from fullgraph.runtime.monitor import hook_sources
-from fullgraph.runtime.monitor.user_code import has_user_forward, is_setting
+from fullgraph.runtime.monitor import hook_sources, library_settings
+from fullgraph.runtime.monitor.user_code import has_user_forward
 from fullgraph.runtime.sources import (
     AttrSource,
     ConstSource,
     ItemSource,
     KeysSource,
-    LenSource,
     Source,
     TypeOfSource,
 )
-
-# A layer's function-valued setting (``TransformerEncoderLayer.activation = F.gelu``):
-# its forward calls it, so the guard checks it by identity.
-_CALLED_SETTINGS = (types.FunctionType, types.BuiltinFunctionType, functools.partial)
 
 
 def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
@@ -44,9 +39,7 @@ def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
     if (id(module), "training") not in run.written:  # else set by ``train()`` in the run
         run.read(AttrSource(source, "training"), module.training, symbolic=False)
     hook_sources.guard_hooks(run, module, source)
-    for name, value in vars(module).items():
-        if not name.startswith("_") and name != "training":
-            _read_setting(run, AttrSource(source, name), value)
+    library_settings.read_settings(run, module, source, skip=("training",))
     _guard_tensor_slots(run, module, source)
     # A container layer runs every child in order (an nn.Sequential, the ModuleList
     # of an nn.TransformerEncoder): which children, and of what kind (a Sigmoid
@@ -67,21 +60,6 @@ def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
             run.register_module_tree(child, child_source)
         else:
             guard_library_module(run, child, child_source)
-
-
-def _read_setting(run, source: Source, value) -> None:
-    """Guard one plain setting of a torch layer: a literal by value, a list item by
-    item (``AdaptiveAvgPool2d([2, 2])``, also changed in place), a ``torch.Size`` by
-    value and type, a function by identity.  Other objects are not settings."""
-    if is_setting(value) or (isinstance(value, torch.Size) and is_setting(tuple(value))):
-        run.read(source, value, symbolic=False)
-    elif type(value) is list and is_setting(tuple(value)):
-        run.read(source, value, symbolic=False)  # its type
-        run.read(LenSource(source), len(value), symbolic=False)
-        for index, item in enumerate(value):
-            run.read(ItemSource(source, index), item, symbolic=False)
-    elif isinstance(value, _CALLED_SETTINGS):
-        run.read(source, value, symbolic=False)
 
 
 def _guard_tensor_slots(run, module: torch.nn.Module, source: Source) -> None:

@@ -10,9 +10,12 @@ import instead of silently never firing.
 
 from __future__ import annotations
 
+import collections
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+import torch
 
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
@@ -25,7 +28,7 @@ from fullgraph.runtime.monitor import (
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
-from fullgraph.runtime.sources import ConstSource, ItemSource, TypeOfSource
+from fullgraph.runtime.sources import ConstSource, ItemSource, TruthSource, TypeOfSource
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -283,9 +286,36 @@ _GET_HOOKS = ("__getattribute__", "__getattr__")
 @handles("UNARY_NOT")
 @handles("TO_BOOL", since=(3, 13))
 def truth_test(run, state, ins) -> After:
-    """``if b:``, ``not b``, ``b and x``: ``__bool__``, else ``__len__``, of b's class."""
-    class_slots.read_protocol(run, tos(state), class_slots.TRUTH)
+    """``if b:``, ``not b``, ``b and x``: ``__bool__``, else ``__len__``, of b's class;
+    for a container of Python's or torch's own, whether it is empty."""
+    value = tos(state)
+    class_slots.read_protocol(run, value, class_slots.TRUTH)
+    if _emptiness_decides(value):
+        source = run.source_of(value)
+        if source is not None and not run.written_external(value):
+            run.read(TruthSource(source), bool(value), symbolic=False)
     return None
+
+
+# Containers whose truth is their length, computed by Python's or torch's own code
+# (a torch ModuleList's ``__len__`` only counts its modules).
+_SIZED = (list, tuple, dict, set, frozenset, bytearray, collections.deque)
+_SIZED_MODULES = (
+    torch.nn.ModuleList,
+    torch.nn.ModuleDict,
+    torch.nn.Sequential,
+    torch.nn.ParameterList,
+    torch.nn.ParameterDict,
+)
+
+
+def _emptiness_decides(value: object) -> bool:
+    cls = type(value)
+    if cls in _SIZED_MODULES:
+        return True
+    if not isinstance(value, _SIZED) or hasattr(cls, "__bool__"):
+        return False
+    return not isinstance(getattr(cls, "__len__", None), types.FunctionType)
 
 
 @handles("UNARY_NEGATIVE", "UNARY_INVERT")
@@ -313,7 +343,12 @@ def format_value(run, state, ins) -> After:
     """An f-string's ``{b}``: ``__format__``, which for object's asks ``__str__`` (and
     that ``__repr__``); the value is under the format spec when there is one."""
     spec = ins.opname == "FORMAT_WITH_SPEC" or (ins.opname == "FORMAT_VALUE" and ins.arg & 4)
-    class_slots.read_protocol(run, tos(state, 1 if spec else 0), class_slots.FORMAT)
+    value = tos(state, 1 if spec else 0)
+    class_slots.read_protocol(run, value, class_slots.FORMAT)
+    # ``f"{xs}"``: the text is made of every item, read by the interpreter unobserved.
+    read_operands(run, value)
+    if isinstance(value, tuple):
+        run.read_nested(value)
     return None
 
 

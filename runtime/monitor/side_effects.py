@@ -41,8 +41,7 @@ class SideEffects:
         source = self.source_of(owner)
         if isinstance(owner, torch.Tensor):
             if name == "data" and isinstance(value, torch.Tensor):
-                self._store_data(owner, value)
-                return
+                return  # recorded when the store runs (``store_data``, from the torch mode)
             user_attribute = not hasattr(type(owner), name)
             if source is None and (name in _TENSOR_STATE or user_attribute):
                 source = self.resolve_external(owner)
@@ -56,7 +55,7 @@ class SideEffects:
         if source is not None:
             self._mutate(Mutation("delattr" if delete else "setattr", source, owner, name))
 
-    def _store_data(self, owner: torch.Tensor, value: torch.Tensor) -> None:
+    def store_data(self, owner: torch.Tensor, value: torch.Tensor) -> None:
         """``p.data = v``: recorded as the in-place update ``p.copy_(v)`` in the graph, so
         later ops in the same run see the new values and the mock writes them back."""
         if (owner.shape, owner.dtype, owner.device) != (value.shape, value.dtype, value.device):

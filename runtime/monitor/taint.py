@@ -407,6 +407,14 @@ def _store_attr(run, state, ins, shadow) -> After:
 @handles("STORE_SUBSCR")
 def _store_subscr(run, state, ins, shadow) -> After:
     container, key = cpython.stack_item(state.frame, 1), cpython.stack_item(state.frame, 0)
+    # Where the value goes (``y[i] = x``, ``hist[step] = loss``, ``d[(i, "a")] = v``):
+    # the replay stores at the recorded key, so a symbolic key is guarded by value.
+    if shadow and shadow[-1] is not None:
+        run.concretize(shadow[-1])
+        shadow[-1] = None
+    for sym in run.container_syms.get(id(key), {}).values():
+        if sym is not None:
+            run.concretize(sym)
     if len(shadow) >= 3 and shadow[-3] is not None:
         if isinstance(container, torch.Tensor) or user_code.store_runs_code(container, None):
             run.concretize(shadow[-3])

@@ -59,6 +59,7 @@ from fullgraph.runtime.sources import (
     RootFunctionSource,
     RootModuleSource,
     Source,
+    TruthSource,
     TypeOfSource,
     has_path,
     module_hooks,
@@ -447,4 +448,6 @@ def _computed(source: Source) -> Callable | None:
         return tuple
     if isinstance(source, IdSource):
         return id
+    if isinstance(source, TruthSource):
+        return bool  # (the base's type, checked first, is a builtin container's)
     return None
