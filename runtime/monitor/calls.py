@@ -27,8 +27,7 @@ from fullgraph.runtime.monitor import (
     class_slots,
     handed_callables,
     hook_sources,
-    layer_state,
-    library_layers,
+    module_calls,
     module_walks,
     speculation,
     symbolic_calls,
@@ -40,7 +39,6 @@ from fullgraph.runtime.monitor.state import FrameState, Mutation
 from fullgraph.runtime.monitor.user_code import (
     compiled_inner_target,
     constructs_here,
-    has_user_forward,
     is_user_code,
 )
 from fullgraph.runtime.sources import (
@@ -66,7 +64,10 @@ class CallHandling(Callouts):
         result: Callable,
         fn_depth: int = 0,
     ) -> Callable | None:
+        handed = module_calls.guard_handed_modules(self, fn, args, kwargs)
         after = self._call(state, fn, args, kwargs, result, fn_depth)
+        if handed is not None:  # ``functional_call(m, ...)``: m's stores, then fn's own
+            after = _chained(handed, after)
         if fn is not builtins.__build_class__:
             return after
 
@@ -121,17 +122,7 @@ class CallHandling(Callouts):
             hook_sources.guard_global_hooks(self)  # every module's __call__ runs them
             source = self.source_of(fn)
             if source is not None:
-                # ``_call_impl`` looks forward up: a replaced one is another call.
-                self.read_class_attribute(fn, source, "forward")
-                if has_user_forward(fn):
-                    # Its forward is stepped into, so what it reads (self.training
-                    # included) is guarded as it runs; __call__ itself runs its hooks.
-                    hook_sources.guard_hooks(self, fn, source)
-                else:
-                    library_layers.guard_library_module(self, fn, source)
-                # Stores made by torch code while it runs (weight_norm's hook setting
-                # module.weight) are replayed like the program's own.
-                return layer_state.watch(self, fn, whole_tree=not has_user_forward(fn))
+                return module_calls.guard_called_module(self, fn, source)
             return None
         if isinstance(fn, functools.partial) and self.source_of(fn) is not None:
             # A partial from outside: its function, arguments and keywords decide the
@@ -510,3 +501,12 @@ _PLAIN_TYPES = (
     torch.dtype,
     torch.device,
 )
+
+
+def _chained(first: Callable, second: Callable | None) -> Callable:
+    def both() -> None:
+        first()
+        if second is not None:
+            second()
+
+    return both

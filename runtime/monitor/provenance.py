@@ -26,6 +26,7 @@ from fullgraph.runtime.monitor import (
     function_reads,
     hook_sources,
     method_lookups,
+    parametrized,
 )
 from fullgraph.runtime.monitor.iteration import (
     SNAPSHOT_ITERABLES,
@@ -228,6 +229,9 @@ class Provenance:
         if user_property(type(owner), name):
             self.read_class_attribute(owner, source, name)
             return  # its getter is user code: what it reads is guarded as it runs
+        if parametrized.computed_by_library_property(self, owner, name, value):
+            parametrized.guard(self, owner, source, name)
+            return  # ``m.w`` of a parametrization: computed in the graph, every call
         if (
             isinstance(value, types.BuiltinMethodType)
             and value.__self__ is owner

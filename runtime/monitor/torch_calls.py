@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any
 
 import torch
+from torch.nn.parameter import is_lazy
 
 from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture import data_dependent
@@ -116,7 +117,9 @@ class TorchCallRouting:
             # ``p.data = v``, by the program or by torch's Python (``vector_to_parameters``,
             # which the monitor does not step into): no op, so torch's function modes
             # are the one place that sees both.
-            if isinstance(args[1], torch.Tensor):
+            # (A lazy layer materializing its parameter on the first call is not a store:
+            # the parameter had no data before, and the layer's class changes with it.)
+            if isinstance(args[1], torch.Tensor) and not is_lazy(args[0]):
                 self.store_data(args[0], args[1])
             return func(*args, **kwargs)
         if (

@@ -1,0 +1,102 @@
+"""What the guard checks of a module that is called, by the program or by a library.
+
+``module(x)`` runs torch's ``Module.__call__``: the global and the module's own
+hooks, then ``forward`` looked up on the instance and its class.  A forward of
+the program's is stepped into, so what it reads is guarded as it runs; a torch
+layer's runs unobserved, so its settings are guarded here on its behalf
+(``library_layers.py``).
+
+A module handed to a library function the monitor does not step into is
+called there: ``torch.func.functional_call(m, params, x)``,
+``torch.utils.checkpoint.checkpoint(m, x)``, ``checkpoint_sequential``.  The
+same is guarded for it, so ``m.eval()`` or a child swapped between calls is a
+miss rather than a replay of the old mode.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from fullgraph.runtime.monitor import hook_sources, layer_state, library_layers
+from fullgraph.runtime.monitor.user_code import has_user_forward, is_user_code
+from fullgraph.runtime.sources import Source
+
+
+def guard_called_module(run: Any, module: torch.nn.Module, source: Source) -> Callable[[], None]:
+    """``module`` is called: guard what its ``__call__`` and forward depend on; returns
+    the check to run afterwards for the stores torch code made while it ran."""
+    # ``_call_impl`` looks forward up: a replaced one is another call.
+    run.read_class_attribute(module, source, "forward")
+    if has_user_forward(module):
+        # Its forward is stepped into, so what it reads (self.training included) is
+        # guarded as it runs; __call__ itself runs its hooks.
+        hook_sources.guard_hooks(run, module, source)
+    else:
+        library_layers.guard_library_module(run, module, source)
+    # Stores made by torch code while it runs (weight_norm's hook setting
+    # module.weight) are replayed like the program's own.
+    return layer_state.watch(run, module, whole_tree=not has_user_forward(module))
+
+
+def guard_handed_modules(run: Any, fn: Any, args: tuple, kwargs: dict) -> Callable | None:
+    """``fn`` is library Python the monitor does not step into: the modules it is handed
+    (not the module whose method it is) are guarded as called ones."""
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if not isinstance(target, types.FunctionType) or is_user_code(target.__code__):
+        return None
+    if isinstance(getattr(fn, "__self__", None), torch.nn.Module):
+        return None  # ``m.train()``, ``m.to(...)``: the module's own methods
+    if args and isinstance(args[0], torch.nn.Module) and (
+        getattr(type(args[0]), target.__name__, None) is target
+    ):
+        return None  # the same, called on its class (``nn.Module.train(m)``)
+    afters = []
+    if target in _checkpoints():
+        afters.append(_recompute_check(run, args, kwargs))
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.nn.Module):
+            source = run.source_of(value)
+            if source is not None:
+                hook_sources.guard_global_hooks(run)
+                afters.append(guard_called_module(run, value, source))
+    if not afters:
+        return None
+
+    def after_all() -> None:
+        for after in afters:
+            after()
+
+    return after_all
+
+
+def _checkpoints() -> tuple:
+    from torch.utils import checkpoint
+
+    return (checkpoint.checkpoint, checkpoint.checkpoint_sequential)
+
+
+def _recompute_check(run: Any, args: tuple, kwargs: dict) -> Callable[[], None]:
+    """Activation checkpointing runs the function again during the backward pass: a
+    buffer it updates in place (batch norm's running statistics) is updated twice in
+    eager, once by a replay, whose graph keeps the activations instead."""
+    modules = []
+    for value in (*args, *kwargs.values()):
+        owner = getattr(value, "__self__", value)  # ``checkpoint(self.block, x)``
+        if isinstance(owner, torch.nn.Module):
+            modules.append(owner)
+    buffers = [b for m in modules for b in m.buffers()]
+    versions = [b._version for b in buffers]
+    grad = torch.is_grad_enabled()
+
+    def after() -> None:
+        if grad and any(b._version != v for b, v in zip(buffers, versions)):
+            run.refuse(
+                "torch.utils.checkpoint recomputes a function that updates buffers in "
+                "place (batch norm statistics) during the backward pass"
+            )
+
+    return after
