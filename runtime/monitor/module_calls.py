@@ -50,8 +50,10 @@ def guard_handed_modules(run: Any, fn: Any, args: tuple, kwargs: dict) -> Callab
         return None
     if isinstance(getattr(fn, "__self__", None), torch.nn.Module):
         return None  # ``m.train()``, ``m.to(...)``: the module's own methods
-    if args and isinstance(args[0], torch.nn.Module) and (
-        getattr(type(args[0]), target.__name__, None) is target
+    if (
+        args
+        and isinstance(args[0], torch.nn.Module)
+        and (getattr(type(args[0]), target.__name__, None) is target)
     ):
         return None  # the same, called on its class (``nn.Module.train(m)``)
     afters = []

@@ -10,17 +10,15 @@ import instead of silently never firing.
 
 from __future__ import annotations
 
-import collections
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
-
-import torch
 
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
     class_slots,
     closure_sources,
+    container_truth,
     method_lookups,
     speculation,
     type_checks,
@@ -28,7 +26,7 @@ from fullgraph.runtime.monitor import (
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
-from fullgraph.runtime.sources import ConstSource, ItemSource, TruthSource, TypeOfSource
+from fullgraph.runtime.sources import ConstSource, ItemSource, TypeOfSource
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -290,32 +288,8 @@ def truth_test(run, state, ins) -> After:
     for a container of Python's or torch's own, whether it is empty."""
     value = tos(state)
     class_slots.read_protocol(run, value, class_slots.TRUTH)
-    if _emptiness_decides(value):
-        source = run.source_of(value)
-        if source is not None and not run.written_external(value):
-            run.read(TruthSource(source), bool(value), symbolic=False)
+    container_truth.read_truth(run, value)
     return None
-
-
-# Containers whose truth is their length, computed by Python's or torch's own code
-# (a torch ModuleList's ``__len__`` only counts its modules).
-_SIZED = (list, tuple, dict, set, frozenset, bytearray, collections.deque)
-_SIZED_MODULES = (
-    torch.nn.ModuleList,
-    torch.nn.ModuleDict,
-    torch.nn.Sequential,
-    torch.nn.ParameterList,
-    torch.nn.ParameterDict,
-)
-
-
-def _emptiness_decides(value: object) -> bool:
-    cls = type(value)
-    if cls in _SIZED_MODULES:
-        return True
-    if not isinstance(value, _SIZED) or hasattr(cls, "__bool__"):
-        return False
-    return not isinstance(getattr(cls, "__len__", None), types.FunctionType)
 
 
 @handles("UNARY_NEGATIVE", "UNARY_INVERT")

@@ -33,6 +33,7 @@ from fullgraph.runtime.monitor import (
     attribute_hooks,
     changed_arguments,
     function_reads,
+    layer_state,
     library_layers,
 )
 from fullgraph.runtime.monitor.attribute_hooks import ProgramHooks
@@ -170,6 +171,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.layer_slots: dict[int, Source] = {}
         # Hooks for every module run inside any module call the program makes.
         self.read(GlobalHooksSource(), global_module_hooks(), symbolic=False)
+        self.root_watch: Callable[[], None] | None = None
         if module is not None:
             self.register(module, RootModuleSource())
             # ``net.forward = ...`` or ``Net.forward = ...`` after compiling: another forward.
@@ -178,6 +180,11 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
             self.read(HooksSource(RootModuleSource()), module_hooks(module), symbolic=False)
             if not has_user_forward(module):  # e.g. an nn.Sequential root
                 library_layers.guard_library_module(self, module, RootModuleSource())
+            # Stores torch code makes while the root runs (the old spectral_norm's hook
+            # setting ``module.weight``), as for a module the program calls.
+            self.root_watch = layer_state.watch(
+                self, module, whole_tree=not has_user_forward(module)
+            )
         self.register_callable(fn, RootFunctionSource())
         if callable_object(fn):  # ``Affine.__call__ = ...``: special methods come from the class
             call = type(fn).__call__
@@ -357,6 +364,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         """What can only be judged once the program returned: a container handed to a
         replayed call and changed afterwards, a read through an attribute hook that
         changed the program's state."""
+        if self.root_watch is not None:
+            self.root_watch()
         changed_arguments.refuse_changed_after(self)
         attribute_hooks.refuse_reads_through(self, self.hooks)
 
