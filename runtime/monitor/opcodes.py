@@ -26,7 +26,7 @@ from fullgraph.runtime.monitor import (
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
-from fullgraph.runtime.sources import ConstSource, ItemSource, TypeOfSource
+from fullgraph.runtime.sources import AttrSource, ConstSource, ItemSource, TypeOfSource
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -411,6 +411,10 @@ def match_class(run, state, ins) -> After:
     if not isinstance(subject, cls):
         return after
     positional = tuple(getattr(cls, "__match_args__", ()))[: ins.arg]
+    cls_source = run.source_of(cls)
+    if ins.arg and cls_source is not None and hasattr(cls, "__match_args__"):
+        # which attributes ``P(a, 2)`` names
+        run.read(AttrSource(cls_source, "__match_args__"), cls.__match_args__, symbolic=False)
     for name in (*positional, *names):
         if isinstance(name, str) and hasattr(subject, name):
             run.read_attr(subject, name, getattr(subject, name))

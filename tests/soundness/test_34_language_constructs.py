@@ -175,3 +175,42 @@ def test_a_number_that_varies_stored_through_user_code(backend):
         ),
         backend,
     )
+
+
+MATCH_ARGS = """
+import torch
+
+class Point:
+    __match_args__ = ("a", "b")
+
+    def __init__(self):
+        self.a = 4
+        self.b = 2
+
+point = Point()
+
+def f(x):
+    match point:
+        case Point(a, 2):
+            return x + a
+        case _:
+            return x
+"""
+
+
+@backends()
+def test_match_args_changed_on_the_class(backend):
+    # ``case Point(a, 2)`` reads the attributes ``__match_args__`` names, in C (F219).
+    run_case(
+        Case(
+            "match_args_changed_on_the_class",
+            prog(MATCH_ARGS),
+            [
+                *calls(2, lambda env: (torch.ones(1),)),
+                execg("Point.__match_args__ = ('b', 'a')"),
+                *calls(2, lambda env: (torch.ones(1),)),
+            ],
+            min_hits=2,
+        ),
+        backend,
+    )
