@@ -146,7 +146,8 @@ def load_deref(run, state, ins) -> After:
         if index is None or function is None:
             return
         cell = function.__closure__[index]
-        if id(cell) in run.written_cells:
+        if id(cell) in run.written_cells:  # the value the run stored (maybe symbolic)
+            run.loaded_written((id(cell), None), tos(state))
             return
         source = closure_sources.cell_source(run, function, index)
         if source is not None:

@@ -128,7 +128,7 @@ class SideEffects:
         mutation.position = len(self.tape.callouts)
         self.effects_made += 1  # also when merged below: a program hook's store counts
         group = state_group(mutation)
-        if group in ("attr", "item"):
+        if group in ("attr", "item", "cell"):  # (a cell's store has no name: None)
             mutation.sym_entry = self.store_syms.get((id(mutation.owner), mutation.name))
         last = next((m for m in reversed(self.mutations) if m.owner is mutation.owner), None)
         if (

@@ -17,6 +17,7 @@ import torch
 
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
+    closure_sources,
     taint_builds,  # noqa: F401 - registers its handlers
     user_code,
 )
@@ -198,9 +199,24 @@ def _make_cell(run, state, ins, shadow) -> After:
 
 @handles("STORE_DEREF")
 def _store_deref(run, state, ins, shadow) -> After:
-    # A symbolic value stored into a cell: the same, for a value computed in the frame.
-    if shadow and shadow[-1] is not None:
-        run.concretize(shadow[-1])
+    """``nonlocal count; count += 1``: a symbolic value stored into a closure cell the
+    guard can reach is written by the mock as its expression, as a global is; into
+    any other cell (a local one a nested function reads), guarded by value."""
+    if not shadow or shadow[-1] is None:
+        return None
+    index = cpython.free_var_index(state.frame.f_code, ins.arg)
+    function = cpython.frame_function(state.frame)
+    if (
+        index is not None
+        and function is not None
+        and run.speculating is None
+        and closure_sources.cell_source(run, function, index) is not None
+    ):
+        value = cpython.stack_item(state.frame, 0)
+        run.store_syms[(id(function.__closure__[index]), None)] = (value, shadow[-1])
+        run.keepalive.append(value)
+        return None
+    run.concretize(shadow[-1])
     return None
 
 

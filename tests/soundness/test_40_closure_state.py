@@ -286,3 +286,45 @@ def test_decorated_methods_and_zero_argument_super(backend):
         ),
         backend,
     )
+
+
+NONLOCAL_COUNTERS = """
+import torch
+
+def make():
+    count = 0
+    scale = 1.0
+
+    def f(x):
+        nonlocal count, scale
+        count += 1
+        y = x * count
+        count += 2
+        scale = scale * 0.5
+        if count > 9:
+            y = y + 100
+        return y + count, scale
+
+    return f
+
+f = make()
+
+def cells():
+    return [cell.cell_contents for cell in f.__closure__]
+"""
+
+
+@backends()
+def test_nonlocal_counters_replay_their_expression(backend):
+    # ``nonlocal count; count += 1`` pinned the stored number (a record per call, none
+    # ever replayed); the mock now writes the cell as its expression, as for a global.
+    run_case(
+        Case(
+            "nonlocal_counters",
+            prog(NONLOCAL_COUNTERS),
+            calls(6, lambda env: (torch.ones(2),)),
+            watch=lambda env: env.ns.cells(),
+            min_hits=3,
+        ),
+        backend,
+    )
