@@ -228,6 +228,19 @@ class CompiledFunction:
             (self.fn, self.backend_arg, self.recompile_limit, self.eager_check),
         )
 
+    def __getattr__(self, name: str):
+        """A compiled module stands for the module: ``compiled.parameters()``,
+        ``.state_dict()``, ``.eval()``, ``.lin`` reach it (as ``torch.compile``'s module
+        does), and a method that returns the module (``.to(...)``, ``.train()``)
+        returns this compiled callable, so ``model = model.to(device)`` keeps it."""
+        module = self.__dict__.get("module")
+        if module is None or name.startswith("__"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = getattr(module, name)
+        if isinstance(value, types.MethodType) and value.__self__ is module:
+            return _returning_self(value, module, self)
+        return value
+
     def __get__(self, instance, owner=None):
         """Used as a method decorator: bind like a function does."""
         if instance is None:
@@ -401,3 +414,12 @@ class CompiledFunction:
         if self.last_report is not None:
             fill_report(self.last_report, self.records)
         return self.last_report
+
+
+def _returning_self(method, module, compiled: CompiledFunction):
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        result = method(*args, **kwargs)
+        return compiled if result is module else result
+
+    return call

@@ -1,0 +1,49 @@
+"""A compiled module stands for the module it compiles, as ``torch.compile``'s does."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fullgraph.runtime as fr
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 2)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+
+def test_the_module_api_reaches_the_module():
+    net = Net()
+    compiled = fr.compile(net, backend="eager")
+    assert compiled.lin is net.lin
+    assert [p for p in compiled.parameters()] == [p for p in net.parameters()]
+    assert compiled.state_dict().keys() == net.state_dict().keys()
+    optimizer = torch.optim.SGD(compiled.parameters(), lr=0.1)  # a training script's first line
+    assert optimizer.param_groups[0]["params"][0] is net.lin.weight
+
+
+def test_methods_returning_the_module_keep_it_compiled():
+    net = Net()
+    compiled = fr.compile(net, backend="eager")
+    assert compiled.eval() is compiled and not net.training
+    x = torch.randn(3, 4)
+    compiled(x)
+    assert torch.equal(compiled(x), net(x)) and compiled.stats.hits == 1
+    assert compiled.train() is compiled and net.training
+    assert compiled.to(torch.float64) is compiled and net.lin.weight.dtype is torch.float64
+    assert compiled.double().float() is compiled
+
+
+def test_a_missing_attribute_is_an_attribute_error():
+    compiled = fr.compile(Net(), backend="eager")
+    with pytest.raises(AttributeError, match="no_such"):
+        getattr(compiled, "no_such")  # noqa: B009 - the attribute access is the test
+    plain = fr.compile(lambda x: x + 1, backend="eager")
+    with pytest.raises(AttributeError, match="parameters"):
+        plain.parameters()
