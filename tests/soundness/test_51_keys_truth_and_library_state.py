@@ -30,7 +30,6 @@ from __future__ import annotations
 import torch
 from harness import Call, Case, backends, calls, execg, prog, run_case
 
-
 TORCH_VERSION = tuple(int(part) for part in torch.__version__.split(".")[:2])
 
 
