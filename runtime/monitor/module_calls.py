@@ -15,6 +15,7 @@ miss rather than a replay of the old mode.
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from typing import Any
@@ -45,6 +46,8 @@ def guard_called_module(run: Any, module: torch.nn.Module, source: Source) -> Ca
 def guard_handed_modules(run: Any, fn: Any, args: tuple, kwargs: dict) -> Callable | None:
     """``fn`` is library Python the monitor does not step into: the modules it is handed
     (not the module whose method it is) are guarded as called ones."""
+    if isinstance(fn, functools.partial):  # transformers' ``_gradient_checkpointing_func``
+        fn, args, kwargs = fn.func, (*fn.args, *args), {**fn.keywords, **kwargs}
     target = fn.__func__ if isinstance(fn, types.MethodType) else fn
     if not isinstance(target, types.FunctionType) or is_user_code(target.__code__):
         return None

@@ -390,3 +390,30 @@ def test_the_old_spectral_norm_weight_attribute(backend):
         ),
         backend,
     )
+
+
+CHECKPOINT_THROUGH_A_PARTIAL = """
+import functools
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+checkpointed = functools.partial(checkpoint, use_reentrant=False)  # as transformers does
+
+def f(x):
+    return checkpointed(block, x)
+"""
+
+
+@backends()
+def test_checkpoint_through_a_partial_sees_the_module_switched_to_eval(backend):
+    run_case(
+        Case(
+            "checkpoint_through_a_partial",
+            prog(CHECKPOINT_THROUGH_A_PARTIAL),
+            [*calls(2, rows), execg("block.eval()"), *calls(2, rows)],
+            min_hits=2 if TORCH_VERSION >= (2, 13) else 0,
+        ),
+        backend,
+    )
