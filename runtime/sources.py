@@ -41,10 +41,33 @@ class Source:
     def __str__(self) -> str:
         return self.expr()
 
+    def __getstate__(self) -> dict:
+        # A string's hash differs between processes: a pickled source is hashed anew.
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def local_name(self) -> str:
         """A readable identifier for a generated local holding this value."""
         name = re.sub(r"\W+", "_", self.expr()).strip("_")
         return ("v_" + name)[:60] if name else "v"
+
+
+def source_class(cls):
+    """A frozen dataclass whose hash is computed once: a source is a chain of sources
+    (``M.encoder.layer[0].attn``), hashed on every dict lookup of the guard's reads,
+    and the generated hash walks the whole chain each time."""
+    cls = dataclasses.dataclass(frozen=True, eq=True)(cls)
+    generated = cls.__hash__
+
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = generated(self)
+            object.__setattr__(self, "_hash", value)  # frozen: not a field, not compared
+            return value
+
+    cls.__hash__ = __hash__
+    return cls
 
 
 def _computed_once(expr):
@@ -60,7 +83,7 @@ def _computed_once(expr):
     return cached
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class ArgSource(Source):
     index: int
 
@@ -68,7 +91,7 @@ class ArgSource(Source):
         return f"A[{self.index}]"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class KwargSource(Source):
     name: str
 
@@ -76,19 +99,19 @@ class KwargSource(Source):
         return f"K[{self.name!r}]"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class RootModuleSource(Source):
     def expr(self) -> str:
         return "M"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class RootFunctionSource(Source):
     def expr(self) -> str:
         return "F"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class ConstSource(Source):
     """A value bound by name in the generated code's namespace (e.g. a globals dict)."""
 
@@ -98,7 +121,7 @@ class ConstSource(Source):
         return self.name
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class AttrSource(Source):
     base: Source
     name: str
@@ -109,7 +132,7 @@ class AttrSource(Source):
         return f"getattr({self.base.expr()}, {self.name!r})"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class ItemSource(Source):
     base: Source
     key: object  # a key with text (``key_text``), a KeyPath, or a tuple of them
@@ -118,7 +141,7 @@ class ItemSource(Source):
         return f"{self.base.expr()}[{_key_expr(self.key)}]"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class CellSource(Source):
     """The content of closure cell ``index`` of the function at ``function``."""
 
@@ -129,7 +152,7 @@ class CellSource(Source):
         return f"{self.function.expr()}.__closure__[{self.index}].cell_contents"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class KeyPath:
     """A dict key the generated code reaches by where the program got it, for a key
     with no text of its own (a class, an Enum member, any other object): ``BY_ENUM[
@@ -187,7 +210,7 @@ def is_key_representable(key: object) -> bool:
     return not has_path(key) and key_text(key) is not None
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class LenSource(Source):
     """``len(base)``: read when the program takes a container's length."""
 
@@ -197,7 +220,7 @@ class LenSource(Source):
         return f"len({self.base.expr()})"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class IterItemsSource(Source):
     """``tuple(base)``: the items of a set, deque, range... in iteration order.
 
@@ -215,7 +238,7 @@ class IterItemsSource(Source):
         return self.base.local_name() + "_items"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class KeysSource(Source):
     """``tuple(base.keys())``: read when the program iterates a mapping; with ``upto``,
     its first ``upto`` keys (a walk that stopped on the way)."""
@@ -228,7 +251,7 @@ class KeysSource(Source):
         return keys if self.upto is None else f"{keys}[:{self.upto}]"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class ContainsSource(Source):
     """``key in base``: read by ``in`` tests and ``hasattr``-style probes."""
 
@@ -239,7 +262,7 @@ class ContainsSource(Source):
         return f"({_key_expr(self.key)} in {self.base.expr()})"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class LookupSource(Source):
     """What ``base.name`` finds when the class provides it (a method, a property): an
     instance attribute of that name if one shadows it now, else the class's attribute
@@ -256,7 +279,7 @@ class LookupSource(Source):
         return f"{self.base.local_name()}_lookup_{self.name}"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class TypeOfSource(Source):
     """``type(base)``: the class of an object from outside (``type(self).n += 1``)."""
 
@@ -269,7 +292,7 @@ class TypeOfSource(Source):
         return self.base.local_name() + "_type"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class IdSource(Source):
     """``id(base)``: read when the program keys something by an object's identity."""
 
@@ -282,7 +305,7 @@ class IdSource(Source):
         return self.base.local_name() + "_id"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class HasAttrSource(Source):
     base: Source
     name: str
@@ -291,7 +314,7 @@ class HasAttrSource(Source):
         return f"hasattr({self.base.expr()}, {self.name!r})"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class TruthSource(Source):
     """Whether a container of torch's or Python's own is non-empty (``if self.cache:``)."""
 
@@ -315,7 +338,7 @@ _GLOBAL_HOOK_DICTS = (
 )
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class HooksSource(Source):
     """The hooks a module runs around its forward and backward, in order.
 
@@ -333,7 +356,7 @@ class HooksSource(Source):
         return self.base.local_name() + "_hooks"
 
 
-@dataclasses.dataclass(frozen=True, eq=True)
+@source_class
 class GlobalHooksSource(Source):
     """Hooks registered for every module (``register_module_forward_hook`` and friends)."""
 

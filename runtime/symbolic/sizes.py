@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fullgraph.runtime.sources import Source
+from fullgraph.runtime.sources import Source, source_class
 from fullgraph.runtime.symbolic.scalars import Sym
 from fullgraph.runtime.torch_internals import tree_flatten, tree_unflatten
 
@@ -55,7 +55,7 @@ class SizeOp:
 SizeExpr = SizeLeaf | SizeOp
 
 
-@dataclasses.dataclass(frozen=True)
+@source_class
 class CalloutResultSource(Source):
     """A tensor a callout returned (``nonzero``, ``x[mask]``), as the mock names it."""
 
