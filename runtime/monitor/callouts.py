@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime import breaks, cpython
-from fullgraph.runtime.capture.origins import ExternalOrigin
+from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import (
     annotation_table,
@@ -246,20 +246,23 @@ class Callouts:
 
 
 def _graph_input_versions(tape: Any) -> list:
-    """(tensor, version, source) of each tensor from outside the graphs so far read."""
+    """(tensor, version, what it is) of each tensor from outside the graphs so far read:
+    from outside the call, or a callout's result (``p.requires_grad_()`` returns ``p``)."""
     found = []
     for tensor in tape.keepalive:
         origin = tape.producer.get(id(tensor)) if isinstance(tensor, torch.Tensor) else None
         if isinstance(origin, ExternalOrigin):
-            found.append((tensor, tensor_version(tensor), origin.source))
+            found.append((tensor, tensor_version(tensor), origin.source.expr()))
+        elif isinstance(origin, CalloutOrigin):
+            found.append((tensor, tensor_version(tensor), f"the result of callout {origin.index}"))
     return found
 
 
 def _changed_input(inputs: list | None) -> str | None:
-    """The first of those tensors the call updated in place (its source's text)."""
-    for tensor, version, source in inputs or ():
+    """The first of those tensors the call updated in place (what it is)."""
+    for tensor, version, what in inputs or ():
         if version is not None and tensor_version(tensor) != version:
-            return source.expr()
+            return what
     return None
 
 

@@ -9,6 +9,7 @@ Nothing here generates code.
 from __future__ import annotations
 
 import collections
+import types
 
 import torch
 
@@ -196,8 +197,14 @@ class Undo:
     def undo(self, value=MISS):
         """Take back every store made, last first; returns ``value``."""
         saved, self.saved = self.saved, []
+        failed = None
         for restore, owner, key, old in reversed(saved):
-            restore(owner, key, old)
+            try:
+                restore(owner, key, old)
+            except Exception as error:  # noqa: BLE001 - the other stores still go back
+                failed = failed or error
+        if failed is not None:
+            raise failed
         return value
 
 
@@ -206,10 +213,18 @@ GROWING_METHODS = ("append", "extend", "__iadd__")
 
 
 def _managed(owner, name) -> bool:
-    """A slot, or a module's parameter / buffer / submodule (kept outside ``__dict__``)."""
+    """A slot, a module's parameter / buffer / submodule (kept outside ``__dict__``), or
+    state a C type keeps for the instance (a tensor's ``requires_grad``, ``grad``,
+    ``data``), which is put back by setting it, never by deleting it."""
     if isinstance(owner, torch.nn.Module):
         return any(name in getattr(owner, d, {}) for d in ("_parameters", "_buffers", "_modules"))
-    return any(name in (getattr(k, "__slots__", ()) or ()) for k in type(owner).__mro__)
+    for klass in type(owner).__mro__:
+        if name in (getattr(klass, "__slots__", ()) or ()):
+            return True
+        descriptor = klass.__dict__.get(name)
+        if descriptor is not None:
+            return isinstance(descriptor, (types.GetSetDescriptorType, types.MemberDescriptorType))
+    return False
 
 
 def _restore_item(owner, key, old) -> None:

@@ -238,6 +238,9 @@ def build_record(
         entry_devices=run.tape.entry_devices or (),
         more_checks=partial(type_check_guards, list(run.type_checks.values())),
     )
+    for library in REPLAYABLE_LIBRARIES:  # a condition on ``math.cos(it)``, by name
+        if f"{library}." in guard.source and library in sys.modules:
+            guard.namespace.setdefault(library, sys.modules[library])
     if generic and dynamic_backend is not None:
         backend = dynamic_backend
     graphs = graph_modules(run)

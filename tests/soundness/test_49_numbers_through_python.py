@@ -286,3 +286,33 @@ def test_a_size_s_own_methods_called_by_name(backend):
         ),
         backend,
     )
+
+
+MATH_OF_A_COUNTER = """
+import torch
+
+step = 0
+
+def f(x):
+    global step
+    step += 1
+    import math  # not a global of the program: the guard must bind it itself
+    if math.cos(math.pi * step / 4) > 0:
+        return x + 1
+    return x - 1
+"""
+
+
+@backends()
+def test_a_branch_on_math_of_a_varying_number(backend):
+    # The guard's condition named ``math.cos`` with ``math`` unbound in its namespace:
+    # every replay raised NameError and ran the program again, never replaying.
+    run_case(
+        Case(
+            "branch_on_math_of_a_varying_number",
+            prog(MATH_OF_A_COUNTER),
+            calls(12, lambda env: (torch.ones(2),)),
+            min_hits=4,
+        ),
+        backend,
+    )

@@ -126,3 +126,79 @@ def test_a_learning_rate_read_before_the_scheduler_steps(backend):
         ),
         backend,
     )
+
+
+FLAGGED_THEN_STEPPED = """
+import random
+
+import torch
+
+torch.manual_seed(0)
+disc = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(disc.parameters(), lr=0.5)
+log = []
+
+def f(x):
+    for p in disc.parameters():  # pix2pix / CycleGAN's set_requires_grad(net, True)
+        p.requires_grad_(True)
+    opt.zero_grad()
+    loss = disc(x).sum()
+    loss.backward()
+    opt.step()
+    n = 1 if random.random() < 0.5 else 2
+    log.append(loss.item())
+    return loss.detach(), n
+"""
+
+
+@backends()
+def test_a_step_on_weights_a_callout_returned_then_a_branch(backend):
+    # ``p.requires_grad_(True)`` returns ``p``: the forward read the weights as that
+    # callout's result, so the step changing them in place went unnoticed and the run
+    # made again after a miss at ``random.random()`` recomputed the loss from the
+    # stepped weights (F220).
+    run_case(
+        Case(
+            "step_on_weights_a_callout_returned",
+            prog(FLAGGED_THEN_STEPPED),
+            calls(6, lambda env: (torch.randn(2, 3),)),
+            watch=lambda env: {"log": list(env.ns.log), "weight": env.ns.disc.weight},
+        ),
+        backend,
+    )
+
+
+FLAG_TAKEN_BACK = """
+import random
+
+import torch
+
+disc = torch.nn.Linear(3, 1)
+state = {"n": 0, "log": []}
+
+def f(x):
+    state["n"] += 1
+    state["log"].append(state["n"])
+    disc.weight.requires_grad = False
+    y = disc(x)
+    if random.random() < 0.5:
+        y = y * 2
+    disc.weight.requires_grad = True
+    return y
+"""
+
+
+@backends()
+def test_a_requires_grad_store_taken_back_on_a_miss(backend):
+    # A replay that missed took its stores back, but restoring ``requires_grad`` tried
+    # ``delattr`` (it is no instance attribute) and raised: the stores before it stayed,
+    # and the run made again repeated them (F221).
+    run_case(
+        Case(
+            "requires_grad_store_taken_back",
+            prog(FLAG_TAKEN_BACK),
+            calls(6, lambda env: (torch.randn(2, 3),)),
+            watch=lambda env: {"n": env.ns.state["n"], "log": list(env.ns.state["log"])},
+        ),
+        backend,
+    )
