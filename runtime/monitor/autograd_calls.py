@@ -145,10 +145,18 @@ def state_changed_by(fn: Any, args: tuple = ()) -> tuple[type, ...]:
     if isinstance(receiver, torch.optim.lr_scheduler.LRScheduler):
         return (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)
     if isinstance(receiver, torch.nn.Module):
+        if name in ("train", "eval"):
+            return (ModuleTrainingFlags,)
         return (torch.nn.Module, torch.Tensor)
     if name == "step":
         return (OptimizerStepState,)  # torch's own step: only ``opt.state`` changes
     return (torch.optim.Optimizer,)  # add_param_group, load_state_dict
+
+
+class ModuleTrainingFlags:
+    """What ``module.train()`` / ``.eval()`` change: the ``training`` flag of the module
+    and its submodules, nothing else (reading ``model.train`` itself to call it is an
+    ordinary read)."""
 
 
 class OptimizerStepState:

@@ -179,6 +179,11 @@ class Provenance:
                         path, "state"
                     ):
                         return call_name
+                elif kind is autograd_calls.ModuleTrainingFlags:
+                    if isinstance(value, torch.nn.Module) and below == AttrSource(
+                        path, "training"
+                    ):
+                        return call_name
                 elif isinstance(value, kind):
                     return call_name
             below, path = path, base_of(path)

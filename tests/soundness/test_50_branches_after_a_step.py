@@ -14,7 +14,7 @@ with nothing to decide after it still replays.
 from __future__ import annotations
 
 import torch
-from harness import Call, Case, backends, calls, prog, run_case
+from harness import Call, Case, backends, calls, execg, prog, run_case
 
 BRANCH_AFTER_THE_STEP = """
 import torch
@@ -199,6 +199,49 @@ def test_a_requires_grad_store_taken_back_on_a_miss(backend):
             prog(FLAG_TAKEN_BACK),
             calls(6, lambda env: (torch.randn(2, 3),)),
             watch=lambda env: {"n": env.ns.state["n"], "log": list(env.ns.state["log"])},
+        ),
+        backend,
+    )
+
+
+TRAIN_MODE_THEN_CLIP = """
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Linear(8, 12), torch.nn.Dropout(0.2), torch.nn.Linear(12, 8)
+)
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+def f(x):
+    model.train()
+    loss = torch.nn.functional.mse_loss(model(x), x)
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    opt.step()
+    return loss.detach()
+"""
+
+
+@backends()
+def test_a_step_that_starts_with_train_replays(backend):
+    # Reading ``model.train`` to call it was taken for a read of the training state
+    # ``train()`` changes, so every such step was refused (FG207) and ran eagerly.
+    run_case(
+        Case(
+            "step_that_starts_with_train",
+            prog(TRAIN_MODE_THEN_CLIP),
+            [
+                *calls(3, lambda env: (torch.randn(4, 8),)),
+                execg("model.eval()"),
+                *calls(3, lambda env: (torch.randn(4, 8),)),
+            ],
+            watch=lambda env: {
+                "weights": [p.detach() for p in env.ns.model.parameters()],
+                "training": [m.training for m in env.ns.model.modules()],
+            },
+            min_hits=2,
         ),
         backend,
     )
