@@ -143,7 +143,7 @@ def state_changed_by(fn: Any, args: tuple = ()) -> tuple[type, ...]:
     if name == "zero_grad" or target in _autograd_functions():
         return ()
     if isinstance(receiver, torch.optim.lr_scheduler.LRScheduler):
-        return (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)
+        return (SchedulerStepState, torch.optim.lr_scheduler.LRScheduler)
     if isinstance(receiver, torch.nn.Module):
         if name in ("train", "eval"):
             return (ModuleTrainingFlags,)
@@ -151,6 +151,12 @@ def state_changed_by(fn: Any, args: tuple = ()) -> tuple[type, ...]:
     if name == "step":
         return (OptimizerStepState,)  # torch's own step: only ``opt.state`` changes
     return (torch.optim.Optimizer,)  # add_param_group, load_state_dict
+
+
+class SchedulerStepState:
+    """What a learning-rate scheduler's ``step()`` changes in its optimizer: the
+    hyperparameters in ``param_groups`` (``lr``, a cyclic schedule's ``momentum``), not
+    the optimizer's methods (``opt.step``, which the scheduler wrapped when it was made)."""
 
 
 class ModuleTrainingFlags:

@@ -170,6 +170,8 @@ class Provenance:
         """The call that changed state ``source`` goes through (an optimizer's
         param_groups after a scheduler step, a module's flags after ``train()``)."""
         changed = self.changed_state if changed is None else changed
+        if isinstance(source, LookupSource):
+            return None  # a method found on the class (``sched.get_last_lr``): no step changes it
         below, path = source, base_of(source)  # reaching the object itself reads nothing
         while path is not None:
             value = self.source_values.get(path)
@@ -177,6 +179,11 @@ class Provenance:
                 if kind is autograd_calls.OptimizerStepState:
                     if isinstance(value, torch.optim.Optimizer) and below == AttrSource(
                         path, "state"
+                    ):
+                        return call_name
+                elif kind is autograd_calls.SchedulerStepState:
+                    if isinstance(value, torch.optim.Optimizer) and below == AttrSource(
+                        path, "param_groups"
                     ):
                         return call_name
                 elif kind is autograd_calls.ModuleTrainingFlags:
