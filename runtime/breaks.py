@@ -113,7 +113,8 @@ EAGER_FALLBACK = _category(
     "eager-fallback",
     "Function fell back to eager execution",
     "The function kept missing its records (each call needed a new monitoring "
-    "run) until the recompile limit was reached; it now runs eagerly.",
+    "run) until the recompile limit was reached; it is monitored no more: its "
+    "records still replay the calls they accept, and the other calls run eagerly.",
     "Look at the guard failures in the report: a value that changes on every "
     "call (a counter, a timestamp, a new object) should be made an argument or removed.",
     example="def forward(self, x):\n    return x * time.time()  # a different value on every call: FG206 after 8 records",

@@ -209,10 +209,13 @@ class CompiledFunction:
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)
         if len(self.records) >= self.recompile_limit:
+            # No more monitoring runs; the records still replay the calls they accept
+            # (a policy whose sampled path repeats), the others run eagerly.
             why = self.records[0].failed_check(args, kwargs, self.module, root_fn)
-            self.stats.fallback_reason = (
-                f"recompile limit reached: {len(self.records)} records, "
-                "none of which matched the call" + (f"; the latest failed on: {why}" if why else "")
+            self.stats.monitoring_stopped = (
+                f"{breaks.EAGER_FALLBACK.code}: recompile limit reached: {len(self.records)} "
+                "records, none of which matched the call"
+                + (f"; the latest failed on: {why}" if why else "")
             )
             self.stats.fallbacks += 1
             return self.fn(*args, **kwargs)

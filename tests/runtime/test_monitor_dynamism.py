@@ -180,12 +180,17 @@ def named(x):
 
 def test_a_function_that_keeps_missing_falls_back_to_eager_with_a_reason():
     compiled = fr.compile(named, backend="eager", recompile_limit=2)
-    for name in ("relu", "tanh", "sigmoid", "relu"):
+    for name in ("relu", "tanh", "sigmoid", "sigmoid"):
         NAME["value"] = name
         x = torch.randn(3)
         torch.testing.assert_close(compiled(x), getattr(torch, name)(x))
-    assert "recompile limit" in compiled.stats.fallback_reason
-    assert compiled.stats.fallbacks >= 1
+    stats = compiled.stats
+    assert "recompile limit" in stats.monitoring_stopped and "FG206" in stats.monitoring_stopped
+    assert stats.fallbacks == 2 and stats.monitor_runs == 2
+    NAME["value"] = "relu"  # a call a record accepts still replays
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), torch.relu(x))
+    assert stats.hits >= 1 and stats.monitor_runs == 2
 
 
 def test_a_user_exception_in_the_monitored_run_is_reported_not_raised_by_explain():
