@@ -26,9 +26,22 @@ def is_plain(value: Any) -> bool:
     )
 
 
+# ``dtype=int`` (``torch.tensor([-1], dtype=int)``, ``x.to(float)``): the dtype torch
+# takes a Python type for, which graph code can write.
+_PYTHON_TYPE_DTYPES = {
+    int: torch.int64,
+    float: torch.float64,
+    bool: torch.bool,
+    complex: torch.complex128,
+}
+
+
 def legacy_type(value: Any) -> Any:
     """``torch.HalfTensor`` as an argument (``x.type(torch.HalfTensor)``) is written as its
-    name, which the same methods accept: a class has no Python expression in graph code."""
+    name, which the same methods accept, and a Python type given as a dtype as that
+    dtype: a class has no Python expression in graph code."""
+    if type(value) is type and value in _PYTHON_TYPE_DTYPES:
+        return _PYTHON_TYPE_DTYPES[value]
     if (
         isinstance(value, type)
         and value.__module__.startswith("torch")

@@ -481,3 +481,22 @@ def test_user_classes_named_like_generated_code_still_replay(replay, class_name)
         scale_by_config,
         lambda: (config, torch.randn(3)),
     )
+
+
+def python_type_dtypes(x):
+    index = torch.tensor([-1], dtype=int)  # transformers' StaticSlidingWindowLayer
+    y = x.clone()
+    y[:, index] = 0.5
+    mask = torch.ones(x.shape, dtype=bool)
+    return y.to(float) * 2, torch.zeros(2, dtype=float), torch.arange(3, dtype=int), mask
+
+
+def test_a_python_type_given_as_a_dtype_is_recorded():
+    # ``dtype=int`` reached the graph code as ``<class 'int'>``: a SyntaxError while
+    # recording, and the function ran eagerly for good.
+    compiled = fr.compile(python_type_dtypes, backend="eager")
+    for _ in range(3):
+        x = torch.randn(2, 4)
+        for got, expected in zip(compiled(x), python_type_dtypes(x)):
+            assert got.dtype == expected.dtype and torch.equal(got, expected)
+    assert compiled.stats.fallback_reason is None and compiled.stats.hits == 2
