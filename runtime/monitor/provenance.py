@@ -73,6 +73,13 @@ class Provenance:
                 meta = TensorMeta.taken(value)
                 if meta is not None:
                     self.entry_meta[id(value)] = meta
+            elif isinstance(value, torch.nn.Module):
+                # Its submodules too: code may reach them where no path follows
+                # (``for layer in model.layers[:2]``, a slice is a new ModuleList), and
+                # a layer called without a source would have its settings unguarded.
+                for name, child in value._modules.items():
+                    if child is not None:
+                        self.register(child, AttrSource(source, name))
 
     def register_root(self, value: Any, source: Source) -> None:
         known = self.sources.get(id(value))
@@ -96,6 +103,12 @@ class Provenance:
                 self.register_root(value, ItemSource(AttrSource(source, "keywords"), name))
         elif isinstance(fn, types.MethodType):
             self.register_root(fn.__self__, AttrSource(source, "__self__"))
+            if isinstance(fn.__self__, torch.nn.Module):  # as for a compiled module
+                self.register_module_tree(fn.__self__, AttrSource(source, "__self__"))
+            # ``compile(model.forward)``: the function's closure cells (a decorator's
+            # ``func``) are read through it.
+            self.register_callable(fn.__func__, AttrSource(source, "__func__"))
+            return
         wrapped = getattr(fn, "__wrapped__", None)
         if wrapped is not None and not isinstance(fn, functools.partial):
             # functools.wraps decorators (torch.inference_mode(), user decorators):
@@ -187,9 +200,7 @@ class Provenance:
                     ):
                         return call_name
                 elif kind is autograd_calls.ModuleTrainingFlags:
-                    if isinstance(value, torch.nn.Module) and below == AttrSource(
-                        path, "training"
-                    ):
+                    if isinstance(value, torch.nn.Module) and below == AttrSource(path, "training"):
                         return call_name
                 elif isinstance(value, kind):
                     return call_name

@@ -417,3 +417,107 @@ def test_checkpoint_through_a_partial_sees_the_module_switched_to_eval(backend):
         ),
         backend,
     )
+
+
+DECORATED_FORWARD_AS_A_BOUND_METHOD = """
+import functools
+
+import torch
+
+settings = {"scale": 2.0}
+
+def scaled(forward):
+    @functools.wraps(forward)
+    def wrapper(self, x):
+        return forward(self, x) * settings["scale"]
+    return wrapper
+
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.drop = torch.nn.Dropout(0.5)
+
+    @scaled
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([Layer(), Layer()])
+
+    @scaled
+    def forward(self, x):
+        for layer in self.layers[:2]:  # a slice: a new ModuleList of the same layers
+            x = layer(x)
+        return x
+
+net = Net()
+forward = net.forward  # ``fullgraph.runtime.compile(model.forward)``
+"""
+
+
+@backends()
+def test_a_decorated_forward_compiled_as_a_bound_method(backend):
+    # Its closure cells had no path (the method's function was never given one), nor
+    # did the layers reached through a slice: the model ran eagerly for good.
+    run_case(
+        Case(
+            "decorated_forward_as_a_bound_method",
+            prog(DECORATED_FORWARD_AS_A_BOUND_METHOD, target="forward"),
+            [
+                *calls(2, rows),
+                execg("settings['scale'] = 3.0"),
+                *calls(2, rows),
+                execg("net.eval()"),
+                *calls(2, rows),
+                execg("net.layers[1].lin = torch.nn.Linear(4, 4, bias=False)"),
+                *calls(2, rows),
+            ],
+            min_hits=4,
+        ),
+        backend,
+    )
+
+
+LAYERS_THROUGH_A_SLICE = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            [torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)) for _ in range(3)]
+        )
+
+net = Net()
+
+def f(model, x):
+    for layer in model.layers[:2]:  # a new ModuleList: its layers had no path
+        x = layer(x)
+    for layer in list(model.layers)[2:]:
+        x = layer(x)
+    return x
+"""
+
+
+@backends()
+def test_layers_reached_through_a_slice_of_an_argument(backend):
+    # A layer called with no source had its settings unguarded: after ``net.eval()``
+    # the replays kept applying dropout (F223).
+    run_case(
+        Case(
+            "layers_through_a_slice",
+            prog(LAYERS_THROUGH_A_SLICE),
+            [
+                *calls(2, lambda env: (env.ns.net, torch.randn(2, 4))),
+                execg("net.eval()"),
+                *calls(2, lambda env: (env.ns.net, torch.randn(2, 4))),
+                execg("net.layers[0][1].p = 0.0; net.train()"),
+                *calls(2, lambda env: (env.ns.net, torch.randn(2, 4))),
+            ],
+            min_hits=3,
+        ),
+        backend,
+    )
