@@ -34,7 +34,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from fullgraph.runtime import torch_internals
-from fullgraph.runtime.sources import Source
+from fullgraph.runtime.sources import (
+    ArgSource,
+    KwargSource,
+    RootFunctionSource,
+    RootModuleSource,
+    Source,
+    base_of,
+)
 from fullgraph.runtime.symbolic.scalars import Condition
 from fullgraph.runtime.symbolic.sizes import (
     CalloutResultSource,
@@ -294,8 +301,12 @@ class ShapeTracker:
 
 
 def _mock_visible(source: Source) -> bool:
-    """Sizes are re-read by the guard and the mock, which see the arguments and the module."""
-    return source.expr().startswith(("A[", "K[", "M.", "M[", "F."))
+    """Sizes are re-read by the guard and the mock, which see the arguments and the module
+    (``getattr(M.blocks, '0').k`` included: a ModuleList's layer is named so)."""
+    root = source
+    while (base := base_of(root)) is not None:
+        root = base
+    return isinstance(root, (ArgSource, KwargSource, RootModuleSource, RootFunctionSource))
 
 
 def _plain_items(container: Any) -> None:

@@ -521,3 +521,55 @@ def test_layers_reached_through_a_slice_of_an_argument(backend):
         ),
         backend,
     )
+
+
+PER_LAYER_CACHES = """
+import torch
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.k = None
+
+    def forward(self, x):
+        k = self.lin(x)
+        self.k = torch.cat([self.k, k], 1) if self.k is not None else k
+        return x + self.k.mean(1, keepdim=True)
+
+class Decoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block(), Block()])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+decoder = Decoder()
+
+def reset():
+    for block in decoder.blocks:
+        block.k = None
+"""
+
+
+def token(env):
+    return (torch.randn(1, 1, 4),)
+
+
+@backends()
+def test_per_layer_caches_that_grow(backend):
+    # A cache on a ModuleList's layer (``getattr(M.blocks, '0').k``) never became a size
+    # the record follows: every decode step was a monitoring run until the limit.
+    run_case(
+        Case(
+            "per_layer_caches_that_grow",
+            prog(PER_LAYER_CACHES, target="decoder"),
+            [*calls(9, token), execg("reset()"), *calls(4, token)],
+            watch=lambda env: [block.k for block in env.ns.decoder.blocks],
+            min_hits=8,
+        ),
+        backend,
+    )
