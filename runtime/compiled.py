@@ -27,7 +27,7 @@ from fullgraph.runtime.record import native_guards
 from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
 from fullgraph.runtime.record.records import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
-from fullgraph.runtime.torch_internals import foreign_mode
+from fullgraph.runtime.torch_internals import foreign_mode, restore_torch_state, torch_state
 
 # Monitoring runs in a row that made no record (each for a reason that may pass: an
 # aliased input, state a call changed) before the function stops being monitored.
@@ -171,9 +171,12 @@ class CompiledFunction:
                 continue
             made_now: dict = {}
             rng = rng_state() if record.draws_random else None
+            state = torch_state()
             try:
                 result = record.replay(args, kwargs, self.module, root_fn, made, made_now)
             except Exception as error:
+                # A graph that raised inside its no_grad / autocast regions left them on.
+                restore_torch_state(state)
                 if not record.rerun_safe:
                     raise
                 if rng is not None:  # the rerun draws the graph's random numbers again

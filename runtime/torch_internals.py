@@ -297,11 +297,35 @@ def global_state() -> dict[str, object]:
         ),
     }
     for device in AUTOCAST_DEVICES:
-        enabled = torch.is_autocast_enabled(device)
-        state[f"torch.is_autocast_enabled({device!r})"] = enabled
-        if enabled:
-            state[f"torch.get_autocast_dtype({device!r})"] = torch.get_autocast_dtype(device)
+        state[f"torch.is_autocast_enabled({device!r})"] = torch.is_autocast_enabled(device)
+        # Also while autocast is off: ``torch.autocast("cpu")`` inside the function, with
+        # no dtype, takes this one (``torch.set_autocast_dtype``, an outer disabled block).
+        state[f"torch.get_autocast_dtype({device!r})"] = torch.get_autocast_dtype(device)
     return state
+
+
+def torch_state() -> tuple:
+    """Grad mode, autocast's settings and its nesting: what a graph that raised part-way
+    (inside its ``no_grad`` / ``autocast`` regions) leaves changed."""
+    nesting = torch.autocast_decrement_nesting() + 1
+    torch.autocast_increment_nesting()
+    return torch.is_grad_enabled(), autocast_state(), nesting
+
+
+def restore_torch_state(state: tuple) -> None:
+    """Put back what :func:`torch_state` took; leaving the outermost autocast region
+    clears its cast cache, as ``torch.autocast.__exit__`` does."""
+    grad, autocast, nesting = state
+    torch._C._set_grad_enabled(grad)
+    for device, (enabled, dtype) in zip(AUTOCAST_DEVICES, autocast):
+        torch.set_autocast_enabled(device, enabled)
+        torch.set_autocast_dtype(device, dtype)
+    now = torch.autocast_decrement_nesting() + 1
+    torch.autocast_increment_nesting()
+    while now > nesting:
+        now = torch.autocast_decrement_nesting()
+        if now == 0:
+            torch.clear_autocast_cache()
 
 
 def autocast_state() -> tuple:

@@ -123,6 +123,7 @@ class CallHandling(Callouts):
             source = self.source_of(fn)
             if source is not None:
                 return module_calls.guard_called_module(self, fn, source)
+            module_calls.refuse_unguardable(self, fn)
             return None
         if isinstance(fn, functools.partial) and self.source_of(fn) is not None:
             # A partial from outside: its function, arguments and keywords decide the

@@ -43,6 +43,18 @@ def guard_called_module(run: Any, module: torch.nn.Module, source: Source) -> Ca
     return layer_state.watch(run, module, whole_tree=not has_user_forward(module))
 
 
+def refuse_unguardable(run: Any, module: torch.nn.Module) -> None:
+    """A module called with no path to it: one the call made is the call's own (what it
+    holds was made under observation); one from outside, reached through code the
+    monitor does not see (a copy a library function made), has settings no guard can
+    read, so the record is refused rather than replaying them as they were."""
+    if id(module) not in run.made_objects:
+        run.refuse(
+            f"{type(module).__name__} was reached through code the monitor does not see: "
+            "its settings and state have no path a guard could check"
+        )
+
+
 def guard_handed_modules(run: Any, fn: Any, args: tuple, kwargs: dict) -> Callable | None:
     """``fn`` is library Python the monitor does not step into: the modules it is handed
     (not the module whose method it is) are guarded as called ones."""

@@ -273,6 +273,10 @@ class Provenance:
             return  # a class's or module's own attribute: read as a value elsewhere
         if not isinstance(getattr(owner, "__dict__", None), dict):
             return  # no instance dict to shadow it (slots, C types)
+        own = owner.__dict__
+        if name in own:  # ``model.fc.forward = ...``: the instance's own, which the lookup gives
+            self.read(LookupSource(source, name), own[name], symbolic=False)
+            return
         try:
             found = getattr(type(owner), name)  # what ClassAttrSource re-reads
         except Exception:  # noqa: BLE001 - a descriptor refusing class access: not guardable

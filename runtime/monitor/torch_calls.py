@@ -106,6 +106,10 @@ class TorchCallRouting:
     def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
         name = getattr(func, "__name__", "")
         prop = getset_descriptor_name(func)
+        if torch._C._len_torch_dispatch_stack():
+            # ``with MyDispatchMode():`` inside the function: it changes each op below the
+            # level the graph records it at, and a replay would run the ops without it.
+            self.refuse("a TorchDispatchMode entered inside the function changes its operations")
         if self.speculating is not None:
             effect = speculation.torch_effect(
                 func, prop or name, args, kwargs, self.tape.computed, _HIDDEN_STATE_EFFECTS

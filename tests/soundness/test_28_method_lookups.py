@@ -154,3 +154,43 @@ def test_super_finds_an_override_added_in_between(backend):
         ),
         backend,
     )
+
+
+INSTANCE_FORWARD_OF_A_LAYER = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+net = Net()
+net.fc.forward = lambda x: x * 0 + 7
+
+def f(model, x):
+    return model(x)
+"""
+
+
+@backends()
+def test_a_layers_forward_set_on_the_instance(backend):
+    # The guard checked the class's forward through the instance lookup, and the
+    # instance's lambda too: it could never pass, and every call was a monitoring run.
+    run_case(
+        Case(
+            "layers_forward_set_on_the_instance",
+            prog(INSTANCE_FORWARD_OF_A_LAYER),
+            [
+                *calls(3, lambda env: (env.ns.net, torch.randn(2, 4))),
+                execg("net.fc.forward = lambda x: x * 0 + 9"),
+                *calls(2, lambda env: (env.ns.net, torch.randn(2, 4))),
+                execg("del net.fc.forward"),
+                *calls(2, lambda env: (env.ns.net, torch.randn(2, 4))),
+            ],
+            min_hits=3,
+        ),
+        backend,
+    )

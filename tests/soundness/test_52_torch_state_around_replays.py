@@ -1,0 +1,138 @@
+"""Class 52: torch's global state around a replay, and modes entered inside the call.
+
+What was wrong (the twelfth session's probe of settings and modes):
+
+* a replay whose graph raised inside its ``torch.no_grad()`` / ``torch.autocast``
+  region (an index out of range) left grad mode off, or autocast on, for everything
+  the program ran afterwards (F224);
+* the autocast dtype was guarded only while autocast was on: after
+  ``torch.set_autocast_dtype("cpu", torch.float16)``, ``with torch.autocast("cpu"):``
+  inside the function replayed the bfloat16 record (F225);
+* ``with MyDispatchMode():`` inside the function: the graph records the ops above the
+  mode, so a replay ran them without it (F226);
+* a layer's ``forward`` set on the instance (``net.fc.forward = ...``) made a guard that
+  could never pass (class 28).
+"""
+
+from __future__ import annotations
+
+import torch
+from harness import Call, Case, backends, calls, execg, prog, run_case
+
+
+def at(index):
+    return Call(lambda env: (torch.randn(2, 4, requires_grad=True), torch.tensor([index])))
+
+
+NO_GRAD_THEN_AN_INDEX = """
+import torch
+
+def f(x, index):
+    with torch.no_grad():
+        y = x * 2
+        return y[index] + 1
+"""
+
+
+@backends()
+def test_grad_mode_after_a_replay_that_raised(backend):
+    run_case(
+        Case(
+            "grad_mode_after_a_replay_that_raised",
+            prog(NO_GRAD_THEN_AN_INDEX),
+            [at(0), at(1), at(7), at(1), at(0)],
+            min_hits=2,
+        ),
+        backend,
+    )
+
+
+AUTOCAST_THEN_AN_INDEX = """
+import torch
+
+lin = torch.nn.Linear(4, 4)
+
+def f(x, index):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = lin(x)
+        return y[index].float()
+"""
+
+
+@backends()
+def test_autocast_after_a_replay_that_raised(backend):
+    run_case(
+        Case(
+            "autocast_after_a_replay_that_raised",
+            prog(AUTOCAST_THEN_AN_INDEX),
+            [at(0), at(1), at(7), at(1), at(0)],
+            min_hits=2,
+        ),
+        backend,
+    )
+
+
+AUTOCAST_WITH_ITS_DEFAULT_DTYPE = """
+import torch
+
+lin = torch.nn.Linear(4, 4)
+
+def f(x):
+    with torch.autocast("cpu"):  # the dtype torch.set_autocast_dtype chose
+        return lin(x)
+"""
+
+
+def rows(env):
+    return (torch.randn(2, 4),)
+
+
+@backends()
+def test_autocast_with_its_default_dtype_changed_between_calls(backend):
+    run_case(
+        Case(
+            "autocast_default_dtype_changed",
+            prog(AUTOCAST_WITH_ITS_DEFAULT_DTYPE),
+            [
+                *calls(2, rows),
+                execg("torch.set_autocast_dtype('cpu', torch.float16)"),
+                *calls(2, rows),
+                execg("torch.set_autocast_dtype('cpu', torch.bfloat16)"),
+                *calls(2, rows),
+            ],
+            min_hits=3,
+        ),
+        backend,
+    )
+
+
+DISPATCH_MODE_INSIDE = """
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+seen = []
+
+class AddOne(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        seen.append(str(func))
+        out = func(*args, **(kwargs or {}))
+        return out + 1 if func is torch.ops.aten.mul.Tensor else out
+
+def f(x):
+    with AddOne():
+        y = x * 2
+    return y - 1
+"""
+
+
+@backends()
+def test_a_dispatch_mode_entered_inside_the_function(backend):
+    run_case(
+        Case(
+            "dispatch_mode_inside",
+            prog(DISPATCH_MODE_INSIDE),
+            calls(3, rows),
+            watch=lambda env: list(env.ns.seen),
+        ),
+        backend,
+    )
