@@ -10,6 +10,8 @@ What was wrong (the twelfth session's probe of settings and modes):
   inside the function replayed the bfloat16 record (F225);
 * ``with MyDispatchMode():`` inside the function: the graph records the ops above the
   mode, so a replay ran them without it (F226);
+* ``torch.use_deterministic_algorithms(True)`` inside the function, replayed as a plain
+  effect, did not reach the graph's ``torch.empty`` (F227);
 * a layer's ``forward`` set on the instance (``net.fc.forward = ...``) made a guard that
   could never pass (class 28).
 """
@@ -133,6 +135,31 @@ def test_a_dispatch_mode_entered_inside_the_function(backend):
             prog(DISPATCH_MODE_INSIDE),
             calls(3, rows),
             watch=lambda env: list(env.ns.seen),
+        ),
+        backend,
+    )
+
+
+DETERMINISTIC_INSIDE = """
+import torch
+
+def f(x):
+    torch.use_deterministic_algorithms(True)
+    y = torch.empty(3)  # deterministic mode fills it with NaN
+    torch.use_deterministic_algorithms(False)
+    return x + torch.nan_to_num(y, nan=7.0)
+"""
+
+
+@backends()
+def test_deterministic_algorithms_switched_on_inside_the_function(backend):
+    # Replayed as a plain effect, the switch did not reach the graph's ``empty``: the
+    # replays returned uninitialized memory (F227).
+    run_case(
+        Case(
+            "deterministic_inside",
+            prog(DETERMINISTIC_INSIDE),
+            calls(3, lambda env: (torch.zeros(3),)),
         ),
         backend,
     )
