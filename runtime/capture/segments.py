@@ -93,6 +93,9 @@ class Callout:
     # in place (``opt.step()`` and the forward's weights), or training state read
     # (``lr`` before ``scheduler.step()``): its source's text, else None.
     changed_input: str | None = None
+    # The grad mode and inference mode it was made in, when not the call's entry ones
+    # (a call inside the function's ``no_grad`` block): the mock makes it in them too.
+    modes: tuple[bool, bool] | None = None
 
     @property
     def splits_graph(self) -> bool:
@@ -106,3 +109,9 @@ class Unsupported(Exception):
         super().__init__(detail)
         self.category = category
         self.detail = detail
+
+
+def modes_now(entry_grad: bool, entry_inference: bool) -> tuple[bool, bool] | None:
+    """Grad mode and inference mode now, when either is not the call's entry one."""
+    modes = torch.is_grad_enabled(), torch.is_inference_mode_enabled()
+    return modes if modes != (entry_grad, entry_inference) else None

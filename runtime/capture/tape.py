@@ -32,7 +32,7 @@ from fullgraph.runtime.capture.origins import (
     NodeOrigin,
     Origin,
 )
-from fullgraph.runtime.capture.segments import Callout, Segment, Unsupported
+from fullgraph.runtime.capture.segments import Callout, Segment, Unsupported, modes_now
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.capture.values import (
     holds_tensor,
@@ -404,6 +404,7 @@ class GraphTape:
             check=check,
             deferred=deferred,
             tensor_origins=origins,
+            modes=modes_now(self.entry_grad_mode, self.entry_state[INFERENCE_MODE]),
         )
         self.callouts.append(callout)
         self.keepalive.append((args, kwargs, result))

@@ -67,7 +67,7 @@ class CallHandling(Callouts):
         handed = module_calls.guard_handed_modules(self, fn, args, kwargs)
         after = self._call(state, fn, args, kwargs, result, fn_depth)
         if handed is not None:  # ``functional_call(m, ...)``: m's stores, then fn's own
-            after = _chained(handed, after)
+            after = module_calls.chained(handed, after)
         if fn is not builtins.__build_class__:
             return after
 
@@ -121,10 +121,21 @@ class CallHandling(Callouts):
         if isinstance(fn, torch.nn.Module):
             hook_sources.guard_global_hooks(self)  # every module's __call__ runs them
             source = self.source_of(fn)
-            if source is not None:
-                return module_calls.guard_called_module(self, fn, source)
-            module_calls.refuse_unguardable(self, fn)
-            return None
+            if source is None:
+                module_calls.refuse_unguardable(self, fn)
+                return None
+            after = module_calls.guard_called_module(self, fn, source)
+            if module_calls.takes_fast_path(fn):  # eager's fused path, as a callout
+                # The mock calls this very layer: the guard checks it is the one there.
+                self.read(IdSource(source), id(fn), symbolic=False)
+                call = module_calls.without_torch_function(fn)
+                self.keepalive.append(call)
+                cpython.replace_stack_item(state.frame, fn_depth, call)
+                callout = self._replayed_callout(
+                    state, fn, args, kwargs, _FAST_PATH, result, fn_depth
+                )
+                return module_calls.chained(after, callout)
+            return after
         if isinstance(fn, functools.partial) and self.source_of(fn) is not None:
             # A partial from outside: its function, arguments and keywords decide the
             # call, so they are guarded like the compiled function's own.
@@ -482,6 +493,7 @@ def _replayed(fn: Any, target: Any) -> bool:
 _AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
 _CUSTOM_FUNCTION = annotation_table.Annotation(pure=False, category=breaks.CUSTOM_AUTOGRAD_FUNCTION)
 _UNOBSERVED_READ = annotation_table.Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
+_FAST_PATH = annotation_table.Annotation(pure=True, category=breaks.UNKNOWN_NATIVE_CALL)
 
 # Values whose every read the guard already covers by identity, type or value.
 _PLAIN_TYPES = (
@@ -502,12 +514,3 @@ _PLAIN_TYPES = (
     torch.dtype,
     torch.device,
 )
-
-
-def _chained(first: Callable, second: Callable | None) -> Callable:
-    def both() -> None:
-        first()
-        if second is not None:
-            second()
-
-    return both

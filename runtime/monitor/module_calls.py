@@ -117,3 +117,46 @@ def _recompute_check(run: Any, args: tuple, kwargs: dict) -> Callable[[], None]:
             )
 
     return after
+
+
+# Layers whose forward takes a fused "fast path" in inference (nested tensors for
+# padded batches), which torch skips whenever a torch-function mode is active, as the
+# monitor's is: captured, they would compute the slow path's numbers (padded
+# positions are not zero, the others differ in the last bits).
+_FAST_PATH_LAYERS = (
+    torch.nn.MultiheadAttention,
+    torch.nn.TransformerEncoderLayer,
+    torch.nn.TransformerEncoder,
+)
+
+
+def takes_fast_path(module: Any) -> bool:
+    """A layer that may take its fast path: in eval mode, autocast off (torch checks
+    the rest)."""
+    return (
+        isinstance(module, _FAST_PATH_LAYERS)
+        and not module.training
+        and not any(torch.is_autocast_enabled(device) for device in ("cpu", "cuda"))
+    )
+
+
+def without_torch_function(layer: torch.nn.Module) -> Callable:
+    """``layer`` called as eager calls it, with no torch-function mode in sight (the
+    monitoring run's); a replay calls the layer itself, from the mock, where none is."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with torch._C.DisableTorchFunction():
+            return layer(*args, **kwargs)
+
+    return call
+
+
+def chained(first: Callable[[], None], second: Callable | None) -> Callable[[], None]:
+    """One after-phase running ``first`` then ``second`` (when there is one)."""
+
+    def both() -> None:
+        first()
+        if second is not None:
+            second()
+
+    return both

@@ -32,7 +32,7 @@ from fullgraph.runtime.monitor.changed_arguments import ItemsAfter
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
-from fullgraph.runtime.record.mock_support import Raised, exception_fields
+from fullgraph.runtime.record.mock_support import Raised, exception_fields, in_modes
 from fullgraph.runtime.record.mock_values import Effect, MockWriter, Symbols
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.torch_internals import INFERENCE_MODE, tree_flatten
@@ -277,6 +277,9 @@ class _Body:
         writer.tensor_overrides = {}
         call_args = rendered[: len(callout.args)]
         call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args) :])]
+        if callout.modes is not None:  # made inside the function's no_grad block: in it again
+            call_args = [*map(repr, callout.modes), fn, *call_args]
+            fn = writer.ns.bind(in_modes, "in_modes")
         where = callout.location
         comment = f"# {callout.category.code} {callout.function_name}"
         if where is not None:

@@ -114,6 +114,12 @@ def rng_state() -> tuple:
     return torch.get_rng_state(), cuda
 
 
+def in_modes(grad: bool, inference: bool, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in the grad mode and inference mode a callout was made in."""
+    with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+        return fn(*args, **kwargs)
+
+
 def restore_rng(state: tuple) -> Missed:
     """Put back the generator states ``rng_state`` took; the mock then returns MISS."""
     cpu, cuda = state

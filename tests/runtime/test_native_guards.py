@@ -237,7 +237,9 @@ def test_most_checks_run_natively(compiled):
     record = cf.records[0]
     assert record.native_checks == guard.native.native_checks
     in_python = record.check_count - record.native_checks
-    assert in_python <= 9, (record.check_count, record.native_checks)
+    # (grad mode, default dtype, modes, and the global state: autocast on and its dtype
+    # per device, inference mode, deterministic algorithms, anomaly mode)
+    assert in_python <= 11, (record.check_count, record.native_checks)
 
 
 def test_aliased_arguments_are_checked_natively():

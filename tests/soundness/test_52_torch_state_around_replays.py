@@ -163,3 +163,69 @@ def test_deterministic_algorithms_switched_on_inside_the_function(backend):
         ),
         backend,
     )
+
+
+TRANSFORMER_FAST_PATH = """
+import torch
+
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=True).eval()
+attention = torch.nn.MultiheadAttention(8, 2, batch_first=True).eval()
+
+@torch.no_grad()
+def f(x, padding):
+    h = encoder(x, src_key_padding_mask=padding)
+    return attention(h, h, h, need_weights=False)[0] * 2
+"""
+
+
+def padded(env):
+    padding = torch.tensor([[False, False, True, True], [False, False, False, True]])
+    return (torch.randn(2, 4, 8), padding)
+
+
+@backends()
+def test_transformer_layers_take_eagers_fast_path(backend):
+    # The monitor's torch-function mode made these layers take their slow path, whose
+    # graph replayed other numbers (padded positions not zero, last bits elsewhere) (F228).
+    run_case(
+        Case(
+            "transformer_fast_path",
+            prog(TRANSFORMER_FAST_PATH),
+            [*calls(3, padded), execg("encoder.train()"), *calls(2, padded)],
+            min_hits=2,
+        ),
+        backend,
+    )
+
+
+TWO_ATTENTION_LAYERS = """
+import torch
+
+torch.manual_seed(0)
+first = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval()
+second = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval()
+
+@torch.no_grad()
+def f(layer, x):
+    return layer(x, x, x, need_weights=False)[0]
+"""
+
+
+def with_layer(name):
+    return Call(lambda env: (getattr(env.ns, name), torch.randn(2, 3, 4)))
+
+
+@backends()
+def test_fast_path_layers_passed_as_arguments(backend):
+    # The layer's call is replayed as it was made: on that layer, which the guard pins.
+    run_case(
+        Case(
+            "fast_path_layers_as_arguments",
+            prog(TWO_ATTENTION_LAYERS),
+            [with_layer(name) for name in ("first", "second") * 3],
+            min_hits=4,
+        ),
+        backend,
+    )
