@@ -12,8 +12,9 @@ What was wrong (the twelfth session's probe of settings and modes):
   mode, so a replay ran them without it (F226);
 * ``torch.use_deterministic_algorithms(True)`` inside the function, replayed as a plain
   effect, did not reach the graph's ``torch.empty`` (F227);
-* a layer's ``forward`` set on the instance (``net.fc.forward = ...``) made a guard that
-  could never pass (class 28).
+* ``nn.MultiheadAttention`` / ``nn.TransformerEncoder`` in eval mode took their slow
+  path under the monitor's torch-function mode, and the record replayed its numbers
+  (padded positions not zero) (F228).
 """
 
 from __future__ import annotations
