@@ -428,6 +428,8 @@ FUNCTIONS: dict[str, Annotation] = {
     "torch.set_printoptions": EFFECT,
     "torch._tensor_str.set_printoptions": EFFECT,  # where torch.set_printoptions lives
     "torch.set_flush_denormal": EFFECT,
+    # Changes the kernels later ops run (torch.empty gives NaN): made between two graphs.
+    "torch.use_deterministic_algorithms": UNKNOWN_NATIVE,
     # Settings the operations after them compute with: a graph captured under one
     # would compute a replay's operations with the caller's setting instead.
     **{
@@ -438,7 +440,6 @@ FUNCTIONS: dict[str, Annotation] = {
             ("torch.set_default_tensor_type", "changes the dtype later tensors are made with"),
             ("torch.set_default_device", "changes the device later tensors are made on"),
             ("torch.set_float32_matmul_precision", "changes how later matmuls compute"),
-            ("torch.use_deterministic_algorithms", "changes the kernels later ops use"),
             ("torch._tensor_str.printoptions", "sets print options a replay's prints would miss"),
             ("contextlib.redirect_stdout", "redirects sys.stdout, which a replay's prints miss"),
             ("contextlib.redirect_stderr", "redirects sys.stderr, which a replay's prints miss"),

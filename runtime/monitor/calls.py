@@ -125,14 +125,18 @@ class CallHandling(Callouts):
                 module_calls.refuse_unguardable(self, fn)
                 return None
             after = module_calls.guard_called_module(self, fn, source)
-            if module_calls.takes_fast_path(fn):  # eager's fused path, as a callout
-                # The mock calls this very layer: the guard checks it is the one there.
-                self.read(IdSource(source), id(fn), symbolic=False)
+            if module_calls.takes_fast_path(fn):  # eager's fused path: Module.__call__(path)
                 call = module_calls.without_torch_function(fn)
                 self.keepalive.append(call)
                 cpython.replace_stack_item(state.frame, fn_depth, call)
                 callout = self._replayed_callout(
-                    state, fn, args, kwargs, _FAST_PATH, result, fn_depth
+                    state,
+                    torch.nn.Module.__call__,
+                    (fn, *args),
+                    kwargs,
+                    _FAST_PATH,
+                    result,
+                    fn_depth,
                 )
                 return module_calls.chained(after, callout)
             return after

@@ -131,12 +131,15 @@ _FAST_PATH_LAYERS = (
 
 
 def takes_fast_path(module: Any) -> bool:
-    """A layer that may take its fast path: in eval mode, autocast off (torch checks
-    the rest)."""
+    """A layer that may take its fast path: in eval mode, autocast off, and no gradient
+    to track through its weights (torch checks the rest)."""
     return (
         isinstance(module, _FAST_PATH_LAYERS)
         and not module.training
         and not any(torch.is_autocast_enabled(device) for device in ("cpu", "cuda"))
+        and not (
+            torch.is_grad_enabled() and any(p.requires_grad for p in module.parameters())
+        )
     )
 
 

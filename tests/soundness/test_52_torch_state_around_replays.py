@@ -154,13 +154,14 @@ def f(x):
 
 @backends()
 def test_deterministic_algorithms_switched_on_inside_the_function(backend):
-    # Replayed as a plain effect, the switch did not reach the graph's ``empty``: the
-    # replays returned uninitialized memory (F227).
+    # Replayed as a plain effect after the graph, the switch did not reach its ``empty``:
+    # the replays returned uninitialized memory (F227).
     run_case(
         Case(
             "deterministic_inside",
             prog(DETERMINISTIC_INSIDE),
             calls(3, lambda env: (torch.zeros(3),)),
+            min_hits=1,
         ),
         backend,
     )
@@ -220,7 +221,7 @@ def with_layer(name):
 
 @backends()
 def test_fast_path_layers_passed_as_arguments(backend):
-    # The layer's call is replayed as it was made: on that layer, which the guard pins.
+    # The callout calls the layer at its path: each argument's own layer.
     run_case(
         Case(
             "fast_path_layers_as_arguments",
