@@ -122,8 +122,7 @@ class CallHandling(Callouts):
             hook_sources.guard_global_hooks(self)  # every module's __call__ runs them
             source = self.source_of(fn)
             if source is None:
-                module_calls.refuse_unguardable(self, fn)
-                return None
+                return module_calls.guard_pathless_module(self, fn)
             after = module_calls.guard_called_module(self, fn, source)
             if module_calls.takes_fast_path(fn):  # eager's fused path: Module.__call__(path)
                 call = module_calls.without_torch_function(fn)

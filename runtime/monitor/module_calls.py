@@ -43,16 +43,44 @@ def guard_called_module(run: Any, module: torch.nn.Module, source: Source) -> Ca
     return layer_state.watch(run, module, whole_tree=not has_user_forward(module))
 
 
-def refuse_unguardable(run: Any, module: torch.nn.Module) -> None:
-    """A module called with no path to it: one the call made is the call's own (what it
-    holds was made under observation); one from outside, reached through code the
-    monitor does not see (a copy a library function made), has settings no guard can
-    read, so the record is refused rather than replaying them as they were."""
+def guard_pathless_module(run: Any, module: torch.nn.Module) -> Callable[[], None] | None:
+    """A module called with no path to it.  One the call made is the call's own, but a
+    torch layer runs its children unobserved, and those may be layers from outside
+    (``nn.Sequential(*list(net.children())[:-1])(x)``): each is guarded as a called
+    module through its own path.  One from outside, reached through code the monitor
+    does not see (a copy a library function made), has settings no guard can read: the
+    record is refused rather than replaying them as they were."""
     if id(module) not in run.made_objects:
         run.refuse(
             f"{type(module).__name__} was reached through code the monitor does not see: "
             "its settings and state have no path a guard could check"
         )
+        return None
+    if has_user_forward(module):
+        return None  # stepped into: the children it calls are calls the monitor sees
+    afters = []
+    for child in module._modules.values():
+        if child is None:
+            continue
+        source = run.source_of(child)
+        if source is not None:
+            afters.append(guard_called_module(run, child, source))
+        else:
+            after = guard_pathless_module(run, child)
+            if after is not None:
+                afters.append(after)
+    return _all_of(afters)
+
+
+def _all_of(afters: list) -> Callable[[], None] | None:
+    if not afters:
+        return None
+
+    def after_all() -> None:
+        for after in afters:
+            after()
+
+    return after_all
 
 
 def guard_handed_modules(run: Any, fn: Any, args: tuple, kwargs: dict) -> Callable | None:
@@ -80,14 +108,7 @@ def guard_handed_modules(run: Any, fn: Any, args: tuple, kwargs: dict) -> Callab
             if source is not None:
                 hook_sources.guard_global_hooks(run)
                 afters.append(guard_called_module(run, value, source))
-    if not afters:
-        return None
-
-    def after_all() -> None:
-        for after in afters:
-            after()
-
-    return after_all
+    return _all_of(afters)
 
 
 def _checkpoints() -> tuple:
@@ -137,9 +158,7 @@ def takes_fast_path(module: Any) -> bool:
         isinstance(module, _FAST_PATH_LAYERS)
         and not module.training
         and not any(torch.is_autocast_enabled(device) for device in ("cpu", "cuda"))
-        and not (
-            torch.is_grad_enabled() and any(p.requires_grad for p in module.parameters())
-        )
+        and not (torch.is_grad_enabled() and any(p.requires_grad for p in module.parameters()))
     )
 
 

@@ -573,3 +573,36 @@ def test_per_layer_caches_that_grow(backend):
         ),
         backend,
     )
+
+
+HEAD_MADE_OF_OUTSIDE_LAYERS = """
+import torch
+
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5), torch.nn.Linear(4, 4))
+
+def f(x):
+    head = torch.nn.Sequential(*list(net.children())[:-1])  # made here, of outside layers
+    return head(x)
+"""
+
+
+@backends()
+def test_a_container_made_in_the_call_of_outside_layers(backend):
+    # The Sequential the call made had no path, and torch runs its children unobserved:
+    # the outside dropout's mode and p were guarded nowhere (F229).
+    run_case(
+        Case(
+            "container_made_of_outside_layers",
+            prog(HEAD_MADE_OF_OUTSIDE_LAYERS),
+            [
+                *calls(2, rows),
+                execg("net.eval()"),
+                *calls(2, rows),
+                execg("net.train(); net[1].p = 0.1"),
+                *calls(2, rows),
+            ],
+            min_hits=3,
+        ),
+        backend,
+    )
