@@ -102,9 +102,7 @@ class Provenance:
             for name, value in fn.keywords.items():
                 self.register_root(value, ItemSource(AttrSource(source, "keywords"), name))
         elif isinstance(fn, types.MethodType):
-            self.register_root(fn.__self__, AttrSource(source, "__self__"))
-            if isinstance(fn.__self__, torch.nn.Module):  # as for a compiled module
-                self.register_module_tree(fn.__self__, AttrSource(source, "__self__"))
+            self.register_root(fn.__self__, AttrSource(source, "__self__"))  # its tree too
             # ``compile(model.forward)``: the function's closure cells (a decorator's
             # ``func``) are read through it.
             self.register_callable(fn.__func__, AttrSource(source, "__func__"))
