@@ -161,9 +161,10 @@ def exit_autocast_op():
     return _exit_autocast
 
 
-def getset_descriptor_name(func) -> str | None:
-    """For ``Tensor.T.__get__``-style functions seen by a torch-function mode, the property name."""
-    if getattr(func, "__name__", None) == "__get__":
+def getset_descriptor_name(func, method: str = "__get__") -> str | None:
+    """For ``Tensor.T.__get__``-style functions seen by a torch-function mode, the property
+    name (``method="__set__"``: for ``Tensor.data.__set__``, a property's setter)."""
+    if getattr(func, "__name__", None) == method:
         owner = getattr(func, "__self__", None)
         return getattr(owner, "__name__", None)
     return None

@@ -18,16 +18,21 @@ import types
 from typing import Any
 
 import torch
+from torch.nn.utils import parametrize
 
-from fullgraph.runtime.monitor.user_code import is_user_code
+from fullgraph.runtime.monitor import module_calls
+from fullgraph.runtime.monitor.user_code import is_user_code, property_getter
 from fullgraph.runtime.sources import AttrSource, ConstSource, ItemSource, Source
 
 
 def computed_by_library_property(run: Any, owner: Any, name: str, value: Any) -> bool:
     """``owner.name`` ran a property of torch's (or another library's) that made
     ``value`` in this run: guard the property, not the value."""
-    if not isinstance(value, torch.Tensor) or _library_getter(type(owner), name) is None:
+    getter = property_getter(type(owner), name)
+    if not isinstance(value, torch.Tensor) or not isinstance(getter, types.FunctionType):
         return False
+    if is_user_code(getter.__code__):
+        return False  # the program's own getter: stepped into
     # A parametrization that returns its input gives the original tensor (guarded
     # through the parametrization's slot by ``guard``); others give the run's own.
     return id(value) in run.tape.producer or _parametrized(owner, name)
@@ -39,30 +44,11 @@ def _parametrized(owner: Any, name: str) -> bool:
 
 
 def guard(run: Any, owner: Any, source: Source, name: str) -> None:
-    from fullgraph.runtime.monitor import module_calls
-
     run.read_class_attribute(owner, source, name)
     if _parametrized(owner, name):
         chain = owner._modules["parametrizations"][name]
         chain_source = AttrSource(AttrSource(source, "parametrizations"), name)
         run.register(chain, chain_source)
         module_calls.guard_called_module(run, chain, chain_source)
-        from torch.nn.utils import parametrize
-
         cache = ItemSource(ConstSource(run.globals_name(vars(parametrize))), "_cache_enabled")
         run.read(cache, parametrize._cache_enabled, symbolic=False)
-
-
-def _library_getter(cls: type, name: str) -> types.FunctionType | None:
-    for klass in cls.__mro__:
-        attribute = klass.__dict__.get(name)
-        if attribute is not None:
-            getter = getattr(attribute, "fget", None)
-            if (
-                isinstance(attribute, property)
-                and isinstance(getter, types.FunctionType)
-                and not is_user_code(getter.__code__)
-            ):
-                return getter
-            return None
-    return None

@@ -117,7 +117,7 @@ class TorchCallRouting:
             if effect is not None:
                 self.speculation_problem = self.speculation_problem or effect
                 raise speculation.SpeculationBlocked(effect)
-        if name == "__set__" and _set_property(func) == "data" and len(args) == 2:
+        if getset_descriptor_name(func, "__set__") == "data" and len(args) == 2:
             # ``p.data = v``, by the program or by torch's Python (``vector_to_parameters``,
             # which the monitor does not step into): no op, so torch's function modes
             # are the one place that sees both.
@@ -406,17 +406,11 @@ def _makes_a_leaf(func, name: str, args: tuple, kwargs: dict, made_here) -> bool
         flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
         return not (made_here(args[0]) and type(flag) is bool and flag == args[0].requires_grad)
     if name == "__set__":  # a property's setter: (tensor, value)
-        descriptor = getattr(func, "__self__", None)
-        if getattr(descriptor, "__name__", "") != "requires_grad" or len(args) != 2:
+        if getset_descriptor_name(func, "__set__") != "requires_grad" or len(args) != 2:
             return False
         flag = args[1]
         return not (made_here(args[0]) and type(flag) is bool and flag == args[0].requires_grad)
     return kwargs.get("requires_grad") is True
-
-
-def _set_property(func) -> str | None:
-    """For ``Tensor.data.__set__``-style functions seen by a torch-function mode, the name."""
-    return getattr(getattr(func, "__self__", None), "__name__", None)
 
 
 def _among(tensor: torch.Tensor, tensors: list) -> bool:

@@ -99,18 +99,18 @@ def is_setting(value: Any) -> bool:
     return type(value) is tuple and all(is_setting(v) for v in value)
 
 
-def user_property(cls: type, name: str) -> bool:
+def property_getter(cls: type, name: str) -> Any:
+    """The getter of the property ``name`` is on ``cls`` (None: another attribute, or none)."""
     for klass in cls.__mro__:
         attribute = klass.__dict__.get(name)
         if attribute is not None:
-            getter = getattr(attribute, "fget", None)
-            return (
-                isinstance(attribute, property)
-                and getter is not None
-                and hasattr(getter, "__code__")
-                and is_user_code(getter.__code__)
-            )
-    return False
+            return attribute.fget if isinstance(attribute, property) else None
+    return None
+
+
+def user_property(cls: type, name: str) -> bool:
+    getter = property_getter(cls, name)
+    return hasattr(getter, "__code__") and is_user_code(getter.__code__)
 
 
 def compiled_inner_target(fn: Any) -> tuple[Any, Any] | None:
