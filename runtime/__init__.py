@@ -41,17 +41,25 @@ def compile(
     backend: Any = "inductor",
     recompile_limit: int = 8,
     eager_check: bool = True,
+    merge_branches: bool = True,
 ):
     """Compile a function or ``nn.Module`` with the monitoring JIT.
 
     Works as ``compile(model)``, ``compile(fn, backend="eager")`` and as a
     decorator, with or without arguments.  ``eager_check``: after a record's
     first replays, time a few calls of it against the plain function and run
-    eagerly if eager is faster (see docs/runtime.md).
+    eagerly if eager is faster (see docs/runtime.md).  ``merge_branches``: a
+    function whose only eager calls are branches on tensor data (``if x.sum() >
+    0:``) is explored path by path and recorded as one graph with ``torch.cond``;
+    False records each path as it runs (graph, mid-guard, graph).
     """
-    if fn_or_module is None:
-        return lambda target: CompiledFunction(target, backend, recompile_limit, eager_check)
-    return CompiledFunction(fn_or_module, backend, recompile_limit, eager_check)
+
+    def make(target):
+        return CompiledFunction(
+            target, backend, recompile_limit, eager_check, merge_branches=merge_branches
+        )
+
+    return make if fn_or_module is None else make(fn_or_module)
 
 
 def explain(fn: Callable, *args, **kwargs) -> Report:

@@ -19,7 +19,7 @@ import torch
 from fullgraph.runtime import breaks, cpython, eager_check
 from fullgraph.runtime.backends import dynamic_variant, resolve
 from fullgraph.runtime.eager_check import EagerTrial, timed
-from fullgraph.runtime.monitor import attribute_hooks, autograd_calls
+from fullgraph.runtime.monitor import attribute_hooks, autograd_calls, branch_exploration
 from fullgraph.runtime.monitor.attribute_hooks import ProgramHooks
 from fullgraph.runtime.monitor.driver import Monitor
 from fullgraph.runtime.monitor.run import MonitorRun
@@ -32,6 +32,9 @@ from fullgraph.runtime.torch_internals import foreign_mode, restore_torch_state,
 # Monitoring runs in a row that made no record (each for a reason that may pass: an
 # aliased input, state a call changed) before the function stops being monitored.
 UNRECORDED_LIMIT = 4
+# Monitoring runs whose data-dependent branches did not merge before no more are tried
+# (each try runs every path of the function: monitor/branch_exploration.py).
+MERGE_TRIES = 2
 
 
 @dataclasses.dataclass
@@ -73,6 +76,7 @@ class CompiledFunction:
         backend="inductor",
         recompile_limit: int = 8,
         eager_check: bool = True,
+        merge_branches: bool = True,
     ):
         cpython.check_supported()
         native_guards.prepare()
@@ -101,6 +105,9 @@ class CompiledFunction:
         # the next run gets one more try (see _stop_monitoring), never a second one.
         self.retried_after_setup = False
         self.unrecorded_in_a_row = 0  # monitoring runs since the last record that made none
+        # Runs whose data-dependent branches did not merge (no more tries after a few).
+        self.merge_failures = 0 if merge_branches else MERGE_TRIES
+        self.merge_branches = merge_branches
         if isinstance(target, autograd_calls.distributed_wrappers()):
             # Its forward is torch's own bookkeeping around the model's: replaying the
             # model's graph alone would skip the gradient all-reduce.  Run it as it is.
@@ -231,7 +238,13 @@ class CompiledFunction:
         module copies do)."""
         return (
             CompiledFunction,
-            (self.fn, self.backend_arg, self.recompile_limit, self.eager_check),
+            (
+                self.fn,
+                self.backend_arg,
+                self.recompile_limit,
+                self.eager_check,
+                self.merge_branches,
+            ),
         )
 
     def __getattr__(self, name: str):
@@ -333,6 +346,13 @@ class CompiledFunction:
                 run,
             )
             raise
+        if self.merge_failures < MERGE_TRIES:
+            recorded = branch_exploration.result_to_record(
+                monitor, run, lambda: self.fn(*args, **kwargs), result
+            )
+            self.merge_failures += run.merge_note is not None and recorded is result
+        else:
+            recorded = result
         report = make_report(self.fn, run, None)
         self.last_report = report
         if monitor.tool_error is not None:
@@ -341,14 +361,7 @@ class CompiledFunction:
             )
             return result
         try:
-            record = build_record(
-                run,
-                result,
-                self.backend,
-                len(args),
-                tuple(kwargs),
-                self.dynamic_backend,
-            )
+            record = self._build_record(run, recorded, result, args, kwargs)
         except RecordError as error:
             if error.transient:
                 self._not_recorded(error.detail, report, run)
@@ -371,6 +384,27 @@ class CompiledFunction:
         self.stats.records = len(self.records)
         fill_report(report, [record])
         return result
+
+    def _build_record(self, run: MonitorRun, recorded, result, args: tuple, kwargs: dict):
+        """The record of the run; where its merged branches fail to become one (a
+        backend that rejects the torch.cond), the record of the run as it ran."""
+
+        def build(value):
+            return build_record(
+                run, value, self.backend, len(args), tuple(kwargs), self.dynamic_backend
+            )
+
+        if run.unmerged_tape is None:
+            return build(result)
+        try:
+            return build(recorded)
+        except Exception as error:  # noqa: BLE001 - the unmerged record is the program's answer too
+            run.tape = run.main_tape = run.unmerged_tape
+            run.merge_note = f"data-dependent branches not merged: recording failed ({error!r})"[
+                :400
+            ]
+            self.merge_failures += 1
+            return build(result)
 
     def _not_recorded(self, detail: str, report: Report, run: MonitorRun) -> None:
         """Only this call could not become a record (its inputs alias, it raised): the

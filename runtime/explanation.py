@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import attribute_hooks
+from fullgraph.runtime.monitor import attribute_hooks, branch_exploration
 from fullgraph.runtime.monitor.driver import Monitor
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.record.records import RecordError, build_record
@@ -49,6 +49,7 @@ def _explain_run(
         result = monitor.execute(lambda: fn(*args, **kwargs))
     except Exception as error:  # noqa: BLE001 - the user's program raised: that is a result, not a crash
         return make_report(fn, run, error), False
+    result = branch_exploration.result_to_record(monitor, run, lambda: fn(*args, **kwargs), result)
     report = make_report(fn, run, None)
     kept_out = run.keeps_sized_by_data_out
     if monitor.tool_error is not None:

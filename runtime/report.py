@@ -191,8 +191,10 @@ def make_report(fn, run: MonitorRun, error: BaseException | None) -> Report:
         report.error = user_error(error)
     splits, checks, deferred = run.tape.call_sites()
     report.breaks = dedupe_breaks(splits + run.unsupported)
-    report.data_checks = dedupe_breaks(checks)
+    report.data_checks = dedupe_breaks(checks + run.merged_reads)
     report.deferred_effects = dedupe_breaks(deferred)
+    if run.merge_note is not None:
+        report.notes.append(run.merge_note)
     return report
 
 

@@ -34,8 +34,10 @@ class Monitor:
         # collection happens to start: they are not the program, so never observed.
         self.ignored_codes = _gc_callback_codes()
 
-    def execute(self, call: Callable[[], Any]) -> Any:
-        """Run ``call()`` under observation and return its real result."""
+    def execute(self, call: Callable[[], Any], finish: bool = True) -> Any:
+        """Run ``call()`` under observation and return its real result; ``finish``: judge
+        what only the program's return shows (not for a path of branch_exploration,
+        which the real run has judged)."""
         cpython.check_supported()
         hooks = self.run.hooks
         previous = sys.gettrace()
@@ -52,7 +54,8 @@ class Monitor:
         finally:
             cpython.stop_tracing(previous)
             self.run.paused = False
-        self.run.finish()
+        if finish:
+            self.run.finish()
         return result
 
     def _on_call(self, frame, event, arg):

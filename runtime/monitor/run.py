@@ -99,6 +99,13 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.size_reads = 0  # tensor sizes Python saw (shape, size(), len ...)
         # Results of callouts a missed replay already made (by callout index).
         self.injected: dict[int, Any] = dict(injected or {})
+        self.injected_at_start = bool(injected)
+        # While a path of data-dependent branches runs (monitor/branch_exploration.py):
+        # its ``bool(t)`` reads are branch points; and what came of the exploration.
+        self.branching: Any = None
+        self.merge_note: str | None = None
+        self.merged_reads: list[breaks.GraphBreak] = []  # the real run's reads, now merged
+        self.unmerged_tape: GraphTape | None = None  # the real run's own, once merged
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         self.root_code = getattr(target, "__code__", None)
         self.args, self.kwargs = args, kwargs

@@ -197,6 +197,8 @@ class TorchCallRouting:
                 func, args, kwargs, result, breaks.AUTOGRAD_STATE_CALL, effectful=True
             )
             return None if name == "__set__" else result
+        if name == "__bool__" and self.branching is not None and len(args) == 1 and not kwargs:
+            return self.branching.read(self, func, args, kwargs)  # a path's branch point
         if name in VALUE_READS and len(self.tape.callouts) in self.injected:
             result = self.injected.pop(len(self.tape.callouts))  # read in the replay that missed
             self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)

@@ -23,7 +23,7 @@ class Block(nn.Module):
 
     def forward(self, x):
         y = self.fc(self.norm(x))
-        if y.sum() > 0:
+        if y.sum().item() > 0:  # a Python number: a split, not a merged branch
             y = y * 2
         return {"out": y, "n": x.shape[0]}
 

@@ -5,7 +5,9 @@ What a user notices: a program that reads its input's data (``if mask.all():``,
 lists the read as a data check at its line; the record still follows the data
 (another outcome is another record).  Where the read's tensor needs real work
 (a matmul) or something updated it in place first, the read stays where it
-was and splits the graph as before.
+was and splits the graph as before.  These are what happens when the paths are
+not merged into one graph (``merge_branches=False``; tests/runtime/
+test_merged_branches.py covers merging).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import torch
 from torch import nn
 
 import fullgraph.runtime as fr
-from fullgraph.lsp_server.cli.check_run import CheckRun
 from fullgraph.lsp_server.analysis.service import AnalysisResult
+from fullgraph.lsp_server.cli.check_run import CheckRun
 
 
 def _ops(gm: torch.fx.GraphModule) -> list[str]:
@@ -40,7 +42,7 @@ class MaskedScore(nn.Module):
 
 def test_read_of_an_input_mask_runs_in_front_of_one_graph():
     model = MaskedScore()
-    compiled = fr.compile(model, backend="eager")
+    compiled = fr.compile(model, backend="eager", merge_branches=False)
     full = torch.ones(2, 4, dtype=torch.long)
     x = torch.randn(2, 4)
     torch.testing.assert_close(compiled(x, full), model(x, full))
@@ -77,7 +79,7 @@ class ScoreAfterLinear(nn.Module):
 
 
 def test_read_that_needs_real_work_still_splits():
-    compiled = fr.compile(ScoreAfterLinear(), backend="eager")
+    compiled = fr.compile(ScoreAfterLinear(), backend="eager", merge_branches=False)
     compiled(torch.randn(3, 4))
     (record,) = compiled.records
     assert len(record.graphs) == 2 and len(record.breaks) == 1
@@ -93,7 +95,7 @@ def updated_then_read(x):
 
 
 def test_read_of_a_tensor_updated_in_place_before_it_still_splits():
-    compiled = fr.compile(updated_then_read, backend="eager")
+    compiled = fr.compile(updated_then_read, backend="eager", merge_branches=False)
     for x in (torch.full((3,), 2.0), torch.full((3,), 0.5), torch.full((3,), 2.0)):
         torch.testing.assert_close(compiled(x.clone()), updated_then_read(x.clone()))
     assert all(len(r.graphs) == 2 and r.data_checks == [] for r in compiled.records)

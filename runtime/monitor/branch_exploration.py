@@ -1,0 +1,301 @@
+"""Exploring every path of data-dependent branches, so they merge into one graph.
+
+After a monitoring run whose only eager calls were ``bool(t)`` of tensors (the
+program branched on data and did nothing else a graph can't hold), the monitor
+runs the function again, once per *path*, to record each outcome of each
+branch as a straight line of ops (``capture/merged_branches.py`` merges them
+into one graph with ``torch.cond``):
+
+- In a path run, ``bool(t)`` is not a split: it is a branch point whose
+  outcome is given (``decisions``) or, past those, the data's own.  The first
+  path follows the data, as the real run did; each later one flips one outcome
+  of an earlier path and lets the data decide after it, until every outcome of
+  every branch point reached has been run (at most :data:`MAX_PATHS` paths).
+- Path runs are speculative: they must change nothing eager would not have
+  (``monitor/speculation.py``).  A print, a store into any object, an in-place
+  update of an outside tensor, autograd, a random draw or any other eager call
+  ends the exploration, and the record is made from the real run as before
+  (graph, mid-guard, graph).  torch's generator is put back after them.
+- They run in the same :class:`MonitorRun` as the real call, so what any path
+  reads from outside is read by the run, and the one guard checks all of it.
+
+Only pure tensor computation between the branch points is merged: so nothing
+but the graph's outputs depends on which path a later call takes, and the
+merged graph is the program's answer whatever the data decides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from fullgraph.runtime import breaks
+from fullgraph.runtime.capture.data_checks import draws_random, storage_key
+from fullgraph.runtime.capture.merged_branches import (
+    BranchPoint,
+    NotMergeable,
+    PathGraph,
+    merge,
+    path_graph,
+)
+from fullgraph.runtime.capture.segments import Segment
+from fullgraph.runtime.capture.tape import GraphTape
+from fullgraph.runtime.record.mock_support import restore_rng, rng_state
+from fullgraph.runtime.torch_internals import autocast_state, global_state, tree_flatten
+
+if TYPE_CHECKING:
+    from fullgraph.runtime.monitor.driver import Monitor
+    from fullgraph.runtime.monitor.run import MonitorRun
+
+# Paths run at most (each is one more monitoring run of the function).
+MAX_PATHS = 8
+
+
+class Branching:
+    """A path run's ``bool(t)`` reads: branch points instead of eager calls."""
+
+    def __init__(self, decisions: tuple[bool, ...]):
+        self.decisions = decisions
+        self.points: list[BranchPoint] = []
+
+    def read(self, run: MonitorRun, func: Any, args: tuple, kwargs: dict) -> bool:
+        tensor = args[0]
+        tape = run.tape
+        node = tape.node_for(tensor)
+        index = len(self.points)
+        outcome = self.decisions[index] if index < len(self.decisions) else func(*args, **kwargs)
+        ops = sum(1 for n in tape.current.graph.nodes if n.op != "placeholder")
+        line = run.locate("Tensor.__bool__", breaks.TENSOR_VALUE_READ).line
+        self.points.append(BranchPoint(node, ops, bool(outcome), line))
+        return bool(outcome)
+
+
+class _Path:
+    def __init__(self, tape: GraphTape, points: list[BranchPoint], result: Any):
+        self.tape, self.points, self.result = tape, points, result
+        self.leaves, self.spec = tree_flatten(result)
+        self.tensors = [x for x in self.leaves if isinstance(x, torch.Tensor)]
+
+    @property
+    def outcomes(self) -> tuple[bool, ...]:
+        return tuple(point.outcome for point in self.points)
+
+
+def is_branch_read(callout: Any) -> bool:
+    return (
+        callout.category is breaks.TENSOR_VALUE_READ
+        and getattr(callout.function, "__name__", "") == "__bool__"
+    )
+
+
+def eligible(run: MonitorRun) -> bool:
+    """Whether the real run's eager calls were only branches on tensor data, with no
+    effect a path run would have to repeat."""
+    tape = run.tape
+    return (
+        bool(tape.callouts)
+        and all(is_branch_read(c) for c in tape.callouts)
+        and tape.unsupported is None
+        and not run.unsupported
+        and not run.not_recordable
+        and not run.mutations
+        and not run.injected_at_start
+        and run.shapes is None
+        and not run.symbolic_sources
+        and not any(s.writebacks or s.mutated_placeholders for s in tape.segments)
+        and not any(draws_random(n) for s in tape.segments for n in s.graph.nodes)
+    )
+
+
+def result_to_record(monitor: Monitor, run: MonitorRun, call, result: Any) -> Any:
+    """After the real run: when its eager calls were only branches on data, run the
+    other paths and merge them (the run's tape becomes the merged graph).  Returns
+    what the record is made from: the first path's result, or else ``result``."""
+    if monitor.tool_error is not None or not eligible(run):
+        return result
+    merged, first_result = merge_branches(monitor, run, call)
+    return first_result if merged else result
+
+
+def merge_branches(monitor: Monitor, run: MonitorRun, call) -> tuple[bool, Any]:
+    """Run every path and, when they merge, make the run's tape the merged one.
+    Returns (merged, the result the record replays: the first path's)."""
+    main = run.tape
+    real_outcomes = tuple(bool(c.result) for c in main.callouts)
+    saved_rng = rng_state()
+    paths: list[_Path] = []
+    try:
+        queue: list[tuple[tuple[bool, ...], int]] = [((), 0)]
+        while queue:
+            if len(paths) == MAX_PATHS:
+                raise NotMergeable(f"more than {MAX_PATHS} paths")
+            decisions, free_from = queue.pop(0)
+            path = _run_path(monitor, run, call, main, decisions)
+            outcomes = path.outcomes
+            queue += [
+                (outcomes[:i] + (not outcomes[i],), i + 1) for i in range(free_from, len(outcomes))
+            ]
+            paths.append(path)
+        if paths[0].outcomes != real_outcomes:
+            raise NotMergeable("the first path did not take the real run's branches")
+        _check_results(paths)
+        _install(paths)
+        run.tape = run.main_tape = paths[0].tape
+        run.unmerged_tape = main
+    except NotMergeable as why:
+        run.tape = run.main_tape = main
+        run.merge_note = f"data-dependent branches not merged: {why}"
+        return False, None
+    except Exception as error:  # noqa: BLE001 - a fullgraph bug: the real run's record stands
+        run.tape = run.main_tape = main
+        run.merge_note = f"data-dependent branches not merged: internal error {error!r}"
+        return False, None
+    finally:
+        restore_rng(saved_rng)
+    # Reported as reads that need no split (the editor's information, not a break).
+    run.merged_reads = [
+        dataclasses.replace(c.location, detail="merged into the graph (torch.cond)")
+        for c in main.callouts
+        if c.location is not None
+    ]
+    lines = sorted({p.line for path in paths for p in path.points})
+    run.merge_note = (
+        f"data-dependent branches merged into one graph (torch.cond): {len(paths)} paths "
+        f"through the branches at line{'s' if len(lines) > 1 else ''} " + ", ".join(map(str, lines))
+    )
+    return True, paths[0].result
+
+
+# Stands in for the object a speculative run may write to: a path may write to none.
+_NO_TARGET = object()
+
+
+def _run_path(
+    monitor: Monitor, run: MonitorRun, call, main: GraphTape, decisions: tuple[bool, ...]
+) -> _Path:
+    if (
+        torch.is_grad_enabled() != main.entry_grad_mode
+        or autocast_state() != main.entry_autocast
+        or {**global_state()} != {k: main.entry_state[k] for k in global_state()}
+    ):
+        raise NotMergeable("the function returned with torch settings it changed")
+    tape = GraphTape(run.resolve_external, run.locate, run.lift)
+    run.tape = run.main_tape = tape
+    branching = Branching(decisions)
+    counts = (len(run.mutations), len(run.not_recordable), len(run.unsupported))
+    run.branching, run.speculating, run.speculation_problem = branching, _NO_TARGET, None
+    try:
+        result = monitor.execute(call, finish=False)
+    except Exception as error:  # noqa: BLE001 - a blocked effect or the program's own error
+        raise NotMergeable(f"a path raised {type(error).__name__}") from None
+    finally:
+        problem = run.speculation_problem
+        run.branching, run.speculating, run.speculation_problem = None, None, None
+    if monitor.tool_error is not None:
+        error, monitor.tool_error = monitor.tool_error, None  # the real run was fine
+        raise NotMergeable(f"internal error while running a path: {error!r}")
+    if problem is not None:
+        raise NotMergeable(f"a path {problem}")
+    if tape.unsupported is not None or tape.callouts or len(tape.segments) != 1:
+        what = tape.callouts[0].function_name if tape.callouts else "something"
+        raise NotMergeable(f"a path calls {what}, which must run eagerly")
+    if (len(run.mutations), len(run.not_recordable), len(run.unsupported)) != counts:
+        raise NotMergeable("a path changes state")
+    if torch.is_grad_enabled() != main.entry_grad_mode or autocast_state() != main.entry_autocast:
+        raise NotMergeable("a path returns with torch settings it changed")
+    if any(draws_random(n) for n in tape.current.graph.nodes):
+        raise NotMergeable("a path draws random numbers")
+    return _Path(tape, branching.points, result)
+
+
+def _check_results(paths: list[_Path]) -> None:
+    """The paths return the same structure and plain values, tensors alike in metadata,
+    none of them from outside or sharing memory with another (torch.cond's outputs
+    are fresh tensors of one metadata whichever branch runs)."""
+    first = paths[0]
+    for path in paths:
+        if path.spec != first.spec:
+            raise NotMergeable("the paths return different structures")
+        for a, b in zip(first.leaves, path.leaves):
+            if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
+                raise NotMergeable("the paths return a tensor and a non-tensor at one place")
+            if isinstance(a, torch.Tensor):
+                if _meta(a) != _meta(b):
+                    raise NotMergeable("the paths return tensors of different metadata")
+            elif type(a) is not type(b) or not _equal(a, b):
+                raise NotMergeable("the paths return different plain values")
+        storages = [storage_key(t) for t in path.tensors]
+        if None in storages or len(set(storages)) != len(storages):
+            raise NotMergeable("returned tensors share memory")
+        for t in path.tensors:
+            if not path.tape.computed(t):
+                raise NotMergeable("a path returns a tensor from outside unchanged")
+        outside = {
+            storage_key(node.meta["example_value"])
+            for node, _ in path.tape.current.placeholders
+            if isinstance(node.meta.get("example_value"), torch.Tensor)
+        }
+        if outside & set(storages):
+            raise NotMergeable("a path returns a view of a tensor from outside")
+
+
+def _meta(t: torch.Tensor) -> tuple:
+    return (t.shape, t.stride(), t.dtype, t.device, t.layout, t.requires_grad)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) or a is b
+    except Exception:  # noqa: BLE001 - values that don't compare are not provably equal
+        return a is b
+
+
+def _install(paths: list[_Path]) -> None:
+    """Merge the paths' graphs and make the first path's tape hold the merged graph, its
+    returned tensors bound to the merged outputs (the mock rebuilds the result from them)."""
+    graphs: list[PathGraph] = []
+    examples: dict = {}
+    for path in paths:
+        segment = path.tape.current
+        outputs = [path.tape.node_for(t) for t in path.tensors]
+        graphs.append(path_graph(segment, path.points, outputs))
+        for node, origin in segment.placeholders:
+            examples.setdefault(origin.source, node.meta["example_value"])
+    merged = merge(graphs, examples)
+    tape = paths[0].tape
+    old = tape.current
+    segment = Segment(0, graph=merged.graph, placeholders=merged.placeholders)
+    segment.submodules = merged.submodules
+    segment.inference_mode = old.inference_mode
+    for node, _ in merged.placeholders:
+        segment.env[id(node.meta["example_value"])] = node
+    ops = [n for n in merged.graph.nodes if n.op not in ("placeholder", "output")]
+    segment.op_count = len(ops)
+    segment.op_counts = {"cond": merged.conds}
+    _validate(segment, merged.outputs, paths[0])
+    tape.segments = [segment]
+    for tensor, node in zip(paths[0].tensors, merged.outputs):
+        tape.bind(tensor, node)
+
+
+def _validate(segment: Segment, outputs: list, first: _Path) -> None:
+    """Run the merged graph once on the call's tensors: it must give the first path's
+    outputs (it is that path, with the other outcomes beside it)."""
+    holder = torch.nn.Module()
+    for name, module in segment.submodules.items():
+        holder.add_module(name, module)
+    graph = torch.fx.Graph()
+    copies: dict = {}
+    graph.graph_copy(segment.graph, copies)
+    graph.output(tuple(copies[node] for node in outputs))
+    module = torch.fx.GraphModule(holder, graph)
+    inputs = [node.meta["example_value"] for node, _ in segment.placeholders]
+    try:
+        with torch.no_grad():
+            got = module(*inputs)
+        for a, b in zip(got, first.tensors):
+            torch.testing.assert_close(a, b.detach(), rtol=0, atol=0, equal_nan=True)
+    except Exception as error:  # noqa: BLE001 - torch.cond's own rules (aliasing, metadata)
+        raise NotMergeable(f"the merged graph failed its check ({type(error).__name__})") from None
