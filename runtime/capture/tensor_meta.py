@@ -37,6 +37,9 @@ class TensorMeta:
     contiguous: bool
     requires_grad: bool
     dispatch_keys: str
+    # Facts of a sparse or quantized tensor its shape does not give: (expression over
+    # ``{t}``, value) pairs (the count of stored values, its scale and zero point).
+    facts: tuple = ()
     example: Any = dataclasses.field(default=None, compare=False, repr=False)
     # The program read ``stride()``: a size-1 dimension's stride is compared too.
     strides_read: bool = dataclasses.field(default=False, compare=False, repr=False)
@@ -70,6 +73,7 @@ class TensorMeta:
             tensor.is_contiguous() if strided else False,
             tensor.requires_grad,
             repr(torch._C._dispatch_keys(tensor)),
+            layout_facts(tensor),
             tensor,
         )
 
@@ -86,3 +90,27 @@ class TensorMeta:
 
     def forget_example(self) -> None:
         object.__setattr__(self, "example", None)  # frozen for equality, not for this
+
+
+# What a sparse layout's or a quantized tensor's kernels depend on beyond its shape.
+_SPARSE_COO_FACTS = ("{t}._nnz()", "{t}.is_coalesced()", "{t}.sparse_dim()", "{t}.dense_dim()")
+_QUANTIZED_FACTS = ("{t}.qscheme()", "{t}.q_scale()", "{t}.q_zero_point()")
+
+
+def layout_facts(tensor: torch.Tensor) -> tuple:
+    """(expression, value) of each fact of ``tensor`` a guard must compare."""
+    if tensor.layout is torch.sparse_coo:
+        expressions = _SPARSE_COO_FACTS
+    elif tensor.layout is not torch.strided:  # CSR, CSC, BSR, BSC
+        expressions = ("{t}._nnz()", "{t}.dense_dim()")
+    elif tensor.is_quantized and tensor.qscheme() in (
+        torch.per_tensor_affine,
+        torch.per_tensor_symmetric,
+    ):
+        expressions = _QUANTIZED_FACTS
+    elif tensor.is_quantized:  # per channel: its scales are a tensor of their own
+        expressions = ("{t}.qscheme()", "{t}.q_per_channel_axis()")
+    else:
+        return ()
+    values = {"t": tensor}
+    return tuple((e, eval(e.format(t="t"), {}, values)) for e in expressions)

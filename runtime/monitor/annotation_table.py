@@ -24,6 +24,12 @@ import dataclasses
 import types
 
 from fullgraph.runtime import breaks
+from fullgraph.runtime.monitor.hidden_state_reads import (
+    HIDDEN_STATE_READS,
+    REFUSED_CALLS,
+    SETTING_CHANGES,
+    is_single_dispatch,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +72,6 @@ BUILTIN_FUNCTIONS: dict[str, Annotation] = {
             "chr",
             "complex",
             "dict",
-            "dir",
             "divmod",
             "float",
             "format",
@@ -111,6 +116,8 @@ BUILTIN_FUNCTIONS: dict[str, Annotation] = {
     "reversed": _iterating("reversed"),
     "iter": _iterating("iter"),
     "next": PURE,
+    "dir": READS_HIDDEN_STATE,  # the object's attributes now: replayed, its result checked
+    "__import__": Annotation(pure=False, refuses=REFUSED_CALLS["builtins.__import__"]),
     "setattr": _mutating(0),
     "delattr": _mutating(0),
     "print": EFFECT,
@@ -367,42 +374,10 @@ FUNCTIONS: dict[str, Annotation] = {
     "torch.random.get_rng_state": READS_HIDDEN_STATE,
     # An lru_cache's counters move with every call of it, replays included.
     "functools._lru_cache_wrapper.cache_info": READS_HIDDEN_STATE,
-    # The CUDA allocator: changes between calls (any allocation), so never a constant
-    # of the record.
-    **{
-        name: READS_HIDDEN_STATE
-        for name in [
-            *(
-                f"torch.cuda.memory.{reading}"
-                for reading in [
-                    "memory_allocated",
-                    "max_memory_allocated",
-                    "memory_reserved",
-                    "max_memory_reserved",
-                    "memory_stats",
-                    "memory_cached",
-                    "max_memory_cached",
-                ]
-            ),
-        ]
-    },
-    # Reads of the environment and the file system (their modules are EFFECT, whose
-    # None results go unchecked): replayed, their result checked, None included.
-    **{
-        f"{module}.{name}": READS_HIDDEN_STATE
-        for module, names in [
-            ("os", ["getenv", "getenvb", "getcwd", "getpid", "cpu_count", "listdir", "stat"]),
-            (
-                "posixpath",
-                ["exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime"],
-            ),
-            (
-                "genericpath",
-                ["exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime"],
-            ),
-        ]
-        for name in names
-    },
+    # Results that depend on state outside the arguments (hidden_state_reads.py).
+    **{name: READS_HIDDEN_STATE for name in HIDDEN_STATE_READS},
+    **{name: EFFECT for name in SETTING_CHANGES},
+    **{name: Annotation(pure=False, refuses=why) for name, why in REFUSED_CALLS.items()},
     # C functions of pure modules that change their first argument in place.
     **{
         f"{module}.{name}": _mutating(0)
@@ -498,8 +473,12 @@ def lookup(fn: object) -> Annotation | None:
         return BUILTIN_FUNCTIONS.get(fn.__name__, PURE)
     if isinstance(receiver, type) and receiver.__module__ == "builtins":
         return PURE  # tuple.__new__, dict.fromkeys, int.from_bytes ...
+    if is_single_dispatch(fn):
+        return READS_HIDDEN_STATE
     module = _module_of(fn)
     qualified = f"{module}.{getattr(fn, '__qualname__', name)}"
+    if not hasattr(fn, "__qualname__"):  # a library object called: its class's __call__
+        qualified = f"{module}.{type(fn).__qualname__}.__call__"
     if qualified in FUNCTIONS:
         return FUNCTIONS[qualified]
     parts = module.split(".")

@@ -58,6 +58,12 @@ class Callouts:
             name = annotation_table.qualified_name(fn)
             speculation.block(self, state.frame, fn_depth, f"calls {name}")
             return None
+        if (fn in (eval, exec) and len(args) < 2 and "globals" not in kwargs) or (
+            fn in (globals, locals, vars, dir) and not args
+        ):
+            # ``eval("K")``, ``globals()``: the names of the frame it runs in, and a
+            # replay's frame is the mock's.
+            self.refuse(f"{fn.__name__}() without a namespace reads the function's own names")
         index = len(self.tape.callouts)
         if index in self.injected:
             # This call already ran in the replay that missed: hand the interpreter

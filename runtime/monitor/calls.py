@@ -26,6 +26,7 @@ from fullgraph.runtime.monitor import (
     autograd_calls,
     class_slots,
     handed_callables,
+    hidden_state_reads,
     hook_sources,
     module_calls,
     module_walks,
@@ -36,11 +37,7 @@ from fullgraph.runtime.monitor import (
 )
 from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
 from fullgraph.runtime.monitor.state import FrameState, Mutation
-from fullgraph.runtime.monitor.user_code import (
-    compiled_inner_target,
-    constructs_here,
-    is_user_code,
-)
+from fullgraph.runtime.monitor.user_code import compiled_inner_target, constructs_here, is_user_code
 from fullgraph.runtime.sources import (
     AttrSource,
     HasAttrSource,
@@ -304,6 +301,7 @@ class CallHandling(Callouts):
             receiver = args[0]  # an unbound method descriptor called with its receiver first
         if fn is next and args and id(args[0]) in self.iterators:
             return self._next_call(args, result)
+        hidden_state_reads.read_definition(self, fn, args)  # inspect.signature(h): h's defaults
         if fn is id and len(args) == 1 and self.source_of(args[0]) is not None:
             # ``cache[id(w)]``: the number stands for the object; the guard re-reads it.
             self.read(IdSource(self.source_of(args[0])), id(args[0]), symbolic=False)

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import attribute_hooks, function_reads, taint
+from fullgraph.runtime.monitor import attribute_hooks, function_reads, global_loads, imports, taint
 from fullgraph.runtime.monitor.opcodes import HANDLERS
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.monitor.state import FrameState
 from fullgraph.runtime.monitor.user_code import is_user_code
+
+_ = global_loads, imports  # their handlers join HANDLERS (LOAD_GLOBAL, IMPORT_*)
 
 
 class ToolError(RuntimeError):

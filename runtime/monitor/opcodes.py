@@ -26,7 +26,7 @@ from fullgraph.runtime.monitor import (
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.record.guards import IDENTITY_CHECKED
-from fullgraph.runtime.sources import AttrSource, ConstSource, ItemSource, TypeOfSource
+from fullgraph.runtime.sources import AttrSource, TypeOfSource
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -51,22 +51,6 @@ def handles(*names: str, since: tuple | None = None, until: tuple | None = None)
 
 def tos(state: FrameState, depth: int = 0):
     return cpython.stack_item(state.frame, depth)
-
-
-@handles("LOAD_GLOBAL")
-def load_global(run: MonitorRun, state: FrameState, ins) -> After:
-    name = ins.argval
-    globals_dict = state.frame.f_globals
-
-    def after() -> None:
-        value = tos(state, cpython.loaded_depth(ins, lambda depth: tos(state, depth)))
-        if (id(globals_dict), name) in run.written:
-            run.loaded_written((id(globals_dict), name), value)
-        elif name in globals_dict:
-            source = ItemSource(ConstSource(run.globals_name(globals_dict)), name)
-            run.read(source, value)
-
-    return after
 
 
 @handles("LOAD_ATTR")

@@ -41,6 +41,7 @@ from fullgraph.runtime.sources import (
     HasAttrSource,
     ItemSource,
     IterItemsSource,
+    KeysSource,
     LenSource,
     LookupSource,
     RootModuleSource,
@@ -101,6 +102,10 @@ class Provenance:
                 self.register_root(value, ItemSource(AttrSource(source, "args"), i))
             for name, value in fn.keywords.items():
                 self.register_root(value, ItemSource(AttrSource(source, "keywords"), name))
+            # A keyword or argument added later is another call (``p.keywords["b"] = 1``).
+            keywords = tuple(fn.keywords)
+            self.read(KeysSource(AttrSource(source, "keywords")), keywords, symbolic=False)
+            self.read(LenSource(AttrSource(source, "args")), len(fn.args), symbolic=False)
         elif isinstance(fn, types.MethodType):
             self.register_root(fn.__self__, AttrSource(source, "__self__"))  # its tree too
             # ``compile(model.forward)``: the function's closure cells (a decorator's

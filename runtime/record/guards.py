@@ -201,6 +201,7 @@ def tensor_check(
         *sizes,
         *layout,
         f"{name}.requires_grad is {meta.requires_grad}",
+        *(f"{expr.format(t=name)} == {ns.expr(value)}" for expr, value in meta.facts),
     ]
     return " and ".join(parts)
 
@@ -224,7 +225,8 @@ def value_check(
         return (
             (lambda name: tensor_check(name, meta, ns, dims)),
             why,
-            NativeLeaf("tensor", meta, dims),
+            # torch's tensor match knows no sparse or quantized facts: the Python check.
+            None if meta.facts else NativeLeaf("tensor", meta, dims),
         )
     if value is None or isinstance(value, bool):
         return (lambda name: f"{name} is {value!r}"), "value", NativeLeaf("id", value)

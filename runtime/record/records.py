@@ -151,6 +151,10 @@ def graph_modules(run: MonitorRun) -> list[torch.fx.GraphModule]:
 
 
 def _compile(run: MonitorRun, segment, gm, examples: list, backend: Backend):
+    if any(_subclass(example) for example in examples):
+        # A tensor subclass (its __torch_function__, its attributes): a compiled graph
+        # would compute on plain tensors and return them; its ops run as recorded.
+        return gm.forward
     if not segment.sized_by_data:
         return backend(gm, examples)
     try:
@@ -464,6 +468,14 @@ def _external_inputs(run: MonitorRun) -> list[Source]:
             if isinstance(origin, ExternalOrigin) and origin.source not in sources:
                 sources.append(origin.source)
     return sources
+
+
+def _subclass(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and type(value) not in (
+        torch.Tensor,
+        torch.nn.Parameter,
+        torch.nn.Buffer,
+    )
 
 
 def _holds_tensor(value: Any) -> bool:

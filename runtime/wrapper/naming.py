@@ -71,8 +71,11 @@ def importable(value: Any) -> str | None:
         if all(items):
             return "(" + "".join(f"{item}, " for item in items).rstrip(" ") + ")"
         return None
-    if isinstance(value, dict) and "__name__" in value and value.get("__builtins__") is not None:
-        return _globals_dict(value)
+    if isinstance(value, dict) and isinstance(value.get("__name__"), str):
+        # A module's globals (``builtins`` and ``sys`` have no ``__builtins__`` of their own).
+        module = sys.modules.get(value["__name__"])
+        if value.get("__builtins__") is not None or getattr(module, "__dict__", None) is value:
+            return _globals_dict(value)
     owner = getattr(value, "__objclass__", None)
     if isinstance(value, enum.Enum):  # a member: its class's attribute
         module, names = type(value).__module__, [f"{type(value).__qualname__}.{value.name}"]

@@ -1,0 +1,126 @@
+"""Library calls whose result depends on state that is not among their arguments.
+
+Most of the standard library is annotated pure by module (``annotation_table``):
+the same arguments give the same result, so a record may keep the result.  The
+functions named here read something else, which changes between calls without
+any argument changing: the CUDA allocator, the environment and the file system,
+a function's defaults behind its signature, the weak references to an object, the
+decimal context, numpy's print and error settings.  Each is replayed on every
+call (its result checked where it is read), and the ones that change such a
+setting are effects, replayed in order.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from fullgraph.runtime.monitor import function_reads
+
+HIDDEN_STATE_READS = frozenset(
+    [
+        # The CUDA allocator: changes with any allocation, so never a constant.
+        *(
+            f"torch.cuda.memory.{reading}"
+            for reading in [
+                "memory_allocated",
+                "max_memory_allocated",
+                "memory_reserved",
+                "max_memory_reserved",
+                "memory_stats",
+                "memory_cached",
+                "max_memory_cached",
+            ]
+        ),
+        # The environment and the file system (their modules are effects, whose None
+        # results go unchecked): replayed, their result checked, None included.
+        *(
+            f"{module}.{name}"
+            for module, names in [
+                ("os", ["getenv", "getenvb", "getcwd", "getpid", "cpu_count", "listdir", "stat"]),
+                (
+                    "posixpath",
+                    ["exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime"],
+                ),
+                (
+                    "genericpath",
+                    ["exists", "lexists", "isfile", "isdir", "islink", "getsize", "getmtime"],
+                ),
+            ]
+            for name in names
+        ),
+        # What a class or function is now: its members and annotations.  (Signatures
+        # stay pure, transformers asks for them inside forward: read_definition.)
+        "inspect.getmembers",
+        "typing.get_type_hints",
+        # Weak references: what they reach, and how many there are.
+        "weakref.getweakrefcount",
+        "weakref.getweakrefs",
+        # Context-local state.  (Not ``ContextVar.get``: transformers sets a context
+        # variable around its forward and its hooks read it back inside; as a replayed
+        # call it would return the replay's value, not the run's.)
+        "decimal.getcontext",
+        # numpy's process settings and what they format.
+        "numpy.array2string",
+        "numpy.array_repr",
+        "numpy.array_str",
+        "numpy.get_printoptions",
+        "numpy.geterr",
+        "torch.is_autocast_cache_enabled",
+    ]
+)
+
+# Calls that change such a setting: effects, replayed in order.
+SETTING_CHANGES = frozenset(
+    [
+        "numpy.set_printoptions",
+        "numpy.seterr",
+        "numpy.errstate",
+        "decimal.setcontext",
+        "decimal.localcontext",
+    ]
+)
+
+
+# Calls whose result the guard could not follow: the run is not recorded.
+REFUSED_CALLS = {
+    "weakref.WeakMethod.__call__": "returns a bound method whose object has no path",
+    "builtins.__import__": "returns a module the guard has no path to (an import statement has)",
+    **{
+        name: "reads the interpreter's frames (a replay runs in fullgraph's)"
+        for name in [
+            "inspect.currentframe",
+            "inspect.stack",
+            "inspect.getouterframes",
+            "inspect.trace",
+            "sys._getframe",
+            "traceback.extract_stack",
+            "traceback.format_stack",
+            "traceback.print_stack",
+        ]
+    },
+    "importlib.import_module": "returns a module the guard has no path to (an import statement has)",
+}
+
+
+def is_single_dispatch(fn: object) -> bool:
+    """A ``functools.singledispatch`` function: which implementation runs depends on
+    its registry, which ``register`` changes between calls."""
+    return all(hasattr(fn, name) for name in ("registry", "dispatch", "register"))
+
+
+# Pure calls whose result follows a function's definition (its defaults, its code).
+_DEFINITION_READERS = (inspect.signature, inspect.getfullargspec)
+
+
+def read_definition(run: Any, fn: Any, args: tuple) -> None:
+    """``inspect.signature(h)``: what it returns follows ``h``'s code and defaults (and
+    those of the functions it wraps), so they are read as a call of ``h`` reads them."""
+    if fn not in _DEFINITION_READERS or not args:
+        return
+    target = args[0]
+    for _ in range(8):  # the __wrapped__ chain signature follows
+        function_reads.read_function(run, target)
+        target = getattr(target, "__wrapped__", None)
+        if target is None or run.source_of(target) is None:
+            return
