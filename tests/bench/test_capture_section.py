@@ -71,6 +71,9 @@ def test_both_systems_are_measured_in_the_same_run(capture_run):
     assert rows["legacy_variable_requires_grad"]["fullgraph"]["graphs"] == 1
     assert rows["legacy_variable_requires_grad"]["fullgraph"]["breaks"] == 0
     assert rows["legacy_variable_requires_grad"]["dynamo"]["error"] is not None
+    # A branch on data: both paths merged into one graph (torch.cond), one monitoring run.
+    merged = rows["branch_masked_loss"]["fullgraph"]
+    assert (merged["graphs"], merged["breaks"], merged["monitor_runs"]) == (1, 0, 1)
 
 
 def test_every_program_has_a_category_and_is_deterministic_eagerly():
