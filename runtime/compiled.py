@@ -372,6 +372,8 @@ class CompiledFunction:
             self.stats.fallback_reason = f"internal error in fullgraph while recording: {error!r}"
             report.notes.append(self.stats.fallback_reason)
             return result
+        if run.unmerged_tape is not None and run.tape is run.unmerged_tape:
+            report = self.last_report = make_report(self.fn, run, None)  # as recorded
         if not record.reusable:
             self._stop_monitoring(
                 f"not reusable ({breaks.NOT_REUSABLE.code}): {record.not_reusable_reason}",
@@ -400,6 +402,7 @@ class CompiledFunction:
             return build(recorded)
         except Exception as error:  # noqa: BLE001 - the unmerged record is the program's answer too
             run.tape = run.main_tape = run.unmerged_tape
+            run.merged_reads = []
             run.merge_note = f"data-dependent branches not merged: recording failed ({error!r})"[
                 :400
             ]

@@ -109,3 +109,26 @@ def test_inductor_compiles_the_merged_graph_with_gradients():
     torch.testing.assert_close(model.fc.weight.grad, twin.fc.weight.grad)
     assert compiled.stats.monitor_runs == 1 and compiled.stats.hits == 4
     assert len(compiled.records[0].graphs) == 1
+
+
+def test_a_merged_record_that_fails_to_build_falls_back_to_the_run_as_it_ran(monkeypatch):
+    import fullgraph.runtime.compiled as compiled_module
+
+    real_build = compiled_module.build_record
+
+    def failing_for_merged(run, *args, **kwargs):
+        if run.unmerged_tape is not None and run.tape is not run.unmerged_tape:
+            raise RuntimeError("the backend rejects torch.cond")
+        return real_build(run, *args, **kwargs)
+
+    monkeypatch.setattr(compiled_module, "build_record", failing_for_merged)
+    torch.manual_seed(0)
+    model = ClipByNorm()
+    compiled = fr.compile(model, backend="eager")
+    for x in _inputs():
+        torch.testing.assert_close(compiled(x), model(x), rtol=0, atol=0)
+    assert compiled.stats.fallback_reason is None and compiled.stats.hits >= 3
+    assert all(len(r.graphs) == 2 for r in compiled.records)  # graph, mid-guard, graph
+    report = compiled.report().to_json()
+    assert [b["code"] for b in report["breaks"]] == ["FG202"]
+    assert any("recording failed" in note for note in report["notes"])
