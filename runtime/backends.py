@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,32 @@ Backend = Callable[[torch.fx.GraphModule, list], Callable[..., Any]]
 
 
 def eager_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
-    return gm.forward
+    if not _holds_cond(gm):
+        return gm.forward
+    # torch.cond called eagerly checks and traces its branches on every call (ms):
+    # run the branch its predicate picks as Python, as the program itself would.
+    runnable = copy.deepcopy(gm)
+    _branch_in_python(runnable)
+    return runnable.forward
+
+
+def eager_cond(pred: torch.Tensor, true_fn, false_fn, operands: tuple):
+    """``torch.cond`` as the eager backend runs it: the picked branch, called."""
+    return (true_fn if bool(pred) else false_fn)(*operands)
+
+
+def _holds_cond(gm: torch.fx.GraphModule) -> bool:
+    return any(node.target is torch_internals.cond_op() for node in gm.graph.nodes)
+
+
+def _branch_in_python(gm: torch.fx.GraphModule) -> None:
+    for node in gm.graph.nodes:
+        if node.target is torch_internals.cond_op():
+            node.target = eager_cond
+    for child in gm.children():
+        if isinstance(child, torch.fx.GraphModule):
+            _branch_in_python(child)
+    gm.recompile()
 
 
 def _draws_random(gm: torch.fx.GraphModule) -> bool:

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.backends import Backend, sized_by_data_variant
+from fullgraph.runtime.backends import Backend, eager_backend, sized_by_data_variant
 from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.data_checks import check_module, draws_random, storage_key
 from fullgraph.runtime.capture.origins import ExternalOrigin
@@ -154,7 +154,7 @@ def _compile(run: MonitorRun, segment, gm, examples: list, backend: Backend):
     if any(_subclass(example) for example in examples):
         # A tensor subclass (its __torch_function__, its attributes): a compiled graph
         # would compute on plain tensors and return them; its ops run as recorded.
-        return gm.forward
+        return eager_backend(gm, examples)
     if not segment.sized_by_data:
         return backend(gm, examples)
     try:
