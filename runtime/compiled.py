@@ -348,7 +348,11 @@ class CompiledFunction:
             raise
         if self.merge_failures < MERGE_TRIES:
             recorded = branch_exploration.result_to_record(
-                monitor, run, lambda: self.fn(*args, **kwargs), result
+                monitor,
+                run,
+                lambda: self.fn(*args, **kwargs),
+                result,
+                python_branches=self.backend_name == "eager",
             )
             self.merge_failures += run.merge_note is not None and recorded is result
         else:

@@ -103,12 +103,19 @@ class MergedGraph:
     conds: int
 
 
-def merge(paths: list[PathGraph], examples: dict) -> MergedGraph:
+def merge(
+    paths: list[PathGraph], examples: dict, requires_grad: list[bool], one_sided_grads: bool
+) -> MergedGraph:
     """One graph computing every path, deciding at each branch point with ``torch.cond``.
-    ``examples``: source -> the outside tensor (example value of its placeholder)."""
+    ``examples``: source -> the outside tensor (example value of its placeholder);
+    ``requires_grad``: whether each output does (in every path); ``one_sided_grads``:
+    whether a tensor from outside that requires grad may be used by one branch only
+    (the eager backend runs the picked branch as Python; torch.cond's backward would
+    give it zeros where eager leaves its ``.grad`` None)."""
     if len({len(p.outputs) for p in paths}) != 1:
         raise NotMergeable("the paths return different numbers of tensors")
     root = _Scope(torch.fx.Graph(), None, len(paths))
+    root.one_sided_grads = one_sided_grads
     placeholders: dict[Any, torch.fx.Node] = {}
     for index, path in enumerate(paths):
         for node, source in path.placeholders.items():
@@ -118,6 +125,11 @@ def merge(paths: list[PathGraph], examples: dict) -> MergedGraph:
                 placeholders[source] = new
             root.env[index][node] = placeholders[source]
     outputs = _emit(root, paths, list(range(len(paths))), 0, 0)
+    # torch.cond's outputs all require grad when an operand does; eager's need not.
+    outputs = [
+        out if grad else root.graph.call_method("detach", (out,))
+        for out, grad in zip(outputs, requires_grad)
+    ]
     return MergedGraph(
         root.graph,
         [(node, ExternalOrigin(source)) for source, node in placeholders.items()],
@@ -139,6 +151,17 @@ class _Scope:
         self.operands: dict[torch.fx.Node, torch.fx.Node] = {}  # parent node -> placeholder
         self.submodules: dict[str, torch.fx.GraphModule] = {}
         self.conds = 0
+        self.one_sided_grads = parent.one_sided_grads if parent is not None else True
+
+    def outside_tensor(self, node: torch.fx.Node) -> torch.Tensor | None:
+        """The tensor from outside the call that ``node`` stands for, if it is one."""
+        scope = self
+        while node.op == "placeholder" and scope.parent is not None:
+            node = next(outer for outer, inner in scope.operands.items() if inner is node)
+            scope = scope.parent
+        if node.op != "placeholder":
+            return None
+        return node.meta.get("example_value")
 
     def get(self, path: int, node: torch.fx.Node) -> torch.fx.Node:
         found = self.env[path].get(node)
@@ -195,6 +218,15 @@ def _emit(scope: _Scope, paths: list[PathGraph], group: list[int], depth: int, s
         sides.append((inner, outputs))
     # Each value once: two operands that are one tensor would alias (torch.cond refuses).
     operands = list(dict.fromkeys(outer for inner, _ in sides for outer in inner.operands))
+    if not scope.one_sided_grads and torch.is_grad_enabled():
+        for outer in operands:
+            tensor = scope.outside_tensor(outer)
+            used_by_both = all(outer in inner.operands for inner, _ in sides)
+            if isinstance(tensor, torch.Tensor) and tensor.requires_grad and not used_by_both:
+                raise NotMergeable(
+                    "a tensor from outside that requires grad is used on one side only "
+                    "(torch.cond would give it a zero gradient, eager none)"
+                )
     names = []
     for label, (inner, outputs) in zip(("true", "false"), sides):
         name = f"merged_{label}_{len(scope.submodules) // 2}"

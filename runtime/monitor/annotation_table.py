@@ -383,6 +383,8 @@ FUNCTIONS: dict[str, Annotation] = {
         f"{module}.{name}": _mutating(0)
         for module, names in [
             ("heapq", ["heappush", "heappop", "heapify", "heapreplace", "heappushpop"]),
+            ("bisect", ["insort", "insort_left", "insort_right"]),
+            ("collections", ["_count_elements"]),  # Counter.update's C helper
             ("operator", ["setitem", "delitem", "iadd", "iconcat", "ior", "iand", "isub"]),
             ("random", ["shuffle"]),
         ]

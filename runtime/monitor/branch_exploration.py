@@ -27,6 +27,7 @@ merged graph is the program's answer whatever the data decides.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -42,6 +43,8 @@ from fullgraph.runtime.capture.merged_branches import (
 )
 from fullgraph.runtime.capture.segments import Segment
 from fullgraph.runtime.capture.tape import GraphTape
+from fullgraph.runtime.monitor.speculation import SpeculationBlocked
+from fullgraph.runtime.monitor.speculative_writes import OutsideWrites
 from fullgraph.runtime.record.mock_support import restore_rng, rng_state
 from fullgraph.runtime.torch_internals import autocast_state, global_state, tree_flatten
 
@@ -49,8 +52,10 @@ if TYPE_CHECKING:
     from fullgraph.runtime.monitor.driver import Monitor
     from fullgraph.runtime.monitor.run import MonitorRun
 
-# Paths run at most (each is one more monitoring run of the function).
+# Paths run at most (each is one more monitoring run of the function), and branch
+# points one path may reach.
 MAX_PATHS = 8
+MAX_POINTS = 64
 
 
 class Branching:
@@ -66,6 +71,8 @@ class Branching:
         node = tape.node_for(tensor)
         index = len(self.points)
         outcome = self.decisions[index] if index < len(self.decisions) else func(*args, **kwargs)
+        if index >= MAX_POINTS:  # a flipped outcome no data takes may never end a loop
+            raise SpeculationBlocked(f"reaches more than {MAX_POINTS} branch points")
         ops = sum(1 for n in tape.current.graph.nodes if n.op != "placeholder")
         line = run.locate("Tensor.__bool__", breaks.TENSOR_VALUE_READ).line
         self.points.append(BranchPoint(node, ops, bool(outcome), line))
@@ -109,17 +116,22 @@ def eligible(run: MonitorRun) -> bool:
     )
 
 
-def result_to_record(monitor: Monitor, run: MonitorRun, call, result: Any) -> Any:
+def result_to_record(
+    monitor: Monitor, run: MonitorRun, call, result: Any, python_branches: bool = True
+) -> Any:
     """After the real run: when its eager calls were only branches on data, run the
     other paths and merge them (the run's tape becomes the merged graph).  Returns
-    what the record is made from: the first path's result, or else ``result``."""
+    what the record is made from: the first path's result, or else ``result``.
+    ``python_branches``: the backend runs a torch.cond as Python (the eager one)."""
     if monitor.tool_error is not None or not eligible(run):
         return result
-    merged, first_result = merge_branches(monitor, run, call)
+    merged, first_result = merge_branches(monitor, run, call, python_branches)
     return first_result if merged else result
 
 
-def merge_branches(monitor: Monitor, run: MonitorRun, call) -> tuple[bool, Any]:
+def merge_branches(
+    monitor: Monitor, run: MonitorRun, call, python_branches: bool = True
+) -> tuple[bool, Any]:
     """Run every path and, when they merge, make the run's tape the merged one.
     Returns (merged, the result the record replays: the first path's)."""
     main = run.tape
@@ -140,8 +152,8 @@ def merge_branches(monitor: Monitor, run: MonitorRun, call) -> tuple[bool, Any]:
             paths.append(path)
         if paths[0].outcomes != real_outcomes:
             raise NotMergeable("the first path did not take the real run's branches")
-        _check_results(paths)
-        _install(paths)
+        _check_results(run, paths)
+        _install(paths, python_branches)
         run.tape = run.main_tape = paths[0].tape
         run.unmerged_tape = main
     except NotMergeable as why:
@@ -187,7 +199,8 @@ def _run_path(
     counts = (len(run.mutations), len(run.not_recordable), len(run.unsupported))
     run.branching, run.speculating, run.speculation_problem = branching, _NO_TARGET, None
     try:
-        result = monitor.execute(call, finish=False)
+        with OutsideWrites(run):
+            result = monitor.execute(call, finish=False)
     except Exception as error:  # noqa: BLE001 - a blocked effect or the program's own error
         raise NotMergeable(f"a path raised {type(error).__name__}") from None
     finally:
@@ -210,22 +223,15 @@ def _run_path(
     return _Path(tape, branching.points, result)
 
 
-def _check_results(paths: list[_Path]) -> None:
-    """The paths return the same structure and plain values, tensors alike in metadata,
-    none of them from outside or sharing memory with another (torch.cond's outputs
-    are fresh tensors of one metadata whichever branch runs)."""
+def _check_results(run: MonitorRun, paths: list[_Path]) -> None:
+    """The paths return the same structure: the same objects from outside, equal plain
+    values, tensors alike in metadata, none of them from outside or sharing memory with
+    another (torch.cond's outputs are fresh tensors of one metadata whichever branch
+    runs)."""
     first = paths[0]
     for path in paths:
-        if path.spec != first.spec:
-            raise NotMergeable("the paths return different structures")
-        for a, b in zip(first.leaves, path.leaves):
-            if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
-                raise NotMergeable("the paths return a tensor and a non-tensor at one place")
-            if isinstance(a, torch.Tensor):
-                if _meta(a) != _meta(b):
-                    raise NotMergeable("the paths return tensors of different metadata")
-            elif type(a) is not type(b) or not _equal(a, b):
-                raise NotMergeable("the paths return different plain values")
+        if path.spec != first.spec or not _same(run, first.result, path.result):
+            raise NotMergeable("the paths return different values (or different objects)")
         storages = [storage_key(t) for t in path.tensors]
         if None in storages or len(set(storages)) != len(storages):
             raise NotMergeable("returned tensors share memory")
@@ -241,18 +247,43 @@ def _check_results(paths: list[_Path]) -> None:
             raise NotMergeable("a path returns a view of a tensor from outside")
 
 
+def _same(run: MonitorRun, a: Any, b: Any, depth: int = 0) -> bool:
+    """Whether two paths' results are one value: an object from outside must be the very
+    object; a float equal to the sign (``-0.0``); containers item by item."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and _meta(a) == _meta(b)
+    if run.source_of(a) is not None or run.source_of(b) is not None:
+        return a is b
+    if type(a) is not type(b) or depth > 32:
+        return False
+    if isinstance(a, float):
+        return _same_float(a, b)
+    if isinstance(a, complex):
+        return _same_float(a.real, b.real) and _same_float(a.imag, b.imag)
+    if isinstance(a, (int, str, bytes, bool, type(None), torch.dtype, torch.device)):
+        return a == b
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(run, x, y, depth + 1) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(run, a[k], b[k], depth + 1) for k in a)
+    leaves_a, spec_a = tree_flatten(a)
+    leaves_b, spec_b = tree_flatten(b)
+    if len(leaves_a) == 1 and leaves_a[0] is a:  # not a container torch knows: this object
+        return a is b
+    return spec_a == spec_b and all(_same(run, x, y, depth + 1) for x, y in zip(leaves_a, leaves_b))
+
+
+def _same_float(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
 def _meta(t: torch.Tensor) -> tuple:
     return (t.shape, t.stride(), t.dtype, t.device, t.layout, t.requires_grad)
 
 
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b) or a is b
-    except Exception:  # noqa: BLE001 - values that don't compare are not provably equal
-        return a is b
-
-
-def _install(paths: list[_Path]) -> None:
+def _install(paths: list[_Path], python_branches: bool) -> None:
     """Merge the paths' graphs and make the first path's tape hold the merged graph, its
     returned tensors bound to the merged outputs (the mock rebuilds the result from them)."""
     graphs: list[PathGraph] = []
@@ -263,7 +294,9 @@ def _install(paths: list[_Path]) -> None:
         graphs.append(path_graph(segment, path.points, outputs))
         for node, origin in segment.placeholders:
             examples.setdefault(origin.source, node.meta["example_value"])
-    merged = merge(graphs, examples)
+    requires_grad = [t.requires_grad for t in paths[0].tensors]
+    with torch.set_grad_enabled(paths[0].tape.entry_grad_mode):
+        merged = merge(graphs, examples, requires_grad, one_sided_grads=python_branches)
     tape = paths[0].tape
     old = tape.current
     segment = Segment(0, graph=merged.graph, placeholders=merged.placeholders)

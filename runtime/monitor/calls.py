@@ -265,10 +265,8 @@ class CallHandling(Callouts):
             # len(x) would make a followed size a plain int: x.size(0) keeps it a SizeInt.
             cpython.replace_stack_item(state.frame, fn_depth, sizes.tensor_len)
             return None
-        if (
-            annotation.mutates
-            and self.speculating is not None
-            and not speculation.allows_store(self, _mutated_owner(receiver, args, annotation))
+        if self.speculating is not None and speculation.changes_outside(
+            self, fn, target, (receiver, *args, *kwargs.values()), _mutated_owner, annotation
         ):
             speculation.block(self, state.frame, fn_depth, f"calls {name} on an object")
             return None

@@ -245,6 +245,10 @@ def binary_op(run, state, ins) -> After:
     read_operands(run, operand, *(() if symbol.endswith("=") else (target,)))
     if not symbol.endswith("="):
         return None
+    if run.speculating is not None and not isinstance(target, speculation.UPDATED_BY_VALUE):
+        # A path run must change nothing: ``log += [v]`` changes the list before any store.
+        speculation.block(run, state.frame, 1, f"updates a {type(target).__name__} in place")
+        return None
     if isinstance(target, MUTABLE_CONTAINERS):
         run.store_inplace(target, _INPLACE_METHODS.get(symbol, symbol), operand)
     return None
@@ -337,6 +341,9 @@ def get_yield_from_iter(run, state, ins) -> After:
 @handles("FOR_ITER")
 def for_iter(run, state, ins) -> After:
     iterator = tos(state)
+    if run.speculating is not None and run.source_of(iterator) is not None:
+        speculation.block(run, state.frame, 0, "advances an iterator from before it")
+        return None
     class_slots.read_protocol(run, iterator, _NEXT)
     depth = cpython.stack_depth(state.frame)
 

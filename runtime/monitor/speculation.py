@@ -18,12 +18,21 @@ from before the run raise the same way.
 
 from __future__ import annotations
 
+import collections
+import types
 from typing import Any
 
 import torch
 
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import autograd_calls
+from fullgraph.runtime.monitor.user_code import is_user_code
+
+# ``x op= v`` on these makes a new object (or is a torch op the capture sees first).
+UPDATED_BY_VALUE = (torch.Tensor, int, float, complex, bool, str, bytes, tuple, frozenset)
+
+
+_MUTABLE = (list, dict, set, bytearray, collections.deque)
 
 
 class SpeculationBlocked(Exception):
@@ -52,6 +61,24 @@ def block(run: Any, frame: Any, depth: int, what: str) -> None:
     # Noted now as well: user code may catch the exception and carry on.
     run.speculation_problem = run.speculation_problem or what
     cpython.replace_stack_item(frame, depth, blocker)
+
+
+def changes_outside(
+    run: Any, fn: Any, target: Any, values: tuple, mutated_owner: Any, annotation: Any
+) -> bool:
+    """Whether a call the monitor does not step into would change something a
+    speculative run must leave alone: an annotated mutating call on an object it may
+    not write, ``next()`` of an iterator from outside, or standard-library Python
+    handed a container from outside (``Counter.update`` writes it from C)."""
+    receiver, args = values[0], values[1:]
+    if annotation.mutates and not allows_store(run, mutated_owner(receiver, args, annotation)):
+        return True
+    if fn is next and args and run.source_of(args[0]) is not None:
+        return True
+    library_python = isinstance(target, types.FunctionType) and not is_user_code(target.__code__)
+    return library_python and any(
+        isinstance(v, _MUTABLE) and run.source_of(v) is not None for v in values
+    )
 
 
 def allows_store(run: Any, owner: Any) -> bool:
@@ -124,6 +151,10 @@ def torch_effect(
     in-place updates of a tensor ``made_here(t)`` says is older."""
     if autograd_calls.is_autograd_torch_function(func) or name in effects:
         return f"calls {name}"
+    if name == "__set__":  # ``p.data = v``, ``t.grad = g``
+        return "sets an attribute of a tensor"
+    if any(isinstance(v, torch.Generator) for v in (*args, *kwargs.values())):
+        return "draws from a torch.Generator"
     targets = []
     if isinstance(kwargs.get("out"), torch.Tensor):
         targets.append(kwargs["out"])

@@ -20,6 +20,7 @@ from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import annotation_table, autograd_calls, speculation
+from fullgraph.runtime.record.mock_support import Raised
 from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
 from fullgraph.runtime.torch_internals import (
@@ -106,7 +107,7 @@ class TorchCallRouting:
     def _torch_call(self, func, args: tuple, kwargs: dict) -> Any:
         name = getattr(func, "__name__", "")
         prop = getset_descriptor_name(func)
-        if torch._C._len_torch_dispatch_stack():
+        if torch._C._len_torch_dispatch_stack() and self.branching is None:
             # ``with MyDispatchMode():`` inside the function: it changes each op below the
             # level the graph records it at, and a replay would run the ops without it.
             self.refuse("a TorchDispatchMode entered inside the function changes its operations")
@@ -165,6 +166,8 @@ class TorchCallRouting:
             index = len(self.tape.callouts)
             if index in self.injected:
                 result = self.injected.pop(index)
+                if type(result) is Raised:  # it raised in the replay that ran before
+                    raise result.error
             else:
                 result = func(*args, **kwargs)
             self._torch_callout(
@@ -373,6 +376,8 @@ class TorchCallRouting:
             self.add_condition(Condition(Op(args[1] >= 0, "({0} >= 0)", (sym,)), "truth", True))
 
     def _torch_callout(self, func, args, kwargs, result, category, effectful=False) -> None:
+        if self.branching is not None:  # a path run: what it does next would be speculative
+            raise speculation.SpeculationBlocked(f"calls {getattr(func, '__name__', func)}")
         try:
             self.tape.record_callout(
                 func,

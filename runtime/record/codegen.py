@@ -34,6 +34,7 @@ RESERVED = frozenset(
         "Missed",
         "Raised",
         "catching",
+        "noting",
         "raised_as",
         "leaves",
         "make_dataclass_instance",

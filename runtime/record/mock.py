@@ -25,7 +25,7 @@ import torch
 
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.data_checks import draws_random
-from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin
+from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin, LiftedOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import ANOMALY_CHECK_NAN, ANOMALY_ENABLED, GraphTape
 from fullgraph.runtime.monitor.changed_arguments import ItemsAfter
@@ -65,6 +65,12 @@ def generate_mock(
     #    before it (``opt.step()`` reads the lr just set), the others at the end.
     tail = MockWriter(tape, sources, ns, input_index, symbols, names=writer.names)
     tail.callout_results = writer.callout_results
+    # A number the run read from outside is the value it had *then*: where a call the
+    # mock makes may change it (``lr`` read, then ``sched.step()``), it is read first.
+    entry_reads = _entry_reads(tape, symbols, mutations)
+    for position, expr in enumerate(entry_reads):
+        for side in (writer, tail):
+            side.shadows.append((expr, f"e{position}"))
     for callout in tape.callouts:
         if isinstance(callout.result, Raised):  # the program may hold the exception
             writer.callout_results[id(callout.result.error)] = f"c{callout.index}.error"
@@ -161,7 +167,17 @@ def generate_mock(
             "function; a replay that missed after it could not take the change back"
         )
     rerun_safe = not effect_before_last_callout
-    body = writer.lines + tail.lines + tail.effects + _exit_state(tape) + [f"return {returned}"]
+    entry = [
+        f"e{i} = {expr}  # read before any call can change it" for i, expr in enumerate(entry_reads)
+    ]
+    body = (
+        entry
+        + writer.lines
+        + tail.lines
+        + tail.effects
+        + _exit_state(tape)
+        + [f"return {returned}"]
+    )
     if undo and rerun_safe:
         # A replay that raises runs the program again (compiled.py): from the state the
         # call found, so the stores and in-place updates it made first are taken back.
@@ -290,6 +306,10 @@ class _Body:
             comment += " (a setting read in front of the graph)"
         if isinstance(callout.result, Raised):  # it raised, and the program caught it
             call = f"catching({', '.join([fn, *call_args])})"
+        elif callout.effectful and not _output_only(callout):
+            # Should it raise (a scheduler stepped past its end), the program runs again
+            # from here with the error, and does not make the call a second time.
+            call = f"noting(made, {callout.index}, {', '.join([fn, *call_args])})"
         else:
             call = f"{fn}({', '.join(call_args)})"
         # Output-only effects (print, logging) may wait for the mid-guards; an effect
@@ -335,6 +355,27 @@ class _Body:
 def _graph_needed(lines: list[str]) -> int:
     """The last graph whose outputs ``lines`` read (-1: none)."""
     return max((int(m) for line in lines for m in _GRAPH_OUTPUT.findall(line)), default=-1)
+
+
+def _entry_reads(tape: GraphTape, symbols: Symbols, mutations: list[Mutation]) -> list[str]:
+    """The paths of the outside numbers the mock's expressions use, when a call it makes
+    may change state (an effectful callout)."""
+    if not any(callout.effectful for callout in tape.callouts):
+        return []
+    syms = [entry[1] for entry in symbols.stores.values()]
+    syms += [sym for slots in symbols.containers.values() for sym in slots.values()]
+    syms += [symbols.result[1]] if symbols.result is not None else []
+    for holder in (*tape.callouts, *mutations):
+        syms += list(getattr(holder, "arg_syms", {}).values())
+    syms += [c.sym for callout in tape.callouts for c in callout.conditions]
+    syms += [  # lifted into a graph (``e += (p - e) * lr``)
+        origin.sym
+        for segment in tape.segments
+        for _, origin in segment.placeholders
+        if isinstance(origin, LiftedOrigin)
+    ]
+    exprs = [leaf.expr() for sym in syms for leaf in sym.leaves() if leaf.source is not None]
+    return list(dict.fromkeys(exprs))
 
 
 _UNDO_LINE = "U = Undo()  # the stores and updates made before a callout, taken back on a miss"

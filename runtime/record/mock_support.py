@@ -32,6 +32,16 @@ class Missed:
 MISS = Missed()
 
 
+def noting(made: dict, index: int, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, an effect; if it raises, ``made`` keeps the error, so the
+    run of the program that follows raises it there instead of calling again."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as error:
+        made[index] = Raised(error)
+        raise
+
+
 class Raised:
     """What a callout gave when it raised an exception the program went on to catch
     (``try: torch.cuda.is_current_stream_capturing() except Exception: ...``): the mock
@@ -290,6 +300,7 @@ HELPERS = {
     "Missed": Missed,
     "Raised": Raised,
     "catching": catching,
+    "noting": noting,
     "raised_as": raised_as,
     "write_back": write_back,
     "make_dataclass_instance": make_dataclass_instance,

@@ -313,3 +313,157 @@ def test_merged_record_under_changing_grad_mode_and_autocast(backend):
     script += [Call(shifted(-3.0), context=lambda env: torch.autocast("cpu", dtype=torch.bfloat16))]
     script += [Call(shifted(-3.0)), Call(shifted(3.0))]
     run_case(Case("grad_modes", prog(GRAD_MODES), script, min_hits=2), backend)
+
+
+# -- Paths the data does not take must change nothing (found by the adversarial probe) --
+
+UNTAKEN_PATH_EFFECTS = {
+    "view_of_an_outside_tensor_updated": """
+import torch
+buf = torch.ones(3)
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    buf.view(-1).mul_(0)
+    return x * 3
+""",
+    "running_stats_updated_inside_an_op": """
+import torch
+import torch.nn.functional as F
+mean, var = torch.zeros(3), torch.ones(3)
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    return F.batch_norm(x.unsqueeze(0).repeat(2, 1), mean, var, training=True).sum(0)
+""",
+    "outside_list_extended_in_place": """
+import torch
+history = []
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    global history
+    history += [1]
+    return x * 3
+""",
+    "outside_iterator_advanced": """
+import torch
+import itertools
+counter = itertools.count()
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    return x * next(counter)
+""",
+    "outside_counter_updated": """
+import collections
+import torch
+seen = collections.Counter()
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    seen.update("n")
+    return x * 3
+""",
+    "outside_generator_drawn": """
+import torch
+gen = torch.Generator().manual_seed(0)
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    return x + torch.rand(3, generator=gen)
+""",
+    "outside_objects_returned": """
+import torch
+pos, neg = [], []
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2, pos
+    return x * 3, neg
+""",
+    "flipped_outcome_no_data_takes": """
+import torch
+
+def f(x):
+    y = x.abs() + 1
+    if (y < 1).any():
+        y = -y
+    while (y < 0).any():
+        y = y * 2
+    return y
+""",
+}
+
+
+def watch_globals(env):
+    return {
+        name: value
+        for name, value in vars(env.ns).items()
+        if name in ("buf", "mean", "var", "history", "seen", "pos", "neg")
+    } | ({"gen": env.ns.gen.get_state()} if hasattr(env.ns, "gen") else {})
+
+
+def ones(env):
+    return (torch.ones(3),)
+
+
+@backends()
+def test_a_path_the_data_does_not_take_changes_nothing(backend):
+    # The data takes the positive path every call; exploring the other one must not
+    # make its effect (nor hang on an outcome no data can take).
+    for name, source in UNTAKEN_PATH_EFFECTS.items():
+        run_case(
+            Case(name, prog(source), [Call(ones) for _ in range(4)], watch=watch_globals),
+            backend,
+        )
+
+
+NEGATIVE_ZERO = """
+import torch
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2, 0.0
+    return x * 3, -0.0
+"""
+
+
+@backends()
+def test_paths_returning_equal_but_different_numbers(backend):
+    script = [Call(shifted(s)) for s in (3.0, -3.0, 3.0, -3.0)]
+    run_case(Case("negative_zero", prog(NEGATIVE_ZERO), script), backend)
+
+
+ONE_SIDED_PARAMETER = """
+import torch
+
+torch.manual_seed(0)
+fc = torch.nn.Linear(4, 4)
+extra = torch.nn.Linear(4, 4)
+
+def f(x):
+    h = fc(x)
+    if h.mean() > 0:
+        return extra(h).sum()
+    return (h * 2).sum()
+"""
+
+
+def extra_grads(env):
+    return {"extra": env.ns.extra.weight.grad, "fc": env.ns.fc.weight.grad}
+
+
+@backends(inductor=True)
+def test_a_parameter_only_the_untaken_path_uses_gets_no_gradient(backend):
+    # torch.cond's backward would give ``extra`` a zero gradient where eager gives none.
+    script = [Call(shifted(-3.0), then=backward) for _ in range(3)]
+    script.append(Call(shifted(3.0), then=backward))
+    case = Case("one_sided_parameter", prog(ONE_SIDED_PARAMETER), script, watch=extra_grads)
+    run_case(case, backend)
