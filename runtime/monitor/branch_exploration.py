@@ -137,6 +137,9 @@ def merge_branches(
     main = run.tape
     real_outcomes = tuple(bool(c.result) for c in main.callouts)
     saved_rng = rng_state()
+    # What a path that fails may add to the run, taken back: it never ran for real.
+    lists = (run.unsupported, run.not_recordable, run.mutations)
+    lengths = [len(found) for found in lists]
     paths: list[_Path] = []
     try:
         queue: list[tuple[tuple[bool, ...], int]] = [((), 0)]
@@ -156,13 +159,12 @@ def merge_branches(
         _install(paths, python_branches)
         run.tape = run.main_tape = paths[0].tape
         run.unmerged_tape = main
-    except NotMergeable as why:
+    except Exception as error:  # noqa: BLE001 - NotMergeable, or a fullgraph bug
         run.tape = run.main_tape = main
+        for found, length in zip(lists, lengths):
+            del found[length:]
+        why = error if isinstance(error, NotMergeable) else f"internal error {error!r}"
         run.merge_note = f"data-dependent branches not merged: {why}"
-        return False, None
-    except Exception as error:  # noqa: BLE001 - a fullgraph bug: the real run's record stands
-        run.tape = run.main_tape = main
-        run.merge_note = f"data-dependent branches not merged: internal error {error!r}"
         return False, None
     finally:
         restore_rng(saved_rng)
@@ -201,7 +203,9 @@ def _run_path(
     try:
         with OutsideWrites(run):
             result = monitor.execute(call, finish=False)
-    except Exception as error:  # noqa: BLE001 - a blocked effect or the program's own error
+    except SpeculationBlocked as blocked:
+        raise NotMergeable(f"a path {blocked}, which it may not do before it is taken") from None
+    except Exception as error:  # noqa: BLE001 - the program's own error on that path
         raise NotMergeable(f"a path raised {type(error).__name__}") from None
     finally:
         problem = run.speculation_problem
@@ -211,7 +215,9 @@ def _run_path(
         raise NotMergeable(f"internal error while running a path: {error!r}")
     if problem is not None:
         raise NotMergeable(f"a path {problem}")
-    if tape.unsupported is not None or tape.callouts or len(tape.segments) != 1:
+    if tape.unsupported is not None:
+        raise NotMergeable(f"a path: {tape.unsupported.detail}")
+    if tape.callouts or len(tape.segments) != 1:
         what = tape.callouts[0].function_name if tape.callouts else "something"
         raise NotMergeable(f"a path calls {what}, which must run eagerly")
     if (len(run.mutations), len(run.not_recordable), len(run.unsupported)) != counts:

@@ -277,6 +277,8 @@ class TorchCallRouting:
             self.unsupported.append(
                 self.locate(function_name=name, category=error.category, detail=error.detail)
             )
+        except speculation.SpeculationBlocked:
+            raise  # a path run reached an eager call: it ends there
         except Exception as error:  # noqa: BLE001 - a fullgraph bug: the program goes on
             self.refuse(f"internal error in fullgraph's capture of {name}: {error!r}")
         return result

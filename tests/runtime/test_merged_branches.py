@@ -132,3 +132,23 @@ def test_a_merged_record_that_fails_to_build_falls_back_to_the_run_as_it_ran(mon
     report = compiled.report().to_json()
     assert [b["code"] for b in report["breaks"]] == ["FG202"]
     assert any("recording failed" in note for note in report["notes"])
+
+
+def unsupported_on_the_other_path(x):
+    h = x * 2
+    if h.sum() > 0:
+        return h + 1
+    return h.clone().apply_(lambda v: v * 3)  # unobserved per element: never captured
+
+
+def test_a_path_the_data_does_not_take_leaves_the_real_record_alone():
+    compiled = fr.compile(unsupported_on_the_other_path, backend="eager")
+    for _ in range(3):
+        assert torch.equal(compiled(torch.ones(3)), torch.full((3,), 3.0))
+    # The untaken path's refusal was taken back with it: the real run's record replays.
+    assert compiled.stats.monitor_runs == 1 and compiled.stats.hits == 2
+    report = compiled.report().to_json()
+    assert any("not merged" in note for note in report["notes"])
+    # No break: the refusal on the untaken path is not the real run's (its read of
+    # ``h.sum() > 0`` runs in front of the graph, a data check).
+    assert report["breaks"] == [] and len(report["data_checks"]) == 1
