@@ -26,8 +26,11 @@ merged graph is the program's answer whatever the data decides.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import math
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -46,7 +49,13 @@ from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.monitor.speculation import SpeculationBlocked
 from fullgraph.runtime.monitor.speculative_writes import OutsideWrites
 from fullgraph.runtime.record.mock_support import restore_rng, rng_state
-from fullgraph.runtime.torch_internals import autocast_state, global_state, tree_flatten
+from fullgraph.runtime.torch_internals import (
+    autocast_state,
+    global_state,
+    restore_torch_state,
+    torch_state,
+    tree_flatten,
+)
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.driver import Monitor
@@ -186,6 +195,53 @@ def merge_branches(
 _NO_TARGET = object()
 
 
+class _Settings:
+    """torch's process settings before a path runs, put back after it: a path the data
+    does not take must leave them as eager does (``torch.set_grad_enabled(False)``,
+    ``torch.set_default_dtype``, anomaly detection, an autocast region entered)."""
+
+    def __init__(self) -> None:
+        self.torch = torch_state()
+        self.values = self._now()
+
+    @staticmethod
+    def _now() -> dict:
+        return {
+            "the default dtype": torch.get_default_dtype(),
+            "the float32 matmul precision": torch.get_float32_matmul_precision(),
+            "anomaly detection": (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+            "deterministic algorithms": (
+                torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled(),
+            ),
+            "grad mode or autocast": torch_state(),
+        }
+
+    def restore(self) -> str | None:
+        """Put them back; the first that had changed (None: none)."""
+        now = self._now()
+        changed = next((name for name in self.values if now[name] != self.values[name]), None)
+        restore_torch_state(self.torch)
+        torch.set_default_dtype(self.values["the default dtype"])
+        torch.set_float32_matmul_precision(self.values["the float32 matmul precision"])
+        torch.autograd.set_detect_anomaly(*self.values["anomaly detection"])
+        enabled, warn_only = self.values["deterministic algorithms"]
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        return changed
+
+
+@contextlib.contextmanager
+def _quiet():
+    """What a path prints or warns from code the monitor does not stop (a library's
+    warning, a print in torch's Python) is not shown: the program did not take it."""
+    with (
+        warnings.catch_warnings(record=True),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        yield
+
+
 def _run_path(
     monitor: Monitor, run: MonitorRun, call, main: GraphTape, decisions: tuple[bool, ...]
 ) -> _Path:
@@ -200,8 +256,9 @@ def _run_path(
     branching = Branching(decisions)
     counts = (len(run.mutations), len(run.not_recordable), len(run.unsupported))
     run.branching, run.speculating, run.speculation_problem = branching, _NO_TARGET, None
+    settings = _Settings()
     try:
-        with OutsideWrites(run):
+        with OutsideWrites(run), _quiet():
             result = monitor.execute(call, finish=False)
     except SpeculationBlocked as blocked:
         raise NotMergeable(f"a path {blocked}, which it may not do before it is taken") from None
@@ -210,6 +267,7 @@ def _run_path(
     finally:
         problem = run.speculation_problem
         run.branching, run.speculating, run.speculation_problem = None, None, None
+        changed = settings.restore()  # a path the data does not take leaves them alone
     if monitor.tool_error is not None:
         error, monitor.tool_error = monitor.tool_error, None  # the real run was fine
         raise NotMergeable(f"internal error while running a path: {error!r}")
@@ -222,8 +280,8 @@ def _run_path(
         raise NotMergeable(f"a path calls {what}, which must run eagerly")
     if (len(run.mutations), len(run.not_recordable), len(run.unsupported)) != counts:
         raise NotMergeable("a path changes state")
-    if torch.is_grad_enabled() != main.entry_grad_mode or autocast_state() != main.entry_autocast:
-        raise NotMergeable("a path returns with torch settings it changed")
+    if changed:
+        raise NotMergeable(f"a path changes {changed}")
     if any(draws_random(n) for n in tape.current.graph.nodes):
         raise NotMergeable("a path draws random numbers")
     return _Path(tape, branching.points, result)

@@ -83,6 +83,9 @@ class SideEffects:
             if source is not None:
                 self.refuse(f"slice assignment into {source.expr()}, which came from outside")
             return
+        if delete and isinstance(container, dict) and key in container:
+            # ``del d["a"]`` raises when the key is gone: a call without it is another.
+            self.read_membership(container, key, True)
         self.written.add((id(container), key))
         if source is None:
             return

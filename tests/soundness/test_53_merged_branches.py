@@ -388,6 +388,42 @@ def f(x):
         return x * 2, pos
     return x * 3, neg
 """,
+    "grad_mode_switched_off": """
+import torch
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    torch.set_grad_enabled(False)
+    return x * 3
+""",
+    "default_dtype_changed": """
+import torch
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    torch.set_default_dtype(torch.float64)
+    return x * 3
+""",
+    "anomaly_detection_on": """
+import torch
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    torch.autograd.set_detect_anomaly(True)
+    return x * 3
+""",
+    "library_warning": """
+import torch
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    a, b = torch.meshgrid(x, x)
+    return a[0] + b[0]
+""",
     "flipped_outcome_no_data_takes": """
 import torch
 
@@ -419,10 +455,9 @@ def test_a_path_the_data_does_not_take_changes_nothing(backend):
     # The data takes the positive path every call; exploring the other one must not
     # make its effect (nor hang on an outcome no data can take).
     for name, source in UNTAKEN_PATH_EFFECTS.items():
-        run_case(
-            Case(name, prog(source), [Call(ones) for _ in range(4)], watch=watch_globals),
-            backend,
-        )
+        script = [Call(ones) for _ in range(4)]
+        case = Case(name, prog(source), script, watch=watch_globals, compare_warnings=True)
+        run_case(case, backend)
 
 
 NEGATIVE_ZERO = """

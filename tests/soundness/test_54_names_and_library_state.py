@@ -132,6 +132,24 @@ def test_a_context_variable_set_between_calls(backend):
     run_case(Case("context_var", prog(CONTEXT_VAR), script), backend)
 
 
+DELETED_KEY = """
+import torch
+
+d = {"a": 2.0, "b": 3.0}
+
+def f(x):
+    v = d["b"]
+    del d["a"]
+    return x * v
+"""
+
+
+@backends()
+def test_a_deleted_key_is_gone_on_the_next_call(backend):
+    # Eager raises KeyError from the second call on; a replay must not return a value.
+    run_case(Case("deleted_key", prog(DELETED_KEY), calls(3, vec)), backend)
+
+
 SPARSE = """
 import torch
 
@@ -159,7 +177,9 @@ def f(q):
 
 def quantized(scale, zero_point):
     def make(env):
-        return (torch.quantize_per_tensor(torch.tensor([1.0, -2.0]), scale, zero_point, torch.qint8),)
+        return (
+            torch.quantize_per_tensor(torch.tensor([1.0, -2.0]), scale, zero_point, torch.qint8),
+        )
 
     return make
 
