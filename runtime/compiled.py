@@ -354,7 +354,8 @@ class CompiledFunction:
                 result,
                 python_branches=self.backend_name == "eager",
             )
-            self.merge_failures += run.merge_note is not None and recorded is result
+            if recorded is result and run.merge_note is not None:  # explored, not merged
+                self.merge_failures += 1
         else:
             recorded = result
         report = make_report(self.fn, run, None)

@@ -146,9 +146,9 @@ def merge_branches(
     main = run.tape
     real_outcomes = tuple(bool(c.result) for c in main.callouts)
     saved_rng = rng_state()
-    # What a path that fails may add to the run, taken back: it never ran for real.
-    lists = (run.unsupported, run.not_recordable, run.mutations)
-    lengths = [len(found) for found in lists]
+    # What a path may add to the run: one that does is not merged, and what it added
+    # is taken back (it never ran for real).
+    lengths = [len(found) for found in _grown_by_paths(run)]
     paths: list[_Path] = []
     try:
         queue: list[tuple[tuple[bool, ...], int]] = [((), 0)]
@@ -156,7 +156,7 @@ def merge_branches(
             if len(paths) == MAX_PATHS:
                 raise NotMergeable(f"more than {MAX_PATHS} paths")
             decisions, free_from = queue.pop(0)
-            path = _run_path(monitor, run, call, main, decisions)
+            path = _run_path(monitor, run, call, main, decisions, lengths)
             outcomes = path.outcomes
             queue += [
                 (outcomes[:i] + (not outcomes[i],), i + 1) for i in range(free_from, len(outcomes))
@@ -170,7 +170,7 @@ def merge_branches(
         run.unmerged_tape = main
     except Exception as error:  # noqa: BLE001 - NotMergeable, or a fullgraph bug
         run.tape = run.main_tape = main
-        for found, length in zip(lists, lengths):
+        for found, length in zip(_grown_by_paths(run), lengths):
             del found[length:]
         why = error if isinstance(error, NotMergeable) else f"internal error {error!r}"
         run.merge_note = f"data-dependent branches not merged: {why}"
@@ -201,7 +201,6 @@ class _Settings:
     ``torch.set_default_dtype``, anomaly detection, an autocast region entered)."""
 
     def __init__(self) -> None:
-        self.torch = torch_state()
         self.values = self._now()
 
     @staticmethod
@@ -221,7 +220,7 @@ class _Settings:
         """Put them back; the first that had changed (None: none)."""
         now = self._now()
         changed = next((name for name in self.values if now[name] != self.values[name]), None)
-        restore_torch_state(self.torch)
+        restore_torch_state(self.values["grad mode or autocast"])
         torch.set_default_dtype(self.values["the default dtype"])
         torch.set_float32_matmul_precision(self.values["the float32 matmul precision"])
         torch.autograd.set_detect_anomaly(*self.values["anomaly detection"])
@@ -242,19 +241,28 @@ def _quiet():
         yield
 
 
+def _grown_by_paths(run: MonitorRun) -> tuple[list, ...]:
+    return run.unsupported, run.not_recordable, run.mutations
+
+
 def _run_path(
-    monitor: Monitor, run: MonitorRun, call, main: GraphTape, decisions: tuple[bool, ...]
+    monitor: Monitor,
+    run: MonitorRun,
+    call,
+    main: GraphTape,
+    decisions: tuple[bool, ...],
+    lengths: list[int],
 ) -> _Path:
+    settings_now = global_state()
     if (
         torch.is_grad_enabled() != main.entry_grad_mode
         or autocast_state() != main.entry_autocast
-        or {**global_state()} != {k: main.entry_state[k] for k in global_state()}
+        or settings_now != {k: main.entry_state[k] for k in settings_now}
     ):
         raise NotMergeable("the function returned with torch settings it changed")
     tape = GraphTape(run.resolve_external, run.locate, run.lift)
     run.tape = run.main_tape = tape
     branching = Branching(decisions)
-    counts = (len(run.mutations), len(run.not_recordable), len(run.unsupported))
     run.branching, run.speculating, run.speculation_problem = branching, _NO_TARGET, None
     settings = _Settings()
     try:
@@ -278,7 +286,7 @@ def _run_path(
     if tape.callouts or len(tape.segments) != 1:
         what = tape.callouts[0].function_name if tape.callouts else "something"
         raise NotMergeable(f"a path calls {what}, which must run eagerly")
-    if (len(run.mutations), len(run.not_recordable), len(run.unsupported)) != counts:
+    if [len(found) for found in _grown_by_paths(run)] != lengths:
         raise NotMergeable("a path changes state")
     if changed:
         raise NotMergeable(f"a path changes {changed}")

@@ -33,8 +33,7 @@ def import_name(run: MonitorRun, state: FrameState, ins) -> After:
         if sys.modules.get(name) is not module:
             return  # not registered under its name (a module object made by hand)
         source = ItemSource(ItemSource(ConstSource(run.globals_name(vars(sys))), "modules"), name)
-        run.read(source, module, symbolic=False)
-        run.register(module, source)
+        run.read(source, module, symbolic=False)  # (a read registers the module's path)
 
     return after
 
@@ -47,8 +46,6 @@ def import_from(run: MonitorRun, state: FrameState, ins) -> After:
     attribute = AttrSource(source, ins.argval)
 
     def after() -> None:
-        value = tos(state)
-        run.read(attribute, value)
-        run.register(value, attribute)
+        run.read(attribute, tos(state))
 
     return after

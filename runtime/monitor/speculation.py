@@ -18,21 +18,17 @@ from before the run raise the same way.
 
 from __future__ import annotations
 
-import collections
 import types
 from typing import Any
 
 import torch
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import autograd_calls
+from fullgraph.runtime.monitor import annotation_table, autograd_calls
 from fullgraph.runtime.monitor.user_code import is_user_code
 
 # ``x op= v`` on these makes a new object (or is a torch op the capture sees first).
 UPDATED_BY_VALUE = (torch.Tensor, int, float, complex, bool, str, bytes, tuple, frozenset)
-
-
-_MUTABLE = (list, dict, set, bytearray, collections.deque)
 
 
 class SpeculationBlocked(Exception):
@@ -77,7 +73,8 @@ def changes_outside(
         return True
     library_python = isinstance(target, types.FunctionType) and not is_user_code(target.__code__)
     return library_python and any(
-        isinstance(v, _MUTABLE) and run.source_of(v) is not None for v in values
+        isinstance(v, annotation_table.MUTABLE_BUILTINS) and run.source_of(v) is not None
+        for v in values
     )
 
 
