@@ -433,7 +433,7 @@ FUNCTIONS: dict[str, Annotation] = {
 }
 
 
-def _module_of(fn: object) -> str:
+def module_of(fn: object) -> str:
     """The module a callable belongs to, with C accelerator modules mapped to
     their public name (``_warnings`` -> ``warnings``, ``posix`` -> ``os``)."""
     module = getattr(fn, "__module__", None)
@@ -477,7 +477,7 @@ def lookup(fn: object) -> Annotation | None:
         return PURE  # tuple.__new__, dict.fromkeys, int.from_bytes ...
     if is_single_dispatch(fn):
         return READS_HIDDEN_STATE
-    module = _module_of(fn)
+    module = module_of(fn)
     qualified = f"{module}.{getattr(fn, '__qualname__', name)}"
     if not hasattr(fn, "__qualname__"):  # a library object called: its class's __call__
         qualified = f"{module}.{type(fn).__qualname__}.__call__"
@@ -493,7 +493,7 @@ def lookup(fn: object) -> Annotation | None:
 
 def qualified_name(fn: object) -> str:
     """``module.qualname`` of a callable, for reports (``builtins.print``)."""
-    module = _module_of(fn) or "builtins"
+    module = module_of(fn) or "builtins"
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
     receiver = getattr(fn, "__self__", None)
     if receiver is not None and not isinstance(receiver, types.ModuleType) and "." not in name:

@@ -37,7 +37,12 @@ from fullgraph.runtime.monitor import (
 )
 from fullgraph.runtime.monitor.callouts import Callouts, argument_syms
 from fullgraph.runtime.monitor.state import FrameState, Mutation
-from fullgraph.runtime.monitor.user_code import compiled_inner_target, constructs_here, is_user_code
+from fullgraph.runtime.monitor.user_code import (
+    compiled_inner_target,
+    constructs_here,
+    is_user_code,
+    steps_into,
+)
 from fullgraph.runtime.sources import (
     AttrSource,
     HasAttrSource,
@@ -95,6 +100,12 @@ class CallHandling(Callouts):
             return None
         # ``len(b)``, ``b(x)``, ``Box(v)``: methods found on a class of the program.
         class_slots.read_call(self, fn, args)
+        what = speculation.call_effect(self, fn, args, kwargs)
+        if what is not None and self.speculating is None:
+            self.refuse(what)  # a replay makes no such object: its finalizer would never run
+        elif what is not None:
+            speculation.block(self, state.frame, fn_depth, what)
+            return None
         if isinstance(fn, autograd_calls.distributed_wrappers()):
             # ddp(x): its bookkeeping (the gradient all-reduce it prepares) is not in
             # any graph, so the whole call is replayed as it is, every time.
@@ -180,7 +191,7 @@ class CallHandling(Callouts):
         if (
             tracker is not None
             and tracker.live
-            and not _steps_into(fn, target)
+            and not steps_into(fn)
             and not sizes.keeps_sizes(fn)
             and not _replayed(fn, target)
         ):
@@ -188,7 +199,7 @@ class CallHandling(Callouts):
             tracker.concretize_all((args, kwargs))
         if (
             tracker is not None
-            and not _steps_into(fn, target)
+            and not steps_into(fn)
             and not sizes.keeps_sizes(fn)
             and sizes.has_size_argument(args, kwargs)
         ):
@@ -462,17 +473,6 @@ def _mutated_owner(receiver: Any, args: tuple, annotation: Any) -> Any:
         return receiver
     position = annotation.mutates[0]
     return args[position] if len(args) > position else None
-
-
-def _steps_into(fn: Any, target: Any) -> bool:
-    """Whether the monitor follows the call (user code), so sizes may go in as they are."""
-    if isinstance(target, types.FunctionType):
-        return is_user_code(target.__code__)
-    if isinstance(fn, type):
-        init = getattr(fn, "__init__", None)
-        return isinstance(init, types.FunctionType) and is_user_code(init.__code__)
-    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the Python method, if any
-    return isinstance(call, types.FunctionType) and is_user_code(call.__code__)
 
 
 def _replayed(fn: Any, target: Any) -> bool:

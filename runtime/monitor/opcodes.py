@@ -95,6 +95,9 @@ def load_super_attr(run, state, ins) -> After:
 @handles("BINARY_SUBSCR")
 def binary_subscr(run, state, ins) -> After:
     container, key = tos(state, 1), tos(state)
+    if run.speculating is not None and speculation.inserts_missing_key(run, container, key):
+        speculation.block(run, state.frame, 1, "reads a missing key of a defaultdict")
+        return None
     class_slots.read_protocol(run, container, _GETITEM)
 
     def after() -> None:

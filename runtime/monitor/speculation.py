@@ -19,6 +19,7 @@ from before the run raise the same way.
 from __future__ import annotations
 
 import types
+import weakref
 from typing import Any
 
 import torch
@@ -46,7 +47,7 @@ class Blocker:
     def _blocked(self, *args: Any, **kwargs: Any):
         raise SpeculationBlocked(self.what)
 
-    __call__ = __setattr__ = __delattr__ = __setitem__ = __delitem__ = _blocked
+    __call__ = __setattr__ = __delattr__ = __getitem__ = __setitem__ = __delitem__ = _blocked
 
 
 def block(run: Any, frame: Any, depth: int, what: str) -> None:
@@ -76,6 +77,51 @@ def changes_outside(
         isinstance(v, annotation_table.MUTABLE_BUILTINS) and run.source_of(v) is not None
         for v in values
     )
+
+
+# What a path run may hand library code from outside: values the code cannot change.
+_UNCHANGEABLE = (*UPDATED_BY_VALUE, type(None), type, torch.dtype, torch.device, types.ModuleType)
+_TRUSTED_LIBRARIES = ("builtins", "torch")  # annotated call by call, or captured by the mode
+
+
+def call_effect(run: Any, fn: Any, args: tuple, kwargs: dict) -> str | None:
+    """Why calling ``fn`` would have an effect no other check sees (None: it would not).
+
+    Any run: an object with a finalizer (``__del__``, ``weakref.finalize``, a weakref
+    callback) runs it when dropped, and a replay makes no such object.  A speculative
+    run, besides: library code outside builtins and torch handed a mutable object from
+    outside (``arr.fill(v)`` on a numpy array is annotated pure with the rest of numpy).
+    """
+    if isinstance(fn, type) and any("__del__" in vars(klass) for klass in fn.__mro__[:-1]):
+        return f"makes a {fn.__name__}, whose __del__ runs when it is dropped"
+    if fn is weakref.finalize or (fn in (weakref.ref, weakref.proxy) and len(args) > 1):
+        return "registers a finalizer, which runs when its object is dropped"
+    if run.speculating is None:
+        return None
+    target = getattr(fn, "__func__", fn)
+    if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
+        return None  # stepped into: its own instructions are checked
+    if isinstance(fn, type) or annotation_table.module_of(fn).startswith(_TRUSTED_LIBRARIES):
+        return None
+    receiver = getattr(fn, "__self__", None)
+    for value in (receiver, *args, *kwargs.values()):
+        if not isinstance(value, _UNCHANGEABLE) and run.source_of(value) is not None:
+            name = annotation_table.qualified_name(fn)
+            return f"hands a {type(value).__name__} from outside to {name}"
+    return None
+
+
+def inserts_missing_key(run: Any, container: Any, key: Any) -> bool:
+    """``counts[k]`` on a ``defaultdict`` from outside without ``k`` inserts it, in C."""
+    missing = getattr(type(container), "__missing__", None)
+    if not isinstance(container, dict) or missing is None or run.source_of(container) is None:
+        return False
+    if isinstance(missing, types.FunctionType) and is_user_code(missing.__code__):
+        return False  # stepped into: its stores are blocked one by one
+    try:
+        return key not in container
+    except TypeError:  # unhashable: the subscript raises without inserting
+        return False
 
 
 def allows_store(run: Any, owner: Any) -> bool:

@@ -175,3 +175,16 @@ def constructs_here(fn: Any) -> bool:
     (``warnings.catch_warnings``, a namedtuple): an object this run makes, not a callout."""
     module = getattr(fn, "__module__", None) or ""
     return isinstance(fn, type) and module != "builtins" and not module.startswith(_LIBRARY_CLASSES)
+
+
+def steps_into(fn: Any) -> bool:
+    """Whether the monitor follows a call into ``fn`` (user code: a function, a class
+    whose ``__init__`` is the program's, an object whose ``__call__`` is)."""
+    target = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if isinstance(target, types.FunctionType):
+        return is_user_code(target.__code__)
+    if isinstance(fn, type):
+        init = getattr(fn, "__init__", None)
+        return isinstance(init, types.FunctionType) and is_user_code(init.__code__)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the Python method, if any
+    return isinstance(call, types.FunctionType) and is_user_code(call.__code__)

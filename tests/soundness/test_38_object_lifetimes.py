@@ -17,6 +17,7 @@ keyed it apart from the int, F52).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from functools import partial
 
@@ -101,6 +102,34 @@ def test_a_finalizer_runs_when_the_call_returns(backend):
         ),
         backend,
     )
+
+
+DEL_METHOD = """
+import torch
+
+freed = []
+
+class Scratch:
+    def __del__(self):
+        freed.append(1)
+
+def f(x):
+    s = Scratch()
+    s.value = x.sum()
+    return x * 2
+"""
+
+
+def freed_count(env):
+    return {"freed": len(env.ns.freed)}
+
+
+@backends()
+def test_a_del_method_runs_on_every_call(backend):
+    # The object is made and dropped inside the call: eager runs its __del__ each
+    # time, and a replay, which makes no such object, would not.
+    case = Case("a_del_method_runs_on_every_call", prog(DEL_METHOD), calls(4, fresh))
+    run_case(dataclasses.replace(case, watch=freed_count), backend)
 
 
 WEAK_ARGUMENT = """

@@ -424,6 +424,56 @@ def f(x):
     a, b = torch.meshgrid(x, x)
     return a[0] + b[0]
 """,
+    "defaultdict_missing_key": """
+import collections
+import torch
+seen = collections.defaultdict(float)
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    return x * seen["neg"]
+""",
+    "numpy_fill": """
+import numpy as np
+import torch
+history = np.ones(3)
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    history.fill(5.0)
+    return x * 3
+""",
+    "del_method": """
+import torch
+history = []
+
+class Scratch:
+    def __del__(self):
+        history.append(1)
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    s = Scratch()
+    return x * 3
+""",
+    "weakref_finalize": """
+import weakref
+import torch
+history = []
+
+class Scratch:
+    pass
+
+def f(x):
+    if x.sum() > 0:
+        return x * 2
+    s = Scratch()
+    weakref.finalize(s, history.append, 1)
+    return x * 3
+""",
     "flipped_outcome_no_data_takes": """
 import torch
 
