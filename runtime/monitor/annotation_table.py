@@ -258,7 +258,6 @@ MODULES: dict[str, Annotation] = {
             "string",
             "re",
             "fractions",
-            "decimal",
             "contextlib",
             "types",
             "inspect",
@@ -312,6 +311,8 @@ MODULES: dict[str, Annotation] = {
     # capture sees); numpy on plain Python values is deterministic.
     "numpy": PURE,
     "numpy.random": EFFECT,
+    # Decimal's methods round by the thread's decimal context: replayed, results checked.
+    "decimal": READS_HIDDEN_STATE,
 }
 
 # Builtin containers whose bound methods may change them (``xs.append``).

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.monitor import attribute_hooks
+from fullgraph.runtime.monitor import attribute_hooks, hidden_state_reads
 from fullgraph.runtime.monitor.user_code import is_user_file
 from fullgraph.runtime.sources import (
     AttrSource,
@@ -163,6 +163,7 @@ def read_attribute_hooks(run: Any, obj: Any, names: tuple[str, ...]) -> None:
 def read_binary(run: Any, symbol: str, left: Any, right: Any) -> None:
     """``left <symbol> right`` (``+``, ``*=``...): the left operand's method, its in-place
     form first for ``*=``, and the right operand's reflected one where the types differ."""
+    hidden_state_reads.refuse_decimal_arithmetic(run, left, right)
     verb = _BINARY.get(symbol.rstrip("="))
     if verb is None:
         return

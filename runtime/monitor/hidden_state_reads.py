@@ -12,6 +12,7 @@ setting are effects, replayed in order.
 
 from __future__ import annotations
 
+import decimal
 import inspect
 from typing import Any
 
@@ -124,3 +125,12 @@ def read_definition(run: Any, fn: Any, args: tuple) -> None:
         target = getattr(target, "__wrapped__", None)
         if target is None or run.source_of(target) is None:
             return
+
+
+def refuse_decimal_arithmetic(run: Any, *operands: Any) -> None:
+    """``price * qty`` or ``-price`` on ``Decimal``s rounds by the thread's decimal
+    context (``getcontext().prec``), which no argument carries and no guard checks."""
+    if any(isinstance(operand, decimal.Decimal) for operand in operands):
+        run.refuse(
+            "Decimal arithmetic rounds by the thread's decimal context, which no guard checks"
+        )

@@ -19,6 +19,7 @@ from fullgraph.runtime.monitor import (
     class_slots,
     closure_sources,
     container_truth,
+    hidden_state_reads,
     method_lookups,
     speculation,
     type_checks,
@@ -294,6 +295,7 @@ def unary_op(run, state, ins) -> After:
         name = "__pos__"
     else:
         name = class_slots.UNARY[ins.opname]
+    hidden_state_reads.refuse_decimal_arithmetic(run, tos(state))
     class_slots.read_protocol(run, tos(state), class_slots.single(name))
     return None
 

@@ -264,8 +264,8 @@ class TorchCallRouting:
                     data_dependent.mark(self.tape, result)
             elif name in VALUE_READS:
                 self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
-            elif name in _SIZE_READS or prop in _SIZE_READS:
-                if name == "stride":
+            elif name in _SIZE_READS or prop in _SIZE_READS or name == "dim_order":
+                if name in ("stride", "dim_order"):
                     self._strides_read(args)
                 symbolic = self._symbolic_size(getset_descriptor_name(func) or name, args, result)
                 if symbolic is None:
@@ -358,13 +358,21 @@ class TorchCallRouting:
     def _strides_read(self, args: tuple) -> None:
         """``x.stride()`` of a tensor from outside: the guard compares every stride of
         it, a size-1 dimension's too (which it leaves out otherwise: no kernel uses it,
-        but the program now does)."""
+        but the program now does).  The strides of a tensor the call computed
+        (``(x + 1).stride()``, ``empty_like(x)``, ``x.transpose(0, 1)``) follow those of
+        the tensors it came from, size-1 dimensions' included: every tensor from
+        outside is then compared whole."""
         tensor = args[0] if args else None
-        if not isinstance(tensor, torch.Tensor) or 1 not in tensor.shape:
+        if not isinstance(tensor, torch.Tensor):
             return
-        meta = self.entry_meta.get(id(tensor))
-        if meta is not None and not meta.strides_read:
-            self.entry_meta[id(tensor)] = dataclasses.replace(meta, strides_read=True)
+        if id(tensor) in self.entry_meta:
+            read = [id(tensor)] if 1 in tensor.shape else []
+        else:
+            read = list(self.entry_meta)
+        for key in read:
+            meta = self.entry_meta[key]
+            if 1 in meta.shape and not meta.strides_read:
+                self.entry_meta[key] = dataclasses.replace(meta, strides_read=True)
 
     def _integer_power_condition(self, args: tuple) -> None:
         """``int_tensor ** n`` raises for a negative ``n``: a lifted ``n`` holds the record

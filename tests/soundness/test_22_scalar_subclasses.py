@@ -17,7 +17,7 @@ import fractions
 import math
 
 import torch
-from harness import Call, Case, Do, Env, backends, program_env, run_case
+from harness import Call, Case, Do, Env, backends, prog, program_env, run_case
 
 
 class Act(enum.IntEnum):
@@ -224,6 +224,33 @@ def test_decimal_scales(backend):
         lambda: D("0.5"),
     ]
     run_case(case("decimal_scales", by_decimal, values, min_hits=3), backend)
+
+
+DECIMAL_CONTEXT = """
+import decimal
+import torch
+
+PRICE = decimal.Decimal("3.14159265358979")
+
+def f(x):
+    return x * float(PRICE * decimal.Decimal("1.0000001")), str(-PRICE), str(PRICE.sqrt())
+"""
+
+
+def precision(digits):
+    return Do(lambda env: setattr(decimal.getcontext(), "prec", digits), f"prec = {digits}")
+
+
+@backends()
+def test_decimal_arithmetic_follows_the_context(backend):
+    # Decimal operators round by the thread's context, which no argument carries
+    # (F247): a changed precision must change the result.
+    fresh = Call(lambda env: (torch.ones(2),))
+    script = [fresh, fresh, precision(3), fresh, fresh, precision(28), fresh]
+    try:
+        run_case(Case("decimal_arithmetic_context", prog(DECIMAL_CONTEXT), script), backend)
+    finally:
+        decimal.getcontext().prec = 28
 
 
 GLOBAL_WIDTH = """

@@ -82,3 +82,31 @@ def test_other_strides_are_still_checked(backend):
         ),
         backend,
     )
+
+
+# Strides of tensors the call computed follow the argument's, size-1 dimensions'
+# included: a Python read of them must see the argument's layout (F246).
+DERIVED_STRIDES = {
+    "of_a_sum": "return (x + 1).stride()",
+    "of_empty_like": "return tuple(torch.empty_like(x).stride())",
+    "of_a_transpose": "return x.transpose(0, 1).stride()",
+    "dim_order": "return x.dim_order()",
+    "in_a_branch": "y = torch.empty_like(x)\n    return x * 2 if y.stride(1) == 1 else x * 3",
+}
+
+
+def channels_first(env):
+    return (torch.randn(2, 1, 3, 3),)
+
+
+def channels_last_view(env):
+    # The same shape, another stride for the size-1 dimension.
+    return (torch.randn(2, 3, 3, 1).permute(0, 3, 1, 2),)
+
+
+@backends()
+def test_strides_of_computed_tensors_follow_the_argument(backend):
+    script = [*calls(2, channels_first), *calls(2, channels_last_view), *calls(2, channels_first)]
+    for name, body in DERIVED_STRIDES.items():
+        source = f"import torch\n\ndef f(x):\n    {body}\n"
+        run_case(Case(f"strides_{name}", prog(source), script, min_hits=2), backend)
