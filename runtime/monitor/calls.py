@@ -25,6 +25,7 @@ from fullgraph.runtime.monitor import (
     attribute_hooks,
     autograd_calls,
     class_slots,
+    context_vars,
     handed_callables,
     hidden_state_reads,
     hook_sources,
@@ -241,7 +242,7 @@ class CallHandling(Callouts):
                 if isinstance(value, (list, tuple, dict)):
                     self.read_whole(value)
             return None
-        annotation = annotation_table.lookup(fn)
+        annotation = context_vars.annotation_for(self, fn, args, annotation_table.lookup(fn))
         if annotation is None:
             call = getattr(type(fn), "__call__", None)  # noqa: B004
             if isinstance(call, types.FunctionType):  # an object with a Python __call__

@@ -57,9 +57,8 @@ HIDDEN_STATE_READS = frozenset(
         # Weak references: what they reach, and how many there are.
         "weakref.getweakrefcount",
         "weakref.getweakrefs",
-        # Context-local state.  (Not ``ContextVar.get``: transformers sets a context
-        # variable around its forward and its hooks read it back inside; as a replayed
-        # call it would return the replay's value, not the run's.)
+        # Context-local state.  (``ContextVar.get`` is replayed only where the
+        # function did not set the variable itself: monitor/context_vars.py.)
         "decimal.getcontext",
         # numpy's process settings and what they format.
         "numpy.array2string",

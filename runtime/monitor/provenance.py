@@ -234,6 +234,8 @@ class Provenance:
                 source = self.source_of(owner) or self.resolve_external(owner)
                 if source is not None:
                     self.read(AttrSource(source, name), value)
+                elif id(owner) in self.tape.producer:  # set on a result, by code not observed
+                    self.refuse(f"reads .{name} of a computed tensor, set by its subclass's code")
             return
         if isinstance(owner, super):  # ``super().forward`` (3.11: a super object's attribute)
             method_lookups.read_super_attr(self, owner.__thisclass__, owner.__self__, name, value)

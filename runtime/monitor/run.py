@@ -32,6 +32,7 @@ from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.monitor import (
     attribute_hooks,
     changed_arguments,
+    context_vars,
     function_reads,
     layer_state,
     library_layers,
@@ -152,6 +153,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         # isinstance / issubclass answers a metaclass decides (monitor/type_checks.py).
         self.type_checks: dict[tuple, Any] = {}
         self.iterators: dict[int, IteratorState] = {}
+        # How many times each context variable was set, less its resets (context_vars.py).
+        self.context_vars_set: dict[int, int] = {}
         self.frames: list[FrameState] = []
         self.paused = False
         self.callout_pending = False
@@ -375,6 +378,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
             self.root_watch()
         changed_arguments.refuse_changed_after(self)
         attribute_hooks.refuse_reads_through(self, self.hooks)
+        context_vars.refuse_left_set(self)
 
     def refuse(self, detail: str) -> None:
         """This run can't become a record: the construct at the current instruction is
