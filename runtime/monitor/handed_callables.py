@@ -12,6 +12,7 @@ given; ``getattr`` itself handed over refuses the record.
 
 from __future__ import annotations
 
+import inspect
 import operator
 import types
 from typing import Any
@@ -66,17 +67,29 @@ def _objects_in(run: Any, value: Any) -> list:
 
 
 def _attrgetter_reads(run: Any, getter: operator.attrgetter, objects) -> None:
-    """The attributes ``getter`` reads of each object from outside, read here too."""
+    """The attributes ``getter`` reads of each object, read here too.  An object the
+    call made may lead to objects from outside (``attrgetter("k.s")`` of a class it
+    built around ``o``): its path is walked as well, short of a property it has."""
     paths = getter.__reduce__()[1]
     for obj in objects:
-        if run.source_of(obj) is None or isinstance(obj, operator.attrgetter):
+        if isinstance(obj, operator.attrgetter):
             continue
         for path in paths:
             owner = obj
             for name in path.split("."):
+                if run.source_of(owner) is None and _computed(owner, name):
+                    break  # its getter would run a second time here
                 try:
                     value = getattr(owner, name)
                 except Exception:  # noqa: BLE001 - it raises in the call too
                     break
                 run.read_attr(owner, name, value)
                 owner = value
+
+
+def _computed(owner: Any, name: str) -> bool:
+    """Whether ``owner.name`` runs a getter (a property or another descriptor)."""
+    found = inspect.getattr_static(type(owner), name, None)
+    return hasattr(type(found), "__get__") and not isinstance(
+        found, (types.FunctionType, staticmethod, classmethod)
+    )

@@ -205,12 +205,15 @@ class Config:
 
 cfg = Config()
 items = [Item(1.0), Item(2.0)]
+extra = Item(1.5)
 table = {"a": 2.0}
 get_scale = operator.attrgetter("scale")
 
 def f(x):
     best = max(items, key=operator.attrgetter("s")).s
-    return x * get_scale(cfg) * best * sum(map(table.get, ["a"]))
+    holder = type("Holder", (), {"extra": extra})  # made here, around an outside object
+    scale = operator.attrgetter("extra.s")(holder)
+    return x * get_scale(cfg) * best * sum(map(table.get, ["a"])) * scale
 """
 
 
@@ -227,6 +230,8 @@ def test_reads_made_by_c_code_for_the_program(backend):
                 execg("cfg.scale = 5.0"),
                 *calls(2, fresh),
                 execg("table['a'] = 3.0"),
+                *calls(2, fresh),
+                execg("extra.s = 0.5"),
                 *calls(2, fresh),
             ],
             min_hits=3,
