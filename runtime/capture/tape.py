@@ -22,7 +22,7 @@ import torch
 import torch.fx
 
 from fullgraph.runtime import breaks
-from fullgraph.runtime.capture import data_dependent, history
+from fullgraph.runtime.capture import data_dependent, history, segment_modes
 from fullgraph.runtime.capture.data_checks import DataCheck, drop_unused, plan_check, storage_key
 from fullgraph.runtime.capture.nodes import emit_call, target_name
 from fullgraph.runtime.capture.origins import (
@@ -51,32 +51,14 @@ from fullgraph.runtime.symbolic.sizes import (
     map_sizes,
 )
 from fullgraph.runtime.torch_internals import (
-    AUTOCAST_DEVICES,
     INFERENCE_MODE,
     autocast_state,
     default_devices,
-    enter_autocast_op,
-    exit_autocast_op,
     global_state,
     is_symbolic,
-    set_grad_enabled_op,
     tree_flatten,
     tree_unflatten,
 )
-
-# Process-wide autograd settings a function may leave changed when it returns
-# (``torch.autograd.set_detect_anomaly(True)``): expression -> its value now.  The
-# guard checks them at entry (so the exit state is what the record says) and the mock
-# leaves them as the monitoring run left them.
-ANOMALY_ENABLED = "torch.is_anomaly_enabled()"
-ANOMALY_CHECK_NAN = "torch.is_anomaly_check_nan_enabled()"
-
-
-def anomaly_state() -> dict[str, bool]:
-    return {
-        ANOMALY_ENABLED: torch.is_anomaly_enabled(),
-        ANOMALY_CHECK_NAN: torch.is_anomaly_check_nan_enabled(),
-    }
 
 
 class GraphTape:
@@ -96,13 +78,13 @@ class GraphTape:
         self.producer = history.Producers(self.callouts)  # tensor id -> Origin
         self.keepalive: list[Any] = []
         self.entry_grad_mode = torch.is_grad_enabled()
-        self.entry_state = {**global_state(), **anomaly_state()}
+        self.entry_state = {**global_state(), **segment_modes.anomaly_state()}
         self.entry_autocast = autocast_state()
         # The caller's torch.device(...) blocks (None: under another torch mode).
         self.entry_devices = default_devices()
         # The state the run returned with (set by finish): the mock leaves it so.
         self.exit_grad_mode = self.entry_grad_mode
-        self.exit_anomaly = anomaly_state()
+        self.exit_anomaly = segment_modes.anomaly_state()
         self.unsupported: Unsupported | None = None
         self.shaped_by_data: set[int] = set()  # ids of tensors whose sizes depend on data
         self.shapes: ShapeTracker | None = None  # set when input sizes vary (symbolic sizes)
@@ -253,7 +235,7 @@ class GraphTape:
                 "a torch.inference_mode() block that starts or ends inside a graph",
             )
         self.sync_grad_mode(segment)
-        self._sync_autocast(segment)
+        segment_modes.sync_autocast(segment, self.entry_autocast)
         flat, spec = tree_flatten((args, kwargs))
         mapped = [
             self.node_for(x)
@@ -315,35 +297,8 @@ class GraphTape:
                     graph, graph.call_function(operator.getitem, (node, key)), item, name
                 )
 
-    def _sync_autocast(self, segment: Segment) -> None:
-        """A ``torch.autocast`` region the program entered or left: the graph enters and
-        leaves it at the same op (``_enter_autocast`` nodes, as Dynamo emits them)."""
-        now = autocast_state()
-        stack = segment.autocast_stack
-        levels = [self.entry_autocast] + [state for _, state in stack]
-        if now == levels[-1]:
-            return
-        if now in levels:  # the program left regions: close them, innermost first
-            while levels[-1] != now:
-                node, _ = stack.pop()
-                levels.pop()
-                segment.graph.call_function(exit_autocast_op(), (node,))
-            return
-        current = levels[-1]
-        for device, before, after in zip(AUTOCAST_DEVICES, current, now):
-            if before != after:  # a region opened (for each device type it changes)
-                enabled, dtype = after
-                node = segment.graph.call_function(
-                    enter_autocast_op(), (device, dtype, enabled, torch.is_autocast_cache_enabled())
-                )
-                stack.append((node, now))
-
     def sync_grad_mode(self, segment: Segment) -> None:
-        mode = torch.is_grad_enabled()
-        current = segment.grad_mode if segment.grad_mode is not None else self.entry_grad_mode
-        if mode != current:
-            segment.graph.call_function(set_grad_enabled_op(), (mode,))
-        segment.grad_mode = mode
+        segment_modes.sync_grad_mode(segment, self.entry_grad_mode)
 
     def record_callout(
         self,
@@ -463,38 +418,15 @@ class GraphTape:
     def finish(self) -> None:
         """Close the segment graphs (each ends in the grad mode and autocast state the
         call started with) and note the global state the function returns with."""
-        self._note_exit_state()
+        self.exit_grad_mode, self.exit_anomaly = segment_modes.exit_state(
+            self.entry_state, self.entry_autocast
+        )
         for segment in self.segments:
-            for node, _ in reversed(segment.autocast_stack):  # regions still open: closed
-                segment.graph.call_function(exit_autocast_op(), (node,))
-            segment.autocast_stack.clear()
-            if segment.grad_mode is not None and segment.grad_mode != self.entry_grad_mode:
-                segment.graph.call_function(set_grad_enabled_op(), (self.entry_grad_mode,))
+            segment_modes.close(segment, self.entry_grad_mode)
             self._clone_mutated_inputs(segment)
             segment.graph.output(tuple(segment.outputs))
             for check in reversed(segment.data_checks):  # their slices, if nothing else uses them
                 segment.op_count -= drop_unused(segment, check)
-
-    def _note_exit_state(self) -> None:
-        """The global state the function leaves changed when it returns (eager leaves it
-        so): grad mode and anomaly detection the mock sets after the last graph; an
-        inference-mode or autocast region left open, which no replay can leave open."""
-        self.exit_grad_mode = torch.is_grad_enabled()
-        self.exit_anomaly = anomaly_state()
-        inference = torch.is_inference_mode_enabled()
-        if inference != self.entry_state[INFERENCE_MODE]:
-            raise Unsupported(
-                breaks.UNSUPPORTED_CONSTRUCT,
-                f"the function returns with torch.inference_mode() {'on' if inference else 'off'} "
-                f"(entered with __enter__() and not exited); a replay cannot leave it so",
-            )
-        if autocast_state() != self.entry_autocast:
-            raise Unsupported(
-                breaks.UNSUPPORTED_CONSTRUCT,
-                "the function returns with autocast settings it changed (a torch.autocast "
-                "region entered with __enter__() and not exited, or torch.set_autocast_enabled); "
-                "a replay cannot leave them so",
-            )
 
     def _clone_mutated_inputs(self, segment: Segment) -> None:
         origins = dict(segment.placeholders)

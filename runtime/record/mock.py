@@ -26,8 +26,9 @@ import torch
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture.data_checks import draws_random
 from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin, LiftedOrigin
+from fullgraph.runtime.capture.segment_modes import ANOMALY_CHECK_NAN, ANOMALY_ENABLED
 from fullgraph.runtime.capture.segments import Unsupported
-from fullgraph.runtime.capture.tape import ANOMALY_CHECK_NAN, ANOMALY_ENABLED, GraphTape
+from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.monitor.changed_arguments import ItemsAfter
 from fullgraph.runtime.monitor.state import Mutation
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
