@@ -96,7 +96,16 @@ class NativeGuard:
 
     def __call__(self, A, K, M, F):
         frame = {"A": A, "K": K, "M": M, "F": F, **self.constants}
-        if not self.root.check(frame):
+        state = torch._C._get_torch_function_state()
+        try:
+            passed = self.root.check(frame)
+        except Exception:
+            # The tree turns __torch_function__ off while it checks and, when a check
+            # raises (a nested tensor has no strides), does not turn it back on: every
+            # later torch call of the process would bypass modes and subclasses.
+            torch._C._set_torch_function_state(state)
+            raise
+        if not passed:
             return None
         return self.rest(A, K, M, F)
 

@@ -12,6 +12,7 @@ program would compute something else.  The suite-wide parity fixture
 from __future__ import annotations
 
 import types
+import warnings
 
 import pytest
 import torch
@@ -363,3 +364,23 @@ def test_an_inference_tensor_misses_the_native_guard_only_and_monitors_again():
     torch.testing.assert_close(cf(x), x * 2)
     assert native_guards.PARITY_STRICTER[start:], "the tree refused the inference tensor"
     assert cf.stats.monitor_runs == 2 and cf.stats.hits == 0
+
+
+def test_a_check_that_raises_leaves_torch_function_on(monkeypatch):
+    monkeypatch.setattr(native_guards, "PARITY", False)  # the tree alone, as users run it
+    # torch's tree turns __torch_function__ off while it checks; a nested tensor's
+    # strides raise inside it.  Before, the process was left with it off: every
+    # function compiled afterwards fell back ("a tensor whose origin ... could not trace").
+    double = fg_compile(lambda x: x * 2, backend="eager")
+    for _ in range(2):
+        double(torch.ones(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the nested-tensor API's prototype warning
+        nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    out = double(nested)
+    assert torch.equal(out.to_padded_tensor(0.0), (nested * 2).to_padded_tensor(0.0))
+    assert torch._C._is_torch_function_enabled()
+    inc = fg_compile(lambda x: x + 1, backend="eager")
+    for _ in range(3):
+        assert torch.equal(inc(torch.ones(3)), torch.full((3,), 2.0))
+    assert inc.stats.hits == 2, inc.stats
