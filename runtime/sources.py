@@ -306,6 +306,18 @@ class IdSource(Source):
 
 
 @source_class
+class IndexSource(Source):
+    """``operator.index(base)``: the int an object with a Python ``__index__`` gives,
+    which torch asks for in C when the object indexes a tensor (``x[I]``)."""
+
+    base: Source
+
+    def expr(self) -> str:
+        base = self.base.expr()
+        return f"type({base}).__index__({base})"
+
+
+@source_class
 class HasAttrSource(Source):
     base: Source
     name: str

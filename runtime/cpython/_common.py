@@ -106,6 +106,21 @@ _JUMPS = frozenset(op for op in set(dis.hasjrel) | set(getattr(dis, "hasjabs", (
 
 
 @functools.cache
+def _exception_table(code: types.CodeType) -> tuple:
+    return tuple(dis._parse_exception_table(code))
+
+
+def handler_entry(code: types.CodeType, offset: int) -> tuple[int, bool] | None:
+    """The handler of ``code``'s exception table that catches what the instruction at
+    ``offset`` raises: the stack depth it keeps and whether it pushes ``lasti`` (before
+    the exception).  None: the exception leaves the frame."""
+    for entry in _exception_table(code):
+        if entry.start <= offset < entry.end:
+            return entry.depth, entry.lasti
+    return None
+
+
+@functools.cache
 def static_depths(code: types.CodeType) -> dict[int, int]:
     """Value-stack depth before each reachable instruction of ``code``, by offset."""
     listing = list(dis.get_instructions(code))
@@ -113,7 +128,7 @@ def static_depths(code: types.CodeType) -> dict[int, int]:
     following = {a.offset: b.offset for a, b in itertools.pairwise(listing)}
     depths: dict[int, int] = {}
     work = [(listing[0].offset, 0)] if listing else []
-    for entry in dis._parse_exception_table(code):
+    for entry in _exception_table(code):
         # The handler starts with the stack cut to `depth`, then lasti (if set)
         # and the exception pushed.
         work.append((entry.target, entry.depth + int(entry.lasti) + 1))

@@ -162,7 +162,16 @@ class Monitor:
                     if not recorded:
                         run.callout_failed = True
                 state.pending = state.taint_pending = None
-                state.shadow.clear()
+                # The handler that catches it keeps the stack below its depth: the
+                # symbols there (a local an inlined comprehension saved) stay theirs.
+                # Those above were operands of what raised (``10 // n``,
+                # ``x.view(n, -1)``): their values decided that it raised.
+                handler = cpython.handler_entry(frame.f_code, frame.f_lasti)
+                kept = handler[0] if handler is not None else 0
+                for sym in state.shadow[kept:]:
+                    if sym is not None:
+                        run.concretize(sym)
+                del state.shadow[kept:]
             # Not ``return trace``: a closure naming itself is a cycle that would keep
             # ``state`` (and its frame) alive after the return; f_trace is this function.
             return frame.f_trace

@@ -19,7 +19,7 @@ from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS
 from fullgraph.runtime.capture.segments import Unsupported
-from fullgraph.runtime.monitor import annotation_table, autograd_calls, speculation
+from fullgraph.runtime.monitor import annotation_table, autograd_calls, index_objects, speculation
 from fullgraph.runtime.record.mock_support import Raised
 from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
@@ -118,6 +118,7 @@ class TorchCallRouting:
             if effect is not None:
                 self.speculation_problem = self.speculation_problem or effect
                 raise speculation.SpeculationBlocked(effect)
+        args, kwargs = index_objects.plain_indices(self, args, kwargs)  # x[I]: I's int
         if getset_descriptor_name(func, "__set__") == "data" and len(args) == 2:
             # ``p.data = v``, by the program or by torch's Python (``vector_to_parameters``,
             # which the monitor does not step into): no op, so torch's function modes

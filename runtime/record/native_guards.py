@@ -31,6 +31,7 @@ Python does not.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +51,7 @@ from fullgraph.runtime.sources import (
     HasAttrSource,
     HooksSource,
     IdSource,
+    IndexSource,
     ItemSource,
     IterItemsSource,
     KeysSource,
@@ -459,4 +461,6 @@ def _computed(source: Source) -> Callable | None:
         return id
     if isinstance(source, TruthSource):
         return bool  # (the base's type, checked first, is a builtin container's)
+    if isinstance(source, IndexSource):
+        return operator.index
     return None
