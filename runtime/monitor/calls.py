@@ -52,7 +52,7 @@ from fullgraph.runtime.sources import (
     TypeOfSource,
     is_key_representable,
 )
-from fullgraph.runtime.symbolic import sizes
+from fullgraph.runtime.symbolic import size_pinning, sizes
 
 
 class CallHandling(Callouts):
@@ -193,7 +193,7 @@ class CallHandling(Callouts):
             tracker is not None
             and tracker.live
             and not steps_into(fn)
-            and not sizes.keeps_sizes(fn)
+            and not size_pinning.keeps_sizes(fn)
             and not _replayed(fn, target)
         ):
             # Code that runs only now (its result is kept) may read a size's number.
@@ -201,11 +201,11 @@ class CallHandling(Callouts):
         if (
             tracker is not None
             and not steps_into(fn)
-            and not sizes.keeps_sizes(fn)
-            and sizes.has_size_argument(args, kwargs)
+            and not size_pinning.keeps_sizes(fn)
+            and size_pinning.has_size_argument(args, kwargs)
         ):
             # Whether it runs now only or is replayed too, it gets the ints eager gives it.
-            cpython.replace_stack_item(state.frame, fn_depth, sizes.with_plain_sizes(fn))
+            cpython.replace_stack_item(state.frame, fn_depth, size_pinning.with_plain_sizes(fn))
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None
         if module_walks.walk_of(target):
@@ -271,11 +271,11 @@ class CallHandling(Callouts):
                 state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
             )
         if fn is type and len(args) == 1 and isinstance(args[0], sizes.SizeInt):
-            cpython.replace_stack_item(state.frame, fn_depth, sizes.plain_type)
+            cpython.replace_stack_item(state.frame, fn_depth, size_pinning.plain_type)
             return None
-        if fn is len and args and sizes.follows_len(args[0]):
+        if fn is len and args and size_pinning.follows_len(args[0]):
             # len(x) would make a followed size a plain int: x.size(0) keeps it a SizeInt.
-            cpython.replace_stack_item(state.frame, fn_depth, sizes.tensor_len)
+            cpython.replace_stack_item(state.frame, fn_depth, size_pinning.tensor_len)
             return None
         if self.speculating is not None and speculation.changes_outside(
             self, fn, target, (receiver, *args, *kwargs.values()), _mutated_owner, annotation

@@ -31,7 +31,7 @@ from fullgraph.runtime.monitor.taint_stack import (
     stack_operands,
     sync,
 )
-from fullgraph.runtime.symbolic import sizes
+from fullgraph.runtime.symbolic import size_pinning
 from fullgraph.runtime.symbolic.scalars import COMPARE, Op
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
     """Account for ``ins`` in the shadow stack; may return an after-phase."""
     shadow = sync(state)
     name = ins.opname
-    if name in sizes.NATIVE_READS and run.shapes is not None and run.shapes.live:
-        sizes.check_instruction(
+    if name in size_pinning.NATIVE_READS and run.shapes is not None and run.shapes.live:
+        size_pinning.check_instruction(
             run.shapes, name, lambda depth: cpython.stack_item(state.frame, depth)
         )
     if run.container_syms and name not in _MOVES_CONTAINERS:

@@ -101,18 +101,21 @@ class ShapeTracker:
             try:
                 if mutation.kind == "setattr":
                     value = getattr(mutation.owner, mutation.name)
+                    _plain_items(value)  # ``self.lens = {n}``: a set or keys pytrees skip
                     if holds_size(value):
                         setattr(mutation.owner, mutation.name, plain(value))
                 elif mutation.kind == "setitem":
                     if isinstance(mutation.owner, dict):
                         _plain_items(mutation.owner)  # its keys too
                     value = mutation.owner[mutation.name]
+                    _plain_items(value)
                     if holds_size(value):
                         mutation.owner[mutation.name] = plain(value)
                 elif mutation.kind == "call":  # xs.append(n), d.update(...): any item
                     _plain_items(mutation.owner)
                 elif mutation.kind == "setglobal":  # ``global LAST; LAST = x.shape[0]``
                     value = mutation.owner.get(mutation.name)
+                    _plain_items(value)
                     if holds_size(value):
                         mutation.owner[mutation.name] = plain(value)
             except Exception:  # noqa: BLE001, S112 - the program changed it since; leave it
@@ -316,11 +319,12 @@ def _plain_items(container: Any) -> None:
             if holds_size(item):
                 container[i] = plain(item)
     elif isinstance(container, dict):
+        if any(holds_size(key) for key in container):
+            # ``cache[x.shape[0]] = ...``: the same entries, int keys, in the same order.
+            items = [(plain(key), item) for key, item in container.items()]
+            container.clear()
+            container.update(items)
         for key, item in list(container.items()):
-            if holds_size(key):  # ``cache[x.shape[0]] = ...``: the same entry, an int key
-                del container[key]
-                key = plain(key)
-                container[key] = item
             if holds_size(item):
                 container[key] = plain(item)
     elif isinstance(container, set):

@@ -4,9 +4,8 @@ A size read from a tensor whose size varies (``x.shape``, ``len(x)``) is a
 :class:`SizeInt`: an ``int`` that carries an expression over the input sizes
 (:class:`SizeLeaf`, :class:`SizeOp`).  Its own methods build larger
 expressions (``b * s``), record comparisons as guard conditions, and pin the
-exact value wherever the number itself is needed; :func:`keeps_sizes` and
-:func:`check_instruction` catch the places where native code reads an int's
-value without calling any of its methods.  The fake run that computes the
+exact value wherever the number itself is needed; :mod:`~fullgraph.runtime.symbolic.size_pinning` catches the places where
+native code reads an int's value without calling any of its methods.  The fake run that computes the
 expressions is :mod:`fullgraph.runtime.symbolic.shapes`.
 """
 
@@ -150,6 +149,7 @@ class SizeInt(int):
             if isinstance(other, float):
                 value = float(self._exact())
                 return _OPERATORS[symbol](*((other, value) if reflected else (value, other)))
+            self.tracker.concretize(self)  # ``n + True``: the other's method reads the int
             return NotImplemented
         right = other.expr if isinstance(other, SizeInt) else int(other)
         plain_other = other.plain if isinstance(other, SizeInt) else int(other)
@@ -197,12 +197,15 @@ class SizeInt(int):
 
     def _compare(self, other: Any, symbol: str, compare: Callable):
         if type(other) is bool or not isinstance(other, (int, float)):
+            if not self.tracker.closed:
+                self.tracker.concretize(self)  # ``n == True``: the other's method reads it
             return NotImplemented
         plain_other = other.plain if isinstance(other, SizeInt) else other
         outcome = compare(self.plain, plain_other)
         if self.tracker.closed:
             return outcome
-        right = other.expr if isinstance(other, SizeInt) else other
+        # An IntEnum member or a numpy float is written as the number it is.
+        right = other.expr if isinstance(other, SizeInt) else _plain_number(other)
         depth = max(depth_of(self.expr), depth_of(right))
         self.tracker.condition(f"({self.expr.text()} {symbol} {_text(right)})", outcome, depth)
         return outcome
@@ -412,104 +415,5 @@ def plain(value: Any) -> Any:
     return map_sizes(value, lambda size: size.plain)
 
 
-def _plain_argument(value: Any) -> Any:
-    if isinstance(value, SizeInt):
-        return value.plain
-    if type(value) is tuple and any(isinstance(item, (SizeInt, tuple)) for item in value):
-        return tuple(_plain_argument(item) for item in value)
-    return value  # a list or dict is passed as itself: the callee may change it
-
-
-def has_size_argument(args: tuple, kwargs: dict) -> bool:
-    return any(_plain_argument(value) is not value for value in (*args, *kwargs.values()))
-
-
-def with_plain_sizes(fn: Any) -> Any:
-    """``fn`` called with its size arguments as the plain ints eager gives it (top level
-    and inside tuples): code the monitor does not step into would otherwise see an int
-    subclass (``functools.lru_cache`` keys one apart from the int, C code checks the
-    exact type).  The monitor still sees the sizes, in the arguments it recorded."""
-
-    if getattr(fn, "__qualname__", "").startswith("SizeInt.") and not hasattr(fn, "__self__"):
-        # ``n.__index__()`` after LOAD_METHOD: SizeInt's own method with ``n`` first; the
-        # plain int it gets here is called with int's (the run pinned ``n`` already).
-        fn = getattr(int, fn.__name__, fn)
-
-    def call(*args, **kwargs):
-        return fn(*map(_plain_argument, args), **{k: _plain_argument(v) for k, v in kwargs.items()})
-
-    return call
-
-
-# Callees that keep a size's identity or use it only through its own methods.
-_TRANSPARENT_BUILTINS = (isinstance, type, id, len, print, tuple, list, max, min, sum, getattr)
-_TRANSPARENT_METHODS = frozenset(
-    ["append", "extend", "copy", "count", "index", "get", "setdefault", "update", "add", "format"]
-)
-
-
-def keeps_sizes(fn: Any) -> bool:
-    """Whether a callee the monitor doesn't step into may receive sizes as they are:
-    torch (which records them into the graph) and builtins that only pass them on.
-    Any other native code may read an int's value without calling a method of it
-    (``range(s)``, ``random.randint(0, s)``), so its size arguments are pinned."""
-    if any(fn is builtin for builtin in _TRANSPARENT_BUILTINS):
-        return True
-    receiver = getattr(fn, "__self__", None)
-    objclass = getattr(fn, "__objclass__", None)  # an unbound method such as Tensor.view
-    if isinstance(receiver, torch.Tensor) or (
-        isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase)
-    ):
-        return True
-    if (
-        isinstance(receiver, (list, dict, set, str))
-        and getattr(fn, "__name__", "") in _TRANSPARENT_METHODS
-    ):
-        return True
-    module = getattr(fn, "__module__", None) or getattr(type(receiver), "__module__", None) or ""
-    return module.startswith("torch")
-
-
-# The instructions that may read an int's value natively (see check_instruction).
-NATIVE_READS = frozenset(
-    ["BINARY_OP", "BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR", "BINARY_SLICE", "STORE_SLICE"]
-)
-
-
-def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], Any]) -> None:
-    """Pin the sizes an instruction reads natively: indexing a Python sequence with a
-    size, repeating a sequence by one, %-formatting one into a string."""
-    if opname == "BINARY_OP":
-        # A sequence repeated by a size is caught by SizeInt's own __mul__/__rmul__.
-        left, right = top(1), top(0)
-        if isinstance(left, (str, bytes, bytearray)) and holds_size(right):
-            tracker.concretize_all(right)  # "%d" % s formats the number natively
-        return
-    if opname in ("BINARY_SLICE", "STORE_SLICE"):
-        # 3.12+: container[start:stop] without a slice object, [container, start, stop]
-        container, bounds = top(2), (top(1), top(0))
-        if not isinstance(container, torch.Tensor) and holds_size(bounds):
-            tracker.concretize_all(bounds)
-        return
-    if opname not in ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR"):
-        return
-    container, key = top(1), top(0)
-    if not isinstance(container, torch.Tensor) and holds_size(key):
-        tracker.concretize_all(key)
-
-
-def follows_len(value: Any) -> bool:
-    """``len(x)`` of a tensor whose first size may be followed as a symbol."""
-    return isinstance(value, torch.Tensor) and value.dim() > 0
-
-
-def plain_type(*args):
-    """``type(n)`` of a followed size is ``int``, as eager's (``type(n) is int``)."""
-    if len(args) == 1 and isinstance(args[0], SizeInt):
-        return int
-    return type(*args)
-
-
-def tensor_len(tensor: torch.Tensor) -> int:
-    """``len(tensor)`` as the size read it is (a SizeInt while sizes are followed)."""
-    return tensor.size(0)
+def _plain_number(value: float) -> float:
+    return int(value) if isinstance(value, int) else float(value)
