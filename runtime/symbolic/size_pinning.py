@@ -10,6 +10,7 @@ pin the size (its exact value is guarded) or hand the callee plain ints.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -103,7 +104,7 @@ def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], A
     if opname in ("BINARY_OP", "COMPARE_OP"):
         # A sequence repeated by a size is caught by SizeInt's own __mul__/__rmul__.
         left, right = top(1), top(0)
-        if type(left) is not int and not isinstance(left, SizeInt) and holds_size(right):
+        if _foreign_number(left) and holds_size(right):
             tracker.concretize_all(right)
         return
     if opname in ("BINARY_SLICE", "STORE_SLICE"):
@@ -117,6 +118,17 @@ def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], A
     container, key = top(1), top(0)
     if not isinstance(container, torch.Tensor) and holds_size(key):
         tracker.concretize_all(key)
+
+
+def _foreign_number(value: Any) -> bool:
+    """A left operand whose own operator method would take a size as a plain int: a
+    number other than an exact int (whose subclass SizeInt is asked first), a numpy
+    value, a string (``"%d" % s``).  Tensors and tuples (``shape[:1] + (s,)``) keep it."""
+    if type(value) is int or isinstance(value, SizeInt):
+        return False
+    return isinstance(value, (numbers.Number, str, bytes, bytearray)) or type(
+        value
+    ).__module__.startswith("numpy")
 
 
 def follows_len(value: Any) -> bool:
