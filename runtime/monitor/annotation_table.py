@@ -400,6 +400,8 @@ FUNCTIONS: dict[str, Annotation] = {
     **{f"torch._C.Generator.{name}": EFFECT for name in _GENERATOR_SETTERS},
     **{f"torch._C.Generator.{name}": READS_HIDDEN_STATE for name in _GENERATOR_READS},
     "torch.cuda.synchronize": EFFECT,
+    # A tensor sharing a numpy array's memory: made again each call (no torch op sees it).
+    "torch._VariableFunctionsClass.from_numpy": UNKNOWN_NATIVE,
     # Process-wide settings: replayed in order (the graphs don't depend on them).
     "torch.set_num_threads": EFFECT,
     "torch.set_num_interop_threads": EFFECT,

@@ -147,6 +147,7 @@ class TorchCallRouting:
             (sized_by_data and not data_dependent.may_enter_graph(self, func, name))
             or _packed_sequence_call(name, args)
             or _size_from_tensor(name, args)
+            or _from_array(name, args)
         ):
             result = func(*args, **kwargs)
             self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
@@ -471,6 +472,14 @@ def _size_from_tensor(name: str, args: tuple) -> bool:
         return False
     sizes = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
     return any(isinstance(size, torch.Tensor) for size in sizes)
+
+
+def _from_array(name: str, args: tuple) -> bool:
+    """``torch.tensor(arr)``, ``torch.from_numpy(arr)``: a numpy array's values (which
+    the program may change between calls) are no graph constant: made eagerly."""
+    if name not in ("tensor", "as_tensor", "asarray", "from_numpy") or not args:
+        return False
+    return any(type(leaf).__module__ == "numpy" for leaf in tree_flatten(args[0])[0])
 
 
 def _has_mask_index(args: tuple) -> bool:
