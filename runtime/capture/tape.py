@@ -236,6 +236,9 @@ class GraphTape:
             )
         self.sync_grad_mode(segment)
         segment_modes.sync_autocast(segment, self.entry_autocast)
+        if func is torch._C.TensorBase.new and len(args) == 2 and isinstance(args[1], torch.Size):
+            # ``p.new(p.shape)``: a size (the pytree below makes it a tuple: data).
+            func, args = torch._C.TensorBase.new_empty, (args[0], tuple(args[1]))
         flat, spec = tree_flatten((args, kwargs))
         mapped = [
             self.node_for(x)
@@ -323,7 +326,7 @@ class GraphTape:
                 "between graphs",
             )
         flat, _ = tree_flatten((args, kwargs))
-        tensors = [value for value in flat if isinstance(value, torch.Tensor)]
+        tensors = _tensors_in(flat)
         origins = {id(t): self.origin_of(t) for t in tensors}  # where each comes from now
         hoisted, check = False, None
         if category is breaks.TENSOR_VALUE_READ and not effectful:
@@ -450,3 +453,18 @@ class GraphTape:
             )
             segment.outputs = [work if out is node else out for out in segment.outputs]
             segment.writebacks.append((origins[node], segment.output_index(work)))
+
+
+def _tensors_in(values: list, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors among ``values`` and in the attributes of plain objects among them
+    (``kl_divergence(p, q)`` of two distributions the call made: the mock rebuilds
+    ``p`` from its attributes, so its tensors must be graph outputs)."""
+    found = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif depth < 2 and not isinstance(value, (type, torch.nn.Module)) and not is_plain(value):
+            state = getattr(value, "__dict__", None)
+            if type(state) is dict:
+                found.extend(_tensors_in(tree_flatten(list(state.values()))[0], depth + 1))
+    return found

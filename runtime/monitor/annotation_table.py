@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import collections
 import dataclasses
+import re
 import types
 
 from fullgraph.runtime import breaks
@@ -436,6 +437,12 @@ FUNCTIONS: dict[str, Annotation] = {
 }
 
 
+# torch's switches (``set_fastpath_enabled``, ``enable_flash_sdp``,
+# ``Distribution.set_default_validate_args``, ``preferred_linalg_library``): torch is
+# annotated pure as a whole, but these change what later calls do.
+_SETTER = re.compile(r"(set|enable|disable|allow|preferred)_")
+
+
 def module_of(fn: object) -> str:
     """The module a callable belongs to, with C accelerator modules mapped to
     their public name (``_warnings`` -> ``warnings``, ``posix`` -> ``os``)."""
@@ -486,6 +493,8 @@ def lookup(fn: object) -> Annotation | None:
         qualified = f"{module}.{type(fn).__qualname__}.__call__"
     if qualified in FUNCTIONS:
         return FUNCTIONS[qualified]
+    if module.startswith("torch") and _SETTER.match(name) and not isinstance(fn, type):
+        return EFFECT  # ``torch.backends.cuda.enable_flash_sdp(False)``: replayed in order
     parts = module.split(".")
     for end in range(len(parts), 0, -1):
         found = MODULES.get(".".join(parts[:end]))

@@ -14,24 +14,29 @@ from __future__ import annotations
 
 import inspect
 import operator
+import string
 import types
 from typing import Any
 
 from fullgraph.runtime.monitor import annotation_table
-from fullgraph.runtime.sources import ItemSource
+from fullgraph.runtime.sources import AttrSource, ItemSource
 
 
 def guard(run: Any, fn: Any, args: tuple, kwargs: dict) -> None:
     """Before ``fn(*args, **kwargs)``, a call the monitor does not step into."""
     if isinstance(fn, operator.attrgetter) and args:  # ``get(cfg)``: it reads, in C
         _attrgetter_reads(run, fn, args[:1])
+    if fn is str.format and args and isinstance(args[0], str):  # after LOAD_METHOD
+        _format_field_reads(run, args[0], args[1:], kwargs)  # "lr={0.lr}".format(args)
+    elif getattr(fn, "__name__", "") == "format" and isinstance(getattr(fn, "__self__", None), str):
+        _format_field_reads(run, fn.__self__, args, kwargs)
     values = (*args, *kwargs.values())
     for value in values:
         if value is getattr:  # ``partial(getattr, cfg)``, ``map(getattr, objs, names)``
             run.refuse(f"getattr is handed to {annotation_table.qualified_name(fn)}")
         elif isinstance(value, operator.attrgetter):  # ``max(items, key=attrgetter("s"))``
             for other in values:
-                _attrgetter_reads(run, value, _objects_in(run, other))
+                _attrgetter_reads(run, value, _objects_in(run, other), compared=True)
         elif isinstance(value, types.BuiltinMethodType):
             _container_method(run, fn, value)
 
@@ -66,7 +71,7 @@ def _objects_in(run: Any, value: Any) -> list:
     return list(value)
 
 
-def _attrgetter_reads(run: Any, getter: operator.attrgetter, objects) -> None:
+def _attrgetter_reads(run: Any, getter: operator.attrgetter, objects, compared=False) -> None:
     """The attributes ``getter`` reads of each object, read here too.  An object the
     call made may lead to objects from outside (``attrgetter("k.s")`` of a class it
     built around ``o``): its path is walked as well, short of a property it has."""
@@ -84,6 +89,9 @@ def _attrgetter_reads(run: Any, getter: operator.attrgetter, objects) -> None:
                 except Exception:  # noqa: BLE001 - it raises in the call too
                     break
                 run.read_attr(owner, name, value)
+                source = run.source_of(owner)
+                if compared and source is not None:  # C compares the numbers: by value
+                    run.read(AttrSource(source, name), value, symbolic=False)
                 owner = value
 
 
@@ -93,3 +101,31 @@ def _computed(owner: Any, name: str) -> bool:
     return hasattr(type(found), "__get__") and not isinstance(
         found, (types.FunctionType, staticmethod, classmethod)
     )
+
+
+def _format_field_reads(run: Any, template: str, args: tuple, kwargs: dict) -> None:
+    """``"{0.lr}".format(cfg)``, ``"{a[0].name}".format(a=objs)``: str.format reads the
+    attributes and items its fields name, in C; read here too, step by step."""
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(template) if field]
+    except ValueError:
+        return  # a malformed template: format raises the same
+    automatic = 0
+    for field in fields:
+        first, rest = string._string.formatter_field_name_split(field)
+        if first == "":
+            first, automatic = automatic, automatic + 1
+        try:
+            owner = args[first] if isinstance(first, int) else kwargs[first]
+        except (IndexError, KeyError):
+            return
+        for is_attribute, key in rest:
+            try:
+                value = getattr(owner, key) if is_attribute else owner[key]
+            except Exception:  # noqa: BLE001 - format raises it too
+                break
+            if is_attribute:
+                run.read_attr(owner, key, value)
+            else:
+                run.read_item(owner, key, value)
+            owner = value

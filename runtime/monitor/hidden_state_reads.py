@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import decimal
 import inspect
+import sys
 from typing import Any
 
 from fullgraph.runtime.monitor import function_reads
+from fullgraph.runtime.monitor.module_paths import module_source
+from fullgraph.runtime.sources import AttrSource
 
 HIDDEN_STATE_READS = frozenset(
     [
@@ -67,6 +70,9 @@ HIDDEN_STATE_READS = frozenset(
         "numpy.get_printoptions",
         "numpy.geterr",
         "torch.is_autocast_cache_enabled",
+        # The KL function it calls is looked up by the two types in a registry that
+        # ``register_kl`` extends between calls.
+        "torch.distributions.kl.kl_divergence",
     ]
 )
 
@@ -113,9 +119,26 @@ def is_single_dispatch(fn: object) -> bool:
 _DEFINITION_READERS = (inspect.signature, inspect.getfullargspec)
 
 
+# Library switches that library Python reads without taking them as an argument:
+# (module prefix of the callee, module holding the switch, path of the switch).
+_LIBRARY_SWITCHES = (
+    # Every distribution validates its arguments and samples unless told otherwise.
+    ("torch.distributions", "torch.distributions.distribution", ("Distribution", "_validate_args")),
+)
+
+
 def read_definition(run: Any, fn: Any, args: tuple) -> None:
     """``inspect.signature(h)``: what it returns follows ``h``'s code and defaults (and
-    those of the functions it wraps), so they are read as a call of ``h`` reads them."""
+    those of the functions it wraps), so they are read as a call of ``h`` reads them.
+    Also a library call that reads one of the switches above: the switch is guarded."""
+    module = getattr(fn, "__module__", None) or type(getattr(fn, "__self__", None)).__module__
+    for prefix, holder, path in _LIBRARY_SWITCHES:
+        if module.startswith(prefix) and holder in sys.modules:
+            source = module_source(run, holder)
+            value = sys.modules[holder]
+            for name in path:
+                source, value = AttrSource(source, name), getattr(value, name)
+            run.read(source, value, symbolic=False)
     if fn not in _DEFINITION_READERS or not args:
         return
     target = args[0]

@@ -15,8 +15,9 @@ import sys
 import types
 from typing import TYPE_CHECKING
 
+from fullgraph.runtime.monitor.module_paths import module_source
 from fullgraph.runtime.monitor.opcodes import After, handles, tos
-from fullgraph.runtime.sources import AttrSource, ConstSource, ItemSource
+from fullgraph.runtime.sources import AttrSource
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -32,8 +33,7 @@ def import_name(run: MonitorRun, state: FrameState, ins) -> After:
             return
         if sys.modules.get(name) is not module:
             return  # not registered under its name (a module object made by hand)
-        source = ItemSource(ItemSource(ConstSource(run.globals_name(vars(sys))), "modules"), name)
-        run.read(source, module, symbolic=False)  # (a read registers the module's path)
+        module_source(run, name)
 
     return after
 

@@ -14,6 +14,7 @@ import functools
 import types
 
 import torch
+from torch.nn.utils import parametrize
 
 from fullgraph.runtime.monitor import hook_sources, library_settings
 from fullgraph.runtime.monitor.user_code import has_user_forward
@@ -39,6 +40,8 @@ def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
     if (id(module), "training") not in run.written:  # else set by ``train()`` in the run
         run.read(AttrSource(source, "training"), module.training, symbolic=False)
     hook_sources.guard_hooks(run, module, source)
+    if "parametrizations" in module._modules:
+        _guard_parametrize_cache(run)
     library_settings.read_settings(run, module, source, skip=("training",))
     _guard_tensor_slots(run, module, source)
     # A container layer runs every child in order (an nn.Sequential, the ModuleList
@@ -60,6 +63,15 @@ def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
             run.register_module_tree(child, child_source)
         else:
             guard_library_module(run, child, child_source)
+
+
+def _guard_parametrize_cache(run) -> None:
+    """A parametrized layer computes its weight unobserved; inside
+    ``parametrize.cached()`` it reuses the first one computed, which no graph can."""
+    cache = ItemSource(ConstSource(run.globals_name(vars(parametrize))), "_cache_enabled")
+    run.read(cache, parametrize._cache_enabled, symbolic=False)
+    if parametrize._cache_enabled:
+        run.refuse("a parametrized layer inside parametrize.cached() reuses a cached weight")
 
 
 def _guard_tensor_slots(run, module: torch.nn.Module, source: Source) -> None:

@@ -246,7 +246,8 @@ class Provenance:
                 isinstance(value, types.MethodType)
                 and value.__self__ is owner
                 or user_property(type(owner), name)
-            ):  # a method or property of an object the call made: found on its class
+                or not _in_instance_dict(owner, name)
+            ):  # a method, property or class attribute of an object the call made
                 class_slots.read_lookup(self, owner, name)
             return
         if isinstance(owner, types.ModuleType) and name.startswith("__"):
@@ -485,4 +486,12 @@ def user_tensor_attribute(tensor: torch.Tensor, name: str) -> bool:
     try:
         return name in tensor.__dict__
     except AttributeError:
+        return False
+
+
+def _in_instance_dict(owner: Any, name: str) -> bool:
+    """Whether ``owner.name`` came from the object itself, not from its class."""
+    try:
+        return name in object.__getattribute__(owner, "__dict__")
+    except (AttributeError, TypeError):
         return False

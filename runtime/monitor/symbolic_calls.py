@@ -10,7 +10,7 @@ value.  A result the monitor cannot follow makes the operands guarded by value.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from fullgraph.runtime.monitor.callouts import argument_syms
@@ -27,7 +27,7 @@ REPLAYABLE_LIBRARIES = ("numpy", "math")
 
 def follow(run: Any, state: FrameState, fn: Any, args: tuple, result) -> Callable | None:
     """The after-phase that follows ``fn(*args)`` of symbolic operands, or None."""
-    if fn in _NUMERIC_BUILTINS:
+    if isinstance(fn, Hashable) and fn in _NUMERIC_BUILTINS:  # a Transform is not
         return _builtin(run, state, fn, args, result)
     path = _library_path(fn)
     if path is not None:

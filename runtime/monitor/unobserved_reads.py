@@ -12,7 +12,7 @@ that source, so what the program reads of it is guarded item by item.
 from __future__ import annotations
 
 import collections.abc
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from fullgraph.runtime.monitor import type_checks
@@ -28,7 +28,7 @@ CONSUMING_BUILTINS = frozenset(
 )
 ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
 # Pure builtins that read only what their arguments are, not what they hold.
-_READ_NOTHING = frozenset([callable, type, id])
+_READ_NOTHING = (callable, type, id)
 
 
 def read_by_call(
@@ -41,8 +41,9 @@ def read_by_call(
         return lambda: run.register(result(), AttrSource(owner_source, "__dict__"))
     if fn is isinstance or fn is issubclass:  # a metaclass may decide (an ABC's registry)
         return type_checks.guard(run, fn, args, result)
-    if fn in _READ_NOTHING:
+    if any(fn is reads_nothing for reads_nothing in _READ_NOTHING):
         return None
+    hashable = isinstance(fn, Hashable)  # a torch Transform object is not
     for value in (receiver, *args, *kwargs.values()):
         if isinstance(value, (list, tuple, dict)):
             run.read_nested(value)
@@ -50,7 +51,7 @@ def read_by_call(
             # ``sum(d.values())``, ``list(reversed(xs))``, ``dict(zip(keys, xs))``: the
             # view or iterator reads all of what it walks
             read_walked(run, run.iterators[id(value)])
-        elif fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE):
+        elif hashable and fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE):
             run.read_whole(value)
     return None
 
