@@ -102,6 +102,7 @@ def inductor_dynamic_backend(gm: torch.fx.GraphModule, example_inputs: list) -> 
     (random ops draw eager's numbers here too)."""
     if _rounds_lifted_floats(gm, example_inputs):
         return eager_backend(gm, example_inputs)
+    torch_internals.keep_saved_buffers()
     return torch.compile(
         gm,
         backend="inductor",

@@ -18,6 +18,20 @@ from torch.utils._pytree import tree_flatten, tree_unflatten  # noqa: F401
 from fullgraph.runtime import inductor_random_order
 
 
+def keep_saved_buffers() -> None:
+    """Turn AOTAutograd's buffer donation off, for the process.
+
+    A donating backward frees the buffers it saved as it runs, which makes
+    ``loss.backward(retain_graph=True)`` raise when the backward was compiled ahead
+    (a graph loaded from the on-disk caches); eager keeps them.  Off only while
+    compiling is not enough: the backward checks the switch again when it runs, and
+    a graph compiled without donation fails that check while the switch is on.
+    """
+    import torch._functorch.config as functorch_config
+
+    functorch_config.donated_buffer = False
+
+
 def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, draws_random: bool = True):
     """Inductor's entry point for an fx graph (C++/OpenMP on CPU, Triton on GPU).
 
@@ -35,6 +49,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, draws_random: boo
 
     # Random ops draw from torch's own generator, op by op as eager does: a replay gives
     # eager's numbers under the same seed and leaves the same RNG state.
+    keep_saved_buffers()
     with (
         inductor_config.patch(inductor_random_order.options(draws_random)),
         _static_tracing(example_inputs) as fakes,

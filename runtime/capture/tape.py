@@ -326,7 +326,10 @@ class GraphTape:
                 "between graphs",
             )
         flat, _ = tree_flatten((args, kwargs))
-        tensors = _tensors_in(flat)
+        tensors = [value for value in flat if isinstance(value, torch.Tensor)]
+        # Tensors a graph computed, held by an object the call made (the mock rebuilds
+        # the object from its attributes, so they must be graph outputs).
+        tensors += [t for t in _held_tensors(flat) if id(t) in self.producer]
         origins = {id(t): self.origin_of(t) for t in tensors}  # where each comes from now
         hoisted, check = False, None
         if category is breaks.TENSOR_VALUE_READ and not effectful:
@@ -455,16 +458,16 @@ class GraphTape:
             segment.writebacks.append((origins[node], segment.output_index(work)))
 
 
-def _tensors_in(values: list, depth: int = 0) -> list[torch.Tensor]:
-    """The tensors among ``values`` and in the attributes of plain objects among them
-    (``kl_divergence(p, q)`` of two distributions the call made: the mock rebuilds
-    ``p`` from its attributes, so its tensors must be graph outputs)."""
+def _held_tensors(values: list, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors in the attributes of plain objects among ``values``
+    (``kl_divergence(p, q)`` of two distributions the call made)."""
     found = []
     for value in values:
-        if isinstance(value, torch.Tensor):
-            found.append(value)
-        elif depth < 2 and not isinstance(value, (type, torch.nn.Module)) and not is_plain(value):
-            state = getattr(value, "__dict__", None)
-            if type(state) is dict:
-                found.extend(_tensors_in(tree_flatten(list(state.values()))[0], depth + 1))
+        if isinstance(value, (torch.Tensor, type, torch.nn.Module)) or is_plain(value):
+            continue
+        state = getattr(value, "__dict__", None)
+        if type(state) is dict and depth < 2:
+            items = tree_flatten(list(state.values()))[0]
+            found += [item for item in items if isinstance(item, torch.Tensor)]
+            found += _held_tensors(items, depth + 1)
     return found

@@ -41,10 +41,10 @@ PROGRAM = textwrap.dedent(
 )
 
 
-def _run(cache: str) -> dict:
+def _run(cache: str, program: str = PROGRAM) -> dict:
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
     done = subprocess.run(
-        [sys.executable, "-c", PROGRAM],
+        [sys.executable, "-c", program],
         check=False,
         env=env,
         capture_output=True,
@@ -64,3 +64,35 @@ def test_a_second_process_hits_the_fx_graph_cache(tmp_path):
     assert second.get("fxgraph_cache_hit") == 1, second
     assert "fxgraph_cache_miss" not in second and "fxgraph_cache_bypass" not in second
     assert second["hits"] == 1
+
+
+
+@pytest.mark.inductor
+def test_compiles_keep_the_saved_tensors_of_the_backward(monkeypatch):
+    # AOTAutograd may "donate" (free as it runs) the buffers a backward saved: with a
+    # graph loaded from the on-disk caches, ``loss.backward(retain_graph=True)`` after a
+    # replay raised "compiled with non-empty donated buffers" (F264).  Every compile of
+    # fullgraph's, static or size-generic, runs with donation off (for the process: the
+    # backward checks the switch again when it runs).
+    import torch
+    import torch._functorch.config as functorch_config
+    import torch._inductor.compile_fx as inductor_compile
+
+    import fullgraph.runtime as fr
+
+    seen = []
+    original = inductor_compile.compile_fx
+
+    def spy(*args, **kwargs):
+        seen.append(functorch_config.donated_buffer)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(inductor_compile, "compile_fx", spy)
+    monkeypatch.setattr(functorch_config, "donated_buffer", True)  # torch's default
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    compiled = fr.compile(model, eager_check=False)
+    for batch in (3, 3, 5, 6, 7):  # sizes vary: the size-generic compile too
+        loss = compiled(torch.randn(batch, 4)).pow(2).sum()
+        loss.backward(retain_graph=True)
+        loss.backward()
+    assert seen and not any(seen), seen
