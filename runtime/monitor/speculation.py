@@ -94,7 +94,7 @@ def call_effect(run: Any, fn: Any, args: tuple, kwargs: dict) -> str | None:
     """
     if isinstance(fn, type) and any("__del__" in vars(klass) for klass in fn.__mro__[:-1]):
         return f"makes a {fn.__name__}, whose __del__ runs when it is dropped"
-    if fn is weakref.finalize or (fn in (weakref.ref, weakref.proxy) and len(args) > 1):
+    if fn is weakref.finalize or ((fn is weakref.ref or fn is weakref.proxy) and len(args) > 1):
         return "registers a finalizer, which runs when its object is dropped"
     if run.speculating is None:
         return None
