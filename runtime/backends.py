@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import inductor_random_order, torch_internals
+from fullgraph.runtime import torch_internals
 from fullgraph.runtime.capture.data_checks import draws_random
 
 Backend = Callable[[torch.fx.GraphModule, list], Callable[..., Any]]
@@ -108,7 +108,7 @@ def inductor_dynamic_backend(gm: torch.fx.GraphModule, example_inputs: list) -> 
         backend="inductor",
         dynamic=True,
         fullgraph=True,
-        options=inductor_random_order.options(_draws_random(gm)),
+        options=torch_internals.inductor_options(_draws_random(gm)),
     )
 
 

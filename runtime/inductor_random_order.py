@@ -82,9 +82,7 @@ def options(draws_random: bool) -> dict:
     before this fix is compiled again instead of loaded.
     """
     install()
-    # (Not about random order, but every Inductor compile of fullgraph's takes these:)
-    # a bf16 / fp16 cast rounds as eager's does, so ``y.float()`` equals ``y``.
-    chosen = {"fallback_random": True, "emulate_precision_casts": True}
+    chosen = {"fallback_random": True}
     if draws_random and needed():
         chosen.update(reorder_for_locality=False, reorder_for_peak_memory=False)
     return chosen

@@ -18,6 +18,13 @@ from torch.utils._pytree import tree_flatten, tree_unflatten  # noqa: F401
 from fullgraph.runtime import inductor_random_order
 
 
+def inductor_options(draws_random: bool) -> dict:
+    """The Inductor options of every compile of fullgraph's: random ops draw eager's
+    numbers in eager's order (``inductor_random_order``), and a bf16 / fp16 cast rounds
+    as eager's does (``y.float()`` equals ``y``)."""
+    return {**inductor_random_order.options(draws_random), "emulate_precision_casts": True}
+
+
 def keep_saved_buffers() -> None:
     """Turn AOTAutograd's buffer donation off, for the process.
 
@@ -51,7 +58,7 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, draws_random: boo
     # eager's numbers under the same seed and leaves the same RNG state.
     keep_saved_buffers()
     with (
-        inductor_config.patch(inductor_random_order.options(draws_random)),
+        inductor_config.patch(inductor_options(draws_random)),
         _static_tracing(example_inputs) as fakes,
     ):
         compiled = inductor_compile_fx(gm, fakes)
