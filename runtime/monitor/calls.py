@@ -312,6 +312,7 @@ class CallHandling(Callouts):
         if fn is next and args and id(args[0]) in self.iterators:
             return self._next_call(args, result)
         hidden_state_reads.read_definition(self, fn, args)  # inspect.signature(h): h's defaults
+        hidden_state_reads.read_library_switches(self, fn)  # Distribution._validate_args
         if fn is id and len(args) == 1 and self.source_of(args[0]) is not None:
             # ``cache[id(w)]``: the number stands for the object; the guard re-reads it.
             self.read(IdSource(self.source_of(args[0])), id(args[0]), symbolic=False)

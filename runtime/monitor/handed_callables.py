@@ -77,22 +77,31 @@ def _attrgetter_reads(run: Any, getter: operator.attrgetter, objects, compared=F
     built around ``o``): its path is walked as well, short of a property it has."""
     paths = getter.__reduce__()[1]
     for obj in objects:
-        if isinstance(obj, operator.attrgetter):
-            continue
-        for path in paths:
-            owner = obj
-            for name in path.split("."):
-                if run.source_of(owner) is None and _computed(owner, name):
-                    break  # its getter would run a second time here
-                try:
-                    value = getattr(owner, name)
-                except Exception:  # noqa: BLE001 - it raises in the call too
-                    break
-                run.read_attr(owner, name, value)
-                source = run.source_of(owner)
-                if compared and source is not None:  # C compares the numbers: by value
-                    run.read(AttrSource(source, name), value, symbolic=False)
-                owner = value
+        if not isinstance(obj, operator.attrgetter):
+            for path in paths:
+                _read_path(run, obj, [(True, name) for name in path.split(".")], compared)
+
+
+def _read_path(run: Any, owner: Any, steps: list, compared: bool = False) -> None:
+    """Read ``owner`` along ``steps`` ((is an attribute, name or key) pairs) as C code
+    reads it, step by step; ``compared``: C compares the numbers it reaches (guarded by
+    value).  A property of an object the call made ends the walk: its getter would run
+    a second time here."""
+    for is_attribute, key in steps:
+        if is_attribute and run.source_of(owner) is None and _computed(owner, key):
+            return
+        try:
+            value = getattr(owner, key) if is_attribute else owner[key]
+        except Exception:  # noqa: BLE001 - it raises in the call too
+            return
+        if is_attribute:
+            run.read_attr(owner, key, value)
+            source = run.source_of(owner)
+            if compared and source is not None:
+                run.read(AttrSource(source, key), value, symbolic=False)
+        else:
+            run.read_item(owner, key, value)
+        owner = value
 
 
 def _computed(owner: Any, name: str) -> bool:
@@ -119,13 +128,4 @@ def _format_field_reads(run: Any, template: str, args: tuple, kwargs: dict) -> N
             owner = args[first] if isinstance(first, int) else kwargs[first]
         except (IndexError, KeyError):
             return
-        for is_attribute, key in rest:
-            try:
-                value = getattr(owner, key) if is_attribute else owner[key]
-            except Exception:  # noqa: BLE001 - format raises it too
-                break
-            if is_attribute:
-                run.read_attr(owner, key, value)
-            else:
-                run.read_item(owner, key, value)
-            owner = value
+        _read_path(run, owner, list(rest))

@@ -129,16 +129,7 @@ _LIBRARY_SWITCHES = (
 
 def read_definition(run: Any, fn: Any, args: tuple) -> None:
     """``inspect.signature(h)``: what it returns follows ``h``'s code and defaults (and
-    those of the functions it wraps), so they are read as a call of ``h`` reads them.
-    Also a library call that reads one of the switches above: the switch is guarded."""
-    module = getattr(fn, "__module__", None) or type(getattr(fn, "__self__", None)).__module__
-    for prefix, holder, path in _LIBRARY_SWITCHES:
-        if module.startswith(prefix) and holder in sys.modules:
-            source = module_source(run, holder)
-            value = sys.modules[holder]
-            for name in path:
-                source, value = AttrSource(source, name), getattr(value, name)
-            run.read(source, value, symbolic=False)
+    those of the functions it wraps), so they are read as a call of ``h`` reads them."""
     if fn not in _DEFINITION_READERS or not args:
         return
     target = args[0]
@@ -147,6 +138,18 @@ def read_definition(run: Any, fn: Any, args: tuple) -> None:
         target = getattr(target, "__wrapped__", None)
         if target is None or run.source_of(target) is None:
             return
+
+
+def read_library_switches(run: Any, fn: Any) -> None:
+    """A library call that reads one of the switches above: the switch is guarded."""
+    module = getattr(fn, "__module__", None) or type(getattr(fn, "__self__", None)).__module__
+    for prefix, holder, path in _LIBRARY_SWITCHES:
+        if module.startswith(prefix) and holder in sys.modules:
+            source = module_source(run, holder)
+            value = sys.modules[holder]
+            for name in path:
+                source, value = AttrSource(source, name), getattr(value, name)
+            run.read(source, value, symbolic=False)
 
 
 def refuse_decimal_arithmetic(run: Any, *operands: Any) -> None:

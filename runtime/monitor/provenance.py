@@ -230,7 +230,7 @@ class Provenance:
                 source = self.source_of(owner) or self.resolve_external(owner)
                 if source is not None:
                     self.read(AttrSource(source, "data"), value)
-            elif user_tensor_attribute(owner, name):  # ``x.scale`` set by the caller
+            elif in_instance_dict(owner, name):  # ``x.scale`` set by the caller
                 source = self.source_of(owner) or self.resolve_external(owner)
                 if source is not None:
                     self.read(AttrSource(source, name), value)
@@ -246,7 +246,7 @@ class Provenance:
                 isinstance(value, types.MethodType)
                 and value.__self__ is owner
                 or user_property(type(owner), name)
-                or not _in_instance_dict(owner, name)
+                or not in_instance_dict(owner, name)
             ):  # a method, property or class attribute of an object the call made
                 class_slots.read_lookup(self, owner, name)
             return
@@ -481,16 +481,9 @@ def callable_object(fn: Any) -> bool:
     ) and isinstance(getattr(type(fn), "__call__", None), types.FunctionType)  # noqa: B004
 
 
-def user_tensor_attribute(tensor: torch.Tensor, name: str) -> bool:
-    """An attribute someone set on this tensor object (``x.scale = 3.0``), not torch's."""
-    try:
-        return name in tensor.__dict__
-    except AttributeError:
-        return False
-
-
-def _in_instance_dict(owner: Any, name: str) -> bool:
-    """Whether ``owner.name`` came from the object itself, not from its class."""
+def in_instance_dict(owner: Any, name: str) -> bool:
+    """Whether ``owner.name`` is the object's own attribute (``x.scale = 3.0`` on a
+    tensor, not torch's; on an object the call made, not its class's)."""
     try:
         return name in object.__getattribute__(owner, "__dict__")
     except (AttributeError, TypeError):

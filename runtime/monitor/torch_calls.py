@@ -147,10 +147,13 @@ class TorchCallRouting:
             (sized_by_data and not data_dependent.may_enter_graph(self, func, name))
             or _packed_sequence_call(name, args)
             or _size_from_tensor(name, args)
-            or _from_array(name, args)
         ):
             result = func(*args, **kwargs)
             self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
+            return result
+        if _from_array(name, args):  # made eagerly, but no shape depends on data (FG204)
+            result = func(*args, **kwargs)
+            self._torch_callout(func, args, kwargs, result, breaks.UNKNOWN_NATIVE_CALL)
             return result
         reads_size = name in _SIZE_READS or prop in _SIZE_READS or name in _SIZE_DEPENDENT_OPS
         if reads_size and args and data_dependent.shaped_by_data(self.tape, args[0]):
