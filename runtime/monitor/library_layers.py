@@ -41,7 +41,7 @@ def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
         run.read(AttrSource(source, "training"), module.training, symbolic=False)
     hook_sources.guard_hooks(run, module, source)
     if "parametrizations" in module._modules:
-        _guard_parametrize_cache(run)
+        guard_parametrize_cache(run)
     library_settings.read_settings(run, module, source, skip=("training",))
     _guard_tensor_slots(run, module, source)
     # A container layer runs every child in order (an nn.Sequential, the ModuleList
@@ -65,13 +65,14 @@ def guard_library_module(run, module: torch.nn.Module, source: Source) -> None:
             guard_library_module(run, child, child_source)
 
 
-def _guard_parametrize_cache(run) -> None:
-    """A parametrized layer computes its weight unobserved; inside
-    ``parametrize.cached()`` it reuses the first one computed, which no graph can."""
+def guard_parametrize_cache(run) -> None:
+    """A parametrized weight is computed by torch's Python, read by a layer or by the
+    program (``parametrized.guard``); inside ``parametrize.cached()`` it is the first
+    one computed, reused while the block lasts, which no graph can replay."""
     cache = ItemSource(ConstSource(run.globals_name(vars(parametrize))), "_cache_enabled")
     run.read(cache, parametrize._cache_enabled, symbolic=False)
     if parametrize._cache_enabled:
-        run.refuse("a parametrized layer inside parametrize.cached() reuses a cached weight")
+        run.refuse("a parametrized weight inside parametrize.cached() is a cached one")
 
 
 def _guard_tensor_slots(run, module: torch.nn.Module, source: Source) -> None:

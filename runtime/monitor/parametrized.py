@@ -18,11 +18,10 @@ import types
 from typing import Any
 
 import torch
-from torch.nn.utils import parametrize
 
-from fullgraph.runtime.monitor import module_calls
+from fullgraph.runtime.monitor import library_layers, module_calls
 from fullgraph.runtime.monitor.user_code import is_user_code, property_getter
-from fullgraph.runtime.sources import AttrSource, ConstSource, ItemSource, Source
+from fullgraph.runtime.sources import AttrSource, Source
 
 
 def computed_by_library_property(run: Any, owner: Any, name: str, value: Any) -> bool:
@@ -50,5 +49,4 @@ def guard(run: Any, owner: Any, source: Source, name: str) -> None:
         chain_source = AttrSource(AttrSource(source, "parametrizations"), name)
         run.register(chain, chain_source)
         module_calls.guard_called_module(run, chain, chain_source)
-        cache = ItemSource(ConstSource(run.globals_name(vars(parametrize))), "_cache_enabled")
-        run.read(cache, parametrize._cache_enabled, symbolic=False)
+        library_layers.guard_parametrize_cache(run)

@@ -245,3 +245,21 @@ def test_a_parametrized_layer_inside_parametrize_cached(backend):
     script = [*calls(2, fresh), Do(enter_cached, "enter cached()"), Call(fresh), bump]
     script += [Call(fresh), Do(leave_cached, "leave cached()"), Call(fresh)]
     run_case(Case("parametrize_cached", prog(PARAMETRIZED, "model"), script), backend)
+
+
+READS_THE_WEIGHT = (
+    PARAMETRIZED
+    + """
+def f(x):
+    # The program reads the parametrized weight itself (the layer is not called).
+    return x @ model.weight.t()
+"""
+)
+
+
+@backends()
+def test_a_parametrized_weight_read_inside_parametrize_cached(backend):
+    bump = execg("with torch.no_grad(): model.parametrizations.weight.original.add_(1.0)")
+    script = [*calls(2, fresh), Do(enter_cached, "enter cached()"), Call(fresh), bump]
+    script += [Call(fresh), Do(leave_cached, "leave cached()"), Call(fresh)]
+    run_case(Case("parametrized_weight_cached", prog(READS_THE_WEIGHT), script), backend)
