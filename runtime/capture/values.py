@@ -68,7 +68,9 @@ def plain_number(value: Any) -> Any:
     Python at all."""
     kind = type(value)
     if kind.__module__ == "numpy" and getattr(value, "shape", None) == ():
-        return value.item()  # np.int64, np.float64, np.bool_ (scalars have the shape ())
+        # np.int64, np.float64 (scalars have the shape ()); torch reads an np.bool_ as
+        # the float it converts to (``x * np.True_`` is ``x * 1.0``, not ``x * True``).
+        return float(value) if kind.__name__ in ("bool", "bool_") else value.item()
     if kind in (int, float, bool) or value is None:
         return value
     if isinstance(value, int) and not isinstance(value, bool):

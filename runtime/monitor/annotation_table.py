@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import collections
 import dataclasses
+import functools
 import re
 import types
 
@@ -459,6 +460,12 @@ def module_of(fn: object) -> str:
 
 def lookup(fn: object) -> Annotation | None:
     """The annotation of a callable the monitor does not step into, if any."""
+    if isinstance(fn, functools.partial):
+        # ``partial(print, "[train]")`` is called as print is (one of the program's own
+        # function is stepped into); no change through one can be replayed.
+        found = lookup(fn.func)
+        mutates = found is not None and found.mutates
+        return dataclasses.replace(found, refuses="changes what it holds") if mutates else found
     if isinstance(fn, types.BuiltinFunctionType) and getattr(fn, "__self__", None) is builtins:
         return BUILTIN_FUNCTIONS.get(fn.__name__, UNKNOWN_NATIVE)
     receiver = getattr(fn, "__self__", None)

@@ -193,7 +193,7 @@ class CallHandling(Callouts):
             tracker is not None
             and tracker.live
             and not steps_into(fn)
-            and not size_pinning.keeps_sizes(fn)
+            and not size_pinning.keeps_sizes(fn, args, kwargs)
             and not _replayed(fn, target)
         ):
             # Code that runs only now (its result is kept) may read a size's number.
@@ -201,18 +201,21 @@ class CallHandling(Callouts):
         if (
             tracker is not None
             and not steps_into(fn)
-            and not size_pinning.keeps_sizes(fn)
+            and not size_pinning.keeps_sizes(fn, args, kwargs)
             and size_pinning.has_size_argument(args, kwargs)
         ):
             # Whether it runs now only or is replayed too, it gets the ints eager gives it.
             cpython.replace_stack_item(state.frame, fn_depth, size_pinning.with_plain_sizes(fn))
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None
-        if module_walks.walk_of(target):
-            walk = module_walks.guarding_walk(self, fn, target, args)
-            if walk is not None:
-                cpython.replace_stack_item(state.frame, fn_depth, walk)
-                return None
+        walk = module_walks.guarding_walk(self, fn, target, args)  # or ``m.state_dict``
+        if walk is not None:
+            cpython.replace_stack_item(state.frame, fn_depth, walk)
+            return None
+        if module_walks.reads_tree_unobserved(fn, target, args):
+            return self._replayed_callout(
+                state, fn, args, kwargs, _UNOBSERVED_READ, result, fn_depth
+            )
         if constructs_here(fn):
             known = annotation_table.FUNCTIONS.get(annotation_table.qualified_name(fn))
             if known is not None and known.refuses is not None:  # contextlib.redirect_stdout

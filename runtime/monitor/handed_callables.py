@@ -12,6 +12,7 @@ given; ``getattr`` itself handed over refuses the record.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import string
@@ -39,6 +40,26 @@ def guard(run: Any, fn: Any, args: tuple, kwargs: dict) -> None:
                 _attrgetter_reads(run, value, _objects_in(run, other), compared=True)
         elif isinstance(value, types.BuiltinMethodType):
             _container_method(run, fn, value)
+            _effect(run, fn, value)
+        elif isinstance(value, functools.partial):  # ``stack.callback(partial(print, "x"))``
+            _effect(run, fn, value)
+
+
+def _effect(run: Any, fn: Any, handed: Any) -> None:
+    """``map(print, rows)``, ``stack.callback(print, "done")``: a builtin with an effect
+    (or a partial of one) that C code calls unseen refuses the record."""
+    annotation = annotation_table.lookup(handed)
+    owner = getattr(handed, "__self__", None)
+    if (
+        annotation is None
+        or annotation.pure
+        or isinstance(owner, annotation_table.MUTABLE_BUILTINS)
+    ):
+        return  # a container's method: _container_method decides
+    run.refuse(
+        f"{annotation_table.qualified_name(handed)} is handed to "
+        f"{annotation_table.qualified_name(fn)}, which may call it unseen"
+    )
 
 
 def _container_method(run: Any, fn: Any, method: Any) -> None:

@@ -9,6 +9,7 @@ Mixed into :class:`~fullgraph.runtime.monitor.run.MonitorRun`.
 
 from __future__ import annotations
 
+import array
 import collections
 import dataclasses
 import enum
@@ -44,6 +45,8 @@ SNAPSHOT_ITERABLES = (
     collections.UserList,
     types.MappingProxyType,
     enum.EnumMeta,  # ``for member in Color``
+    bytearray,
+    array.array,
 )
 
 
@@ -75,34 +78,35 @@ class IterationTracking:
             self.iterators[id(iterator)] = inner
             self.keepalive.append(iterator)
             return
-        source = self.source_of(iterable)
         if kind in ("enumerate", "zip"):
             state = IteratorState(kind, None, iterable)
-        elif source is None or self.written_external(iterable):
-            return
-        elif isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in (
-            "items",
-            "values",
-            "keys",
-        ):
-            owner = iterable
-            keys = dict_keys.read_keys(self, source, owner)  # each as an item read names it
-            state = IteratorState("keys" if kind == "iter" else kind, source, owner, keys=keys)
-        elif isinstance(
-            iterable,
-            (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList),
-        ):
-            state = IteratorState(kind, source, iterable)
-        elif isinstance(iterable, torch.Tensor):
-            return  # Tensor.__iter__ is a torch call: the capture unbinds it in the graph
-        elif iterates_in_user_code(iterable):
-            return  # its __iter__ runs under observation: what it reads is guarded there
         else:
-            state = self.snapshot_items(iterable, source)
+            state = self.follow_iterable(iterable, kind)
             if state is None:
                 return
         self.iterators[id(iterator)] = state
         self.keepalive.append(iterator)
+
+    def follow_iterable(self, iterable: Any, kind: str = "iter") -> IteratorState | None:
+        """How the items of an outside ``iterable`` are guarded as they are yielded,
+        or None where nothing needs guarding (made by the call, a tensor, a user
+        ``__iter__`` the monitor steps into)."""
+        source = self.source_of(iterable)
+        if source is None or self.written_external(iterable):
+            return None
+        if isinstance(iterable, (dict, torch.nn.ModuleDict)) or kind in ("items", "values", "keys"):
+            keys = dict_keys.read_keys(self, source, iterable)  # each as an item read names it
+            return IteratorState("keys" if kind == "iter" else kind, source, iterable, keys=keys)
+        if isinstance(
+            iterable,
+            (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList),
+        ):
+            return IteratorState(kind, source, iterable)
+        if isinstance(iterable, torch.Tensor):
+            return None  # Tensor.__iter__ is a torch call: the capture unbinds it in the graph
+        if iterates_in_user_code(iterable):
+            return None  # its __iter__ runs under observation: what it reads is guarded there
+        return self.snapshot_items(iterable, source)
 
     def snapshot_items(self, iterable: Any, source: Source) -> IteratorState | None:
         """Guard what an external container yields when its iteration is not observed.
@@ -127,25 +131,10 @@ class IterationTracking:
     def derive_compound(self, iterator: Any, kind: str, inputs: list) -> None:
         inner = []
         for item in inputs:
+            # ``enumerate(d)``, ``zip(keys, a_set)``: an outside dict's keys, a set's or
+            # deque's items are guarded as ``for k in d`` guards them.
             state = self.iterators.get(id(item))
-            if state is None:
-                source = self.source_of(item)
-                if (
-                    source is not None
-                    and isinstance(
-                        item,
-                        (
-                            list,
-                            tuple,
-                            torch.nn.ModuleList,
-                            torch.nn.Sequential,
-                            torch.nn.ParameterList,
-                        ),
-                    )
-                    and not self.written_external(item)
-                ):
-                    state = IteratorState("iter", source, item)
-            inner.append(state)
+            inner.append(state if state is not None else self.follow_iterable(item))
         self.iterators[id(iterator)] = IteratorState(kind, None, iterator, inner=inner)
         self.keepalive.append(iterator)
 

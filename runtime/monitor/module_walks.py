@@ -20,6 +20,7 @@ deduplicating walk yields) is a miss.  ``next(self.parameters())``
 
 from __future__ import annotations
 
+import copy
 import inspect
 import types
 from collections.abc import Callable, Iterator
@@ -27,7 +28,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime.sources import AttrSource, KeysSource, Source
+from fullgraph.runtime.sources import AttrSource, KeysSource, Source, TypeOfSource
 
 _Module = torch.nn.Module
 
@@ -43,6 +44,71 @@ _WALKS: dict[Callable, tuple[Callable, str | None, bool]] = {
     _Module.children: (_Module.named_children, None, False),
     _Module.named_children: (_Module.named_children, None, True),
 }
+
+
+# torch's Python methods that read a module tree (members, hooks, settings, class)
+# and give back plain objects: replayed, their results checked (a layer's settings
+# changed between calls is another ``repr``).  ``state_dict`` is guarded instead.
+_TREE_READERS = frozenset(
+    [
+        "__repr__",
+        "__str__",
+        "extra_repr",
+        "_get_name",
+        "get_parameter",
+        "get_buffer",
+        "get_submodule",
+    ]
+)
+
+
+def reads_tree_unobserved(fn: Any, target: Any, args: tuple) -> bool:
+    """``repr(m)``, ``m.extra_repr()``, ``m.get_parameter("w")``, ``copy.deepcopy(m)``:
+    torch's Python (or the copy module) reads the module tree unobserved."""
+    if target in (repr, str, format, copy.copy, copy.deepcopy):
+        return bool(args) and isinstance(args[0], _Module)
+    name = getattr(target, "__name__", "")
+    return name in _TREE_READERS and isinstance(_receiver(fn, args), _Module)
+
+
+def guarding_state_dict(run: Any, fn: Any, target: Any, args: tuple) -> Callable | None:
+    """What to call instead of ``m.state_dict`` (torch's own): it guards what torch
+    reads (every module on the way, its parameters' and buffers' keys, which buffers
+    are not persistent, its state-dict hooks), then runs it.  None: not torch's
+    ``state_dict`` of a module from outside the call."""
+    module = _receiver(fn, args)
+    if target is not _Module.state_dict or not isinstance(module, _Module):
+        return None
+    source = run.source_of(module)
+    if source is None or run.written_external(module):
+        return None
+    bound = isinstance(fn, types.MethodType)
+
+    def state_dict(*call_args: Any, **call_kwargs: Any) -> Any:
+        rest = call_args if bound else call_args[1:]
+        if rest or "destination" in call_kwargs:
+            run.refuse("state_dict(destination=...) fills a dict the monitor does not follow")
+        else:
+            for members in ("_parameters", "_buffers"):
+                _Walk(run, module, source, "", True, members, False).finish()
+            for _, child, child_source in _Walk(run, module, source, "", True, None, False).order:
+                _guard_state_dict_settings(run, child, child_source)
+        return _Module.state_dict(module, *rest, **call_kwargs)
+
+    run.keepalive.append(state_dict)
+    return state_dict
+
+
+def _guard_state_dict_settings(run: Any, module: _Module, source: Source) -> None:
+    run.read(TypeOfSource(source), type(module), symbolic=False)  # _save_to_state_dict
+    run.register(
+        module._non_persistent_buffers_set, AttrSource(source, "_non_persistent_buffers_set")
+    )
+    run.read_whole(module._non_persistent_buffers_set)
+    for hooks in ("_state_dict_pre_hooks", "_state_dict_hooks"):
+        run.read(
+            KeysSource(AttrSource(source, hooks)), tuple(getattr(module, hooks)), symbolic=False
+        )
 
 
 def _receiver(fn: Any, args: tuple) -> Any:
@@ -72,7 +138,10 @@ def walk_of(target: Any) -> bool:
 def guarding_walk(run: Any, fn: Any, target: Callable, args: tuple) -> Callable | None:
     """What to call instead of ``fn`` (the walk ``target``, bound or with its module
     first in ``args``): a walk that guards as it goes; None for a module the call made
-    or changed, which the guard at entry can say nothing about."""
+    or changed, which the guard at entry can say nothing about, and for a call that is
+    no walk.  ``m.state_dict`` is swapped for a guarded one too."""
+    if not walk_of(target):
+        return guarding_state_dict(run, fn, target, args)
     bound = isinstance(fn, types.MethodType)
     module = _receiver(fn, args)
     source = run.source_of(module) if isinstance(module, _Module) else None

@@ -20,13 +20,14 @@ from fullgraph.runtime.monitor import (
     closure_sources,
     container_truth,
     hidden_state_reads,
+    identity_tests,
     method_lookups,
     speculation,
     type_checks,
+    unobserved_reads,
 )
 from fullgraph.runtime.monitor.callouts import MUTABLE_CONTAINERS
 from fullgraph.runtime.monitor.user_code import is_user_code
-from fullgraph.runtime.record.guards import IDENTITY_CHECKED
 from fullgraph.runtime.sources import AttrSource, TypeOfSource
 
 if TYPE_CHECKING:
@@ -433,40 +434,9 @@ def contains_op(run, state, ins) -> After:
 
 @handles("IS_OP")
 def is_op(run, state, ins) -> After:
-    """``a is b`` / ``a is not b`` between two objects from outside the call.
-
-    One object reached through two paths is guarded as an alias where the second path
-    is read; two distinct objects must be guarded to stay two, or a record made for
-    ``f(x, y)`` replays ``f(x, x)`` down the branch taken for distinct ones.  (``is None``
-    and the ``POP_JUMP_IF_NONE`` family test against a constant: the operand's read is
-    guarded by value, which says whether it is None.)"""
-    identity_test(run, tos(state, 1), tos(state))
+    """``a is b`` / ``a is not b``: what decided it (monitor/identity_tests.py)."""
+    identity_tests.guard(run, tos(state, 1), tos(state))
     return None
-
-
-def identity_test(run: MonitorRun, left: object, right: object) -> None:
-    """Record the distinctness an identity test between ``left`` and ``right`` decided.
-
-    Only objects that both have a source: one the call made is another object than
-    everything from outside whatever the guard says.  A source is where the object was
-    at entry, also when the program reaches it through state it wrote itself
-    (``self.last = x`` then ``y is self.last`` compares ``y`` with ``x``): the check is
-    on the entry objects, as the replayed program's own stores reproduce the rest.
-    Numbers, strings and None have no source (their identity is interning, which a
-    guard by value does not pin; ``is None`` is decided by that value)."""
-    if left is right:
-        return  # one object: guarded as an alias where its second path was read
-    first, second = run.source_of(left), run.source_of(right)
-    if first is None or second is None or first == second:
-        return
-    if (
-        isinstance(left, IDENTITY_CHECKED)
-        and isinstance(right, IDENTITY_CHECKED)
-        and first in run.reads
-        and second in run.reads
-    ):
-        return  # both checked against their own object already (``type(x) is Foo``)
-    run.distinct.append((first, second))
 
 
 @handles("KW_NAMES", until=(3, 12))
@@ -496,6 +466,9 @@ def call_function_ex(run, state, ins) -> After:
     elif not isinstance(args, tuple):
         # f(*iterator): the interpreter consumes it as the call starts (running a
         # generator's frames under observation); reading it here would consume it.
+        # An outside set or deque is read whole (its length is the argument count).
+        if isinstance(args, unobserved_reads.MUTABLE_SNAPSHOTS):
+            run.read_whole(args)
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if isinstance(target, types.FunctionType) and is_user_code(target.__code__):
             return None  # stepped into: its frame sees the arguments

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections.abc
 import functools
+import os
 import re
 import types
 from typing import Any
@@ -380,6 +381,11 @@ class Provenance:
             keys = tuple(container.keys())
             for key, form in zip(keys, dict_keys.read_keys(self, source, container)):
                 self.read(ItemSource(source, form), container[key], symbolic=False)
+        elif isinstance(container, type(os.environ)):  # ``dict(os.environ)``, ``{**os.environ}``
+            keys = tuple(container)
+            self.read(IterItemsSource(source), keys, symbolic=False)
+            for key in keys:
+                self.read(ItemSource(source, key), container[key], symbolic=False)
         elif isinstance(container, SNAPSHOT_ITERABLES) and not isinstance(container, (str, bytes)):
             # sum(a_set), sorted(a_deque)...  (strings are guarded by value already)
             items = tuple(container)

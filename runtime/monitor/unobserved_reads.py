@@ -11,7 +11,10 @@ that source, so what the program reads of it is guarded item by item.
 
 from __future__ import annotations
 
+import array
+import collections
 import collections.abc
+import os
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -26,7 +29,20 @@ from fullgraph.runtime.sources import AttrSource
 CONSUMING_BUILTINS = frozenset(
     [sum, min, max, sorted, list, tuple, set, frozenset, dict, any, all, next, map, filter]
 )
-ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator)
+ITERATED_WHOLE = (*SNAPSHOT_ITERABLES, collections.abc.Iterator, type(os.environ))
+# Mutable containers whose items any library call may read (``a.issubset(b)``,
+# ``q.count(1.0)``, ``deque(q)``, ``bytes(buf)``): read whole whatever the call.
+MUTABLE_SNAPSHOTS = (
+    set,
+    collections.deque,
+    bytearray,
+    array.array,
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+    collections.UserDict,
+    collections.UserList,
+)
 # Pure builtins that read only what their arguments are, not what they hold.
 _READ_NOTHING = (callable, type, id)
 
@@ -51,7 +67,9 @@ def read_by_call(
             # ``sum(d.values())``, ``list(reversed(xs))``, ``dict(zip(keys, xs))``: the
             # view or iterator reads all of what it walks
             read_walked(run, run.iterators[id(value)])
-        elif hashable and fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE):
+        elif isinstance(value, MUTABLE_SNAPSHOTS) or (
+            hashable and fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE)
+        ):
             run.read_whole(value)
     return None
 
@@ -76,3 +94,5 @@ def read_by_constructor(run: Any, cls: type, args: tuple, kwargs: dict) -> None:
     for value in (*args, *kwargs.values()):
         if isinstance(value, (list, tuple, dict)):
             run.read_nested(value)
+        elif isinstance(value, ITERATED_WHOLE):
+            run.read_whole(value)  # ``deque(q)``, ``islice(q, 3)``, ``chain(a_set, xs)``

@@ -58,11 +58,15 @@ _TRANSPARENT_METHODS = frozenset(
 )
 
 
-def keeps_sizes(fn: Any) -> bool:
+def keeps_sizes(fn: Any, args: tuple = (), kwargs: dict | None = None) -> bool:
     """Whether a callee the monitor doesn't step into may receive sizes as they are:
     torch (which records them into the graph) and builtins that only pass them on.
     Any other native code may read an int's value without calling a method of it
-    (``range(s)``, ``random.randint(0, s)``), so its size arguments are pinned."""
+    (``range(s)``, ``random.randint(0, s)``), so its size arguments are pinned, as are
+    those ``max``, ``min`` and ``sum`` compare or add with a float or a bool in C
+    (``max(n, 6.5)``, ``sum(x.shape, 0.5)``, ``min(n - 5, False)``)."""
+    if any(fn is builtin for builtin in (max, min, sum)):
+        return not _foreign_operand((*args, *(kwargs or {}).values()))
     if any(fn is builtin for builtin in _TRANSPARENT_BUILTINS):
         return True
     receiver = getattr(fn, "__self__", None)
@@ -86,6 +90,7 @@ NATIVE_READS = frozenset(
     [
         "BINARY_OP",
         "COMPARE_OP",
+        "CONTAINS_OP",
         "BINARY_SUBSCR",
         "STORE_SUBSCR",
         "DELETE_SUBSCR",
@@ -101,6 +106,12 @@ def check_instruction(tracker: ShapeTracker, opname: str, top: Callable[[int], A
     or a comparison whose left operand is not an int (``0.5 * n``, ``20.0 < n``,
     ``True + n``, ``Mode.WIDE * n``): the left operand's own method runs first and
     reads the number natively; SizeInt's reflected one is asked only by an int."""
+    if opname == "CONTAINS_OP":  # ``n in [4.0, 6.0]``: float.__eq__ reads the size natively
+        item, container = top(1), top(0)
+        plain = isinstance(container, (list, tuple, set, frozenset, dict))
+        if plain and holds_size(item) and _foreign_operand((tuple(container),)):
+            tracker.concretize_all(item)
+        return
     if opname in ("BINARY_OP", "COMPARE_OP"):
         # A sequence repeated by a size is caught by SizeInt's own __mul__/__rmul__.
         left, right = top(1), top(0)
@@ -129,6 +140,15 @@ def _foreign_number(value: Any) -> bool:
     return isinstance(value, (numbers.Number, str, bytes, bytearray)) or type(
         value
     ).__module__.startswith("numpy")
+
+
+def _foreign_operand(values: tuple) -> bool:
+    """A number other than an int among ``values`` or the items of a list or tuple."""
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        if any(_foreign_number(item) and not isinstance(item, str) for item in items):
+            return True
+    return False
 
 
 def follows_len(value: Any) -> bool:
