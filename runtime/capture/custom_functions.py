@@ -467,7 +467,10 @@ class _EagerBackward(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         cls, user_ctx, positions = ctx.fullgraph_call
-        result = cls.backward(user_ctx, *grads)
+        # The user's backward takes a gradient for every output, None for a non-tensor.
+        given = iter(grads)
+        every = [next(given) if tensor else None for tensor in user_ctx._fg_tensor_outputs]
+        result = cls.backward(user_ctx, *every)
         result = result if isinstance(result, tuple) else (result,)
         inputs = (result[p] if p < len(result) else None for p in positions)
         outputs = (None for _ in range(len(grads)))  # handed in only to be handed back
@@ -475,11 +478,16 @@ class _EagerBackward(torch.autograd.Function):
 
     @classmethod
     def attach(cls_, cls: type, user_ctx: FunctionContext, args: tuple, result: Any):
+        """``result`` as apply gives it: its tensors carry the user's backward, other
+        outputs (``return y, n``) are handed back as they are."""
         outputs = result if isinstance(result, tuple) else (result,)
-        if not all(isinstance(o, torch.Tensor) for o in outputs):
-            return result  # non-tensor outputs: apply hands them back untouched
+        user_ctx._fg_tensor_outputs = [isinstance(o, torch.Tensor) for o in outputs]
+        tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+        if not tensors:
+            return result
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
         inputs = [args[p] for p in positions]
-        attached = cls_.apply(cls, user_ctx, positions, *inputs, *outputs)
-        attached = attached if isinstance(attached, tuple) else (attached,)
-        return attached if isinstance(result, tuple) else attached[0]
+        attached = cls_.apply(cls, user_ctx, positions, *inputs, *tensors)
+        given = iter(attached if isinstance(attached, tuple) else (attached,))
+        back = tuple(next(given) if isinstance(o, torch.Tensor) else o for o in outputs)
+        return back if isinstance(result, tuple) else back[0]

@@ -30,6 +30,7 @@ from fullgraph.runtime.monitor.hidden_state_reads import (
     HIDDEN_STATE_READS,
     REFUSED_CALLS,
     SETTING_CHANGES,
+    SETTING_READS,
     is_single_dispatch,
 )
 
@@ -343,27 +344,6 @@ OBJECT_METHODS: dict[str, Annotation] = {
 
 _GENERATOR_SETTERS = ("manual_seed", "seed", "set_state", "set_offset", "graphsafe_set_state")
 _GENERATOR_READS = ("get_state", "initial_seed", "get_offset", "graphsafe_get_state")
-
-# Reads of process settings that no tensor operation changes (unlike the random
-# state or the CUDA allocator's counters): the mock may make such a call in front of
-# the graph it was made in, which then needs no split (transformers asks
-# ``is_cuda_stream_capturing()`` in the middle of every attention mask).
-SETTING_READS = frozenset(
-    [
-        "torch.get_num_threads",
-        "torch.get_num_interop_threads",
-        "torch.get_float32_matmul_precision",
-        "torch.is_deterministic_algorithms_warn_only_enabled",
-        "torch.get_deterministic_debug_mode",
-        "torch.is_warn_always_enabled",
-        "torch.get_default_device",
-        "torch._C._is_multithreading_enabled",
-        "torch._C._is_view_replay_enabled",
-        "torch.cuda.current_device",
-        "torch.cuda.get_sync_debug_mode",
-        "torch.cuda.graphs.is_current_stream_capturing",
-    ]
-)
 
 # Specific functions that differ from their module's entry.
 FUNCTIONS: dict[str, Annotation] = {

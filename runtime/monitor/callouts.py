@@ -234,6 +234,7 @@ class Callouts:
                 )
                 # What the call left in those lists decides what follows: read, mid-guarded.
                 changed_arguments.read_after(self, handed, callout, annotation.category)
+                changed_arguments.note_returned(self, value, name)
             except Unsupported as error:
                 self.tape.unsupported = error
                 self.unsupported.append(self.locate(name, error.category, error.detail))

@@ -165,6 +165,20 @@ def refuse_changed_after(run) -> None:
                 "changed afterwards: a replay would hand the call what the function left in it"
             )
             return
+    for value, state, call_name in run.returned_containers:
+        if _state(run, value) != state:
+            run.refuse(
+                f"the {type(value).__name__} {call_name} returned was changed by the function: "
+                "a replay would use the one the call returns, unchanged"
+            )
+            return
+
+
+def note_returned(run, value: Any, call_name: str) -> None:
+    """A container a replayed call returned (``ids.tolist()``): the mock uses the one the
+    call returns then, so the function must leave it as it came (checked at the end)."""
+    if isinstance(value, (list, dict, set, bytearray)):
+        run.returned_containers.append((value, _state(run, value), call_name))
 
 
 def read_after(run, handed: Handed, call, category) -> None:

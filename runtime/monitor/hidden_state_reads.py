@@ -106,7 +106,52 @@ REFUSED_CALLS = {
         ]
     },
     "importlib.import_module": "returns a module the guard has no path to (an import statement has)",
+    # Autograd modes that act on the backward pass of what runs inside them, which a
+    # replay's graph (with its own saved tensors and nodes) does not reproduce.
+    **{
+        f"torch.autograd.{name}": "changes how autograd saves or checks what runs inside it"
+        for name in [
+            "graph.saved_tensors_hooks",
+            "graph.save_on_cpu",
+            "anomaly_mode.detect_anomaly",
+            "anomaly_mode.set_detect_anomaly",
+            "forward_ad.dual_level",
+        ]
+    },
 }
+
+
+# Reads of process settings that no tensor operation changes (unlike the random
+# state or the CUDA allocator's counters): the mock may make such a call in front of
+# the graph it was made in, which then needs no split (transformers asks
+# ``is_cuda_stream_capturing()`` in the middle of every attention mask).
+SETTING_READS = frozenset(
+    [
+        "torch.get_num_threads",
+        "torch.get_num_interop_threads",
+        "torch.get_float32_matmul_precision",
+        "torch.is_deterministic_algorithms_warn_only_enabled",
+        "torch.get_deterministic_debug_mode",
+        "torch.is_warn_always_enabled",
+        "torch.get_default_device",
+        "torch._C._is_multithreading_enabled",
+        "torch._C._is_view_replay_enabled",
+        "torch.cuda.current_device",
+        "torch.cuda.get_sync_debug_mode",
+        "torch.cuda.graphs.is_current_stream_capturing",
+        # Switches and process state read through getters (sdpa_kernel() sets the first
+        # four; a DataLoader worker, torchrun or init_process_group the last ones).
+        "torch.backends.cuda.flash_sdp_enabled",
+        "torch.backends.cuda.math_sdp_enabled",
+        "torch.backends.cuda.mem_efficient_sdp_enabled",
+        "torch.backends.cuda.cudnn_sdp_enabled",
+        "torch.backends.mha.get_fastpath_enabled",
+        "torch._C._get_nnpack_enabled",
+        "torch.distributed.distributed_c10d.is_initialized",
+        "torch.distributed.distributed_c10d.is_torchelastic_launched",
+        "torch.utils.data._utils.worker.get_worker_info",
+    ]
+)
 
 
 def is_single_dispatch(fn: object) -> bool:

@@ -14,12 +14,19 @@ class, is a miss too.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any
 
 from fullgraph.runtime.monitor import class_slots
-from fullgraph.runtime.sources import AttrSource, ContainsSource, ItemSource, TypeOfSource
+from fullgraph.runtime.sources import (
+    AttrSource,
+    ContainsSource,
+    ItemSource,
+    LookupSource,
+    TypeOfSource,
+)
 
 
 def read_method(run: Any, owner: Any, name: str, function: Any) -> None:
@@ -61,3 +68,29 @@ def _found_on_class(owner: Any, name: str, value: Any) -> bool:
         return inspect.getattr_static(type(owner), name, None) is value
     except Exception:  # noqa: BLE001 - an odd metaclass: treated as a plain read
         return False
+
+
+def cached_property_cold(owner: Any, name: str) -> bool | None:
+    """Before ``owner.name``: None unless the class gives a ``functools.cached_property``;
+    else whether ``owner`` has no cached value yet (the getter runs now and stores one)."""
+    try:
+        found = inspect.getattr_static(type(owner), name, None)
+    except Exception:  # noqa: BLE001 - a class whose lookup raises: not a cached property
+        return None
+    if not isinstance(found, functools.cached_property):
+        return None
+    own = getattr(owner, "__dict__", None)
+    return not (isinstance(own, dict) and name in own)
+
+
+def read_cached_property(run: Any, owner: Any, name: str, cold: bool, value: Any) -> None:
+    """``owner.name`` of a ``cached_property``: whether the instance held a value decides
+    whether its getter runs.  Cold, the getter ran (stepped into) and the guard checks
+    the instance still holds none; warm, the instance's value is read where it is
+    (``type(o).name`` would run the getter in the guard when the cache is gone)."""
+    source = run.source_of(owner)
+    if source is None or (id(owner), name) in run.written:
+        run.read_attr(owner, name, value)
+        return
+    lookup = LookupSource(source, name)
+    run.read(lookup, inspect.getattr_static(type(owner), name) if cold else value, symbolic=False)

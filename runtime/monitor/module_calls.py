@@ -129,6 +129,7 @@ def _recompute_check(run: Any, args: tuple, kwargs: dict) -> Callable[[], None]:
     buffers = [b for m in modules for b in m.buffers()]
     versions = [b._version for b in buffers]
     grad = torch.is_grad_enabled()
+    effects, callouts = run.effects_made, len(run.tape.callouts)
 
     def after() -> None:
         if grad and any(b._version != v for b, v in zip(buffers, versions)):
@@ -136,6 +137,11 @@ def _recompute_check(run: Any, args: tuple, kwargs: dict) -> Callable[[], None]:
                 "torch.utils.checkpoint recomputes a function that updates buffers in "
                 "place (batch norm statistics) during the backward pass"
             )
+        elif grad and (
+            run.effects_made != effects or any(c.effectful for c in run.tape.callouts[callouts:])
+        ):
+            # A counter, a print, a hook's store: eager makes them again in the backward.
+            run.refuse("torch.utils.checkpoint recomputes a function with effects")
 
     return after
 

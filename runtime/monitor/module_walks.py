@@ -57,7 +57,6 @@ _TREE_READERS = frozenset(
         "_get_name",
         "get_parameter",
         "get_buffer",
-        "get_submodule",
     ]
 )
 
@@ -87,7 +86,7 @@ def guarding_state_dict(run: Any, fn: Any, target: Any, args: tuple) -> Callable
     def state_dict(*call_args: Any, **call_kwargs: Any) -> Any:
         rest = call_args if bound else call_args[1:]
         if rest or "destination" in call_kwargs:
-            run.refuse("state_dict(destination=...) fills a dict the monitor does not follow")
+            run.refuse("state_dict(destination, ...) fills a dict the monitor does not follow")
         else:
             for members in ("_parameters", "_buffers"):
                 _Walk(run, module, source, "", True, members, False).finish()

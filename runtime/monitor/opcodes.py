@@ -61,12 +61,15 @@ def load_attr(run, state, ins) -> After:
     owner = tos(state)
     name = ins.argval
     class_slots.read_attribute_hooks(run, owner, _GET_HOOKS)
+    cold = method_lookups.cached_property_cold(owner, name)
 
     def after() -> None:
         # A method load pushes [method, self] when the attribute is a function found
         # on the type, else the value and a NULL (their order depends on the version).
         depth = cpython.loaded_depth(ins, lambda depth: tos(state, depth))
-        if depth is not None:
+        if depth is not None and cold is not None:
+            method_lookups.read_cached_property(run, owner, name, cold, tos(state, depth))
+        elif depth is not None:
             run.read_attr(owner, name, tos(state, depth))
         else:  # [method, self]: the function found on the type, under self
             method_lookups.read_method(run, owner, name, tos(state, 1))

@@ -93,6 +93,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         # Containers the function made, handed to replayed calls that left them alone:
         # (container, its state then, the call's name) (monitor/changed_arguments.py).
         self.handed_containers: list[tuple] = []
+        self.returned_containers: list[tuple] = []  # containers replayed calls returned
         # Whether nonzero, x[mask] and the like go into the graph (False once a run found
         # Python reading such a size: capture/data_dependent.py).
         self.sized_by_data_in_graph = sized_by_data_in_graph

@@ -19,7 +19,13 @@ from fullgraph.runtime import breaks, torch_internals
 from fullgraph.runtime.capture import data_dependent
 from fullgraph.runtime.capture.mode import DATA_DEPENDENT, VALUE_READS
 from fullgraph.runtime.capture.segments import Unsupported
-from fullgraph.runtime.monitor import annotation_table, autograd_calls, index_objects, speculation
+from fullgraph.runtime.monitor import (
+    annotation_table,
+    autograd_calls,
+    changed_arguments,
+    index_objects,
+    speculation,
+)
 from fullgraph.runtime.record.mock_support import Raised
 from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
@@ -393,12 +399,16 @@ class TorchCallRouting:
     def _torch_callout(self, func, args, kwargs, result, category, effectful=False) -> None:
         if self.branching is not None:  # a path run: what it does next would be speculative
             raise speculation.SpeculationBlocked(f"calls {getattr(func, '__name__', func)}")
+        name = (
+            "Tensor." + getattr(func, "__name__", "?")
+            if _is_method(func)
+            else annotation_table.qualified_name(func)
+        )
+        changed_arguments.note_returned(self, result, name)  # ``ids.tolist()``
         try:
             self.tape.record_callout(
                 func,
-                "Tensor." + getattr(func, "__name__", "?")
-                if _is_method(func)
-                else annotation_table.qualified_name(func),
+                name,
                 tuple(args),
                 dict(kwargs),
                 result,
