@@ -266,6 +266,16 @@ def shape_guards(env) -> list:
     return [guard.expr for guard in getattr(env, "guards", [])]
 
 
+def shape_lower_bound(env, symbol) -> int | None:
+    """The least value a ShapeEnv lets a size symbol take, if it says."""
+    bounds = getattr(env, "var_to_range", {}).get(symbol)
+    lower = getattr(bounds, "lower", None)
+    try:
+        return int(lower)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def sympy_parts(expr):
     """``(operator, operands)`` of a sympy size expression, else None.
 

@@ -20,15 +20,32 @@ def storages_apart(tensors: tuple, updated: tuple) -> bool:
     A record whose graph updates an input in place (the mock copies the result
     back) computed every other input from its value before the update: that is
     the program's own answer only if no other input is the same tensor or a
-    view of the same memory.
+    view of the same memory.  Among the others may be numpy arrays the function
+    reads (``x.numpy()`` handed in beside ``x``): their bytes must lie outside
+    each updated tensor's storage.
     """
     counts: dict[int, int] = {}
     keys = []
-    for tensor in tensors:
-        key = storage_key(tensor)
+    arrays = []
+    for value in tensors:
+        if not isinstance(value, torch.Tensor):
+            arrays.append(_byte_bounds(value))
+            continue
+        key = storage_key(value)
         keys.append(key)
         counts[key] = counts.get(key, 0) + 1
-    return all(counts[keys[position]] == 1 for position in updated)
+    for position in updated:
+        storage = tensors[position].untyped_storage()
+        start, end = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+        if counts[keys[position]] != 1 or any(lo < end and start < hi for lo, hi in arrays):
+            return False
+    return True
+
+
+def _byte_bounds(array) -> tuple[int, int]:
+    from numpy.lib import array_utils
+
+    return array_utils.byte_bounds(array)
 
 
 def same_array(value, saved) -> bool:

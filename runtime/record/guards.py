@@ -334,6 +334,11 @@ IDENTITY_CHECKED = (
 )
 
 
+def _has_memory(value: Any) -> bool:
+    """A tensor, or a numpy array (which may be a view of a tensor's memory)."""
+    return isinstance(value, torch.Tensor) or type(value).__name__ == "ndarray"
+
+
 def _identity_guarded(value: Any) -> bool:
     """Values whose guard is ``is <the object>`` wherever they are read (so two paths
     to one are aliased by it).  Not modules: one passed as an argument is checked by
@@ -479,9 +484,11 @@ def generate_guard(
     updated = [position for position, source in enumerate(inputs) if source in updated_set]
     if updated:  # an input updated in place must share memory with no other input
         helper = ns.bind(storages_apart, "storages_apart")
+        # ... nor with a tensor only a callout reads (``y.item()`` of a view of it).
+        read_only = [s for s, v in reads.items() if _has_memory(v) and s not in inputs]
         checks.append(
             Check(
-                tuple(inputs),
+                (*inputs, *read_only),
                 lambda *names: f"{helper}(({', '.join(names)},), {tuple(updated)!r})",
                 "inputs updated in place share memory with no other input: "
                 + ", ".join(inputs[position].expr() for position in updated),

@@ -143,8 +143,9 @@ class ShapeTracker:
             dims = self.dynamic.get(source, set()) if source is not None else set()
             if dims and not _mock_visible(source):
                 dims = set()
-            # Sizes that varied at another rank (a (3,) argument, then a (2, 3) one).
-            dims = {dim for dim in dims if dim < tensor.dim()}
+            # Sizes that varied at another rank (a (3,) argument, then a (2, 3) one),
+            # and sizes of 0 or 1, which torch reasons about apart: pinned, as Dynamo's.
+            dims = {dim for dim in dims if dim < tensor.dim() and tensor.shape[dim] >= 2}
         fake = torch_internals.fake_from(self.mode, tensor, dims, f"fg{len(self.fakes)}")
         for dim in dims:
             symbol = torch_internals.symbol_of(fake.shape[dim])
@@ -234,6 +235,18 @@ class ShapeTracker:
             facts.append((text, self._fact_depth([symbol, value])))
         for expr in torch_internals.shape_guards(env):
             facts.append((self._render(expr), self._fact_depth([expr])))
+        for symbol in self.symbols:
+            # torch's meta functions reason about sizes as Dynamo's do, treating 0 and 1
+            # apart without a guard (``x[:, 1:]`` is ``s0 - 1`` wide, ``x[:, ::2]`` not
+            # contiguous): what they derived holds from 2 up, or from a higher bound.
+            lower = max(torch_internals.shape_lower_bound(env, symbol) or 0, 2)
+            leaf = self.symbols[symbol]
+            if leaf.tensor.shape[leaf.dim] < lower:  # this call's own size is 0 or 1
+                self.fail(f"a size of {leaf.tensor.shape[leaf.dim]} is followed apart")
+                return
+            text = self._render(symbol)
+            text = None if text is None else f"({text} >= {lower})"
+            facts.append((text, self._fact_depth([symbol])))
         for text, depth in facts:
             if text is None:
                 self.fail("a size assumption of the fake run cannot be checked in Python")
