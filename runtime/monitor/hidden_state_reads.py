@@ -114,8 +114,6 @@ REFUSED_CALLS = {
             "graph.saved_tensors_hooks",
             "graph.save_on_cpu",
             "anomaly_mode.detect_anomaly",
-            # As a ``with`` block (``set_detect_anomaly(True)`` left on is replayed).
-            "anomaly_mode.set_detect_anomaly.__enter__",
             "forward_ad.dual_level",
         ]
     },

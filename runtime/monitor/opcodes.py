@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
-    annotation_table,
     class_slots,
     closure_sources,
     container_truth,
@@ -307,12 +306,7 @@ def unary_op(run, state, ins) -> After:
 
 @handles("BEFORE_WITH")
 def before_with(run, state, ins) -> After:
-    manager = tos(state)
-    class_slots.read_protocol(run, manager, class_slots.CONTEXT)
-    # ``with set_detect_anomaly(True):``: an ``__enter__`` no record can hold.
-    known = annotation_table.lookup(getattr(manager, "__enter__", None))
-    if known is not None and known.refuses is not None:
-        run.refuse(f"{annotation_table.qualified_name(manager.__enter__)} {known.refuses}")
+    class_slots.read_protocol(run, tos(state), class_slots.CONTEXT)
     return None
 
 

@@ -24,6 +24,7 @@ from fullgraph.runtime.monitor import (
     autograd_calls,
     changed_arguments,
     index_objects,
+    raising_calls,
     speculation,
 )
 from fullgraph.runtime.record.mock_support import Raised
@@ -155,11 +156,11 @@ class TorchCallRouting:
             or _size_from_tensor(name, args)
         ):
             result = func(*args, **kwargs)
-            self._torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
+            self.torch_callout(func, args, kwargs, result, breaks.DATA_DEPENDENT_SHAPE)
             return result
         if _from_array(name, args):  # made eagerly, but no shape depends on data (FG204)
             result = func(*args, **kwargs)
-            self._torch_callout(func, args, kwargs, result, breaks.UNKNOWN_NATIVE_CALL)
+            self.torch_callout(func, args, kwargs, result, breaks.UNKNOWN_NATIVE_CALL)
             return result
         reads_size = name in _SIZE_READS or prop in _SIZE_READS or name in _SIZE_DEPENDENT_OPS
         if reads_size and args and data_dependent.shaped_by_data(self.tape, args[0]):
@@ -181,7 +182,7 @@ class TorchCallRouting:
                     raise result.error
             else:
                 result = func(*args, **kwargs)
-            self._torch_callout(
+            self.torch_callout(
                 func, args, kwargs, result, breaks.AUTOGRAD_STATE_CALL, effectful=effectful
             )
             return result
@@ -207,7 +208,7 @@ class TorchCallRouting:
             result = func(*args, **kwargs)
             if name == "__set__":  # ``t.requires_grad = flag``: the mock sets it the same way
                 func, args, kwargs, result = torch.Tensor.requires_grad_, args[:2], {}, args[0]
-            self._torch_callout(
+            self.torch_callout(
                 func, args, kwargs, result, breaks.AUTOGRAD_STATE_CALL, effectful=True
             )
             return None if name == "__set__" else result
@@ -215,13 +216,13 @@ class TorchCallRouting:
             return self.branching.read(self, func, args, kwargs)  # a path's branch point
         if name in VALUE_READS and len(self.tape.callouts) in self.injected:
             result = self.injected.pop(len(self.tape.callouts))  # read in the replay that missed
-            self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
+            self.torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
             return result
         if any(isinstance(value, torch.Generator) for value in (*args, *kwargs.values())):
             # ``torch.randn(n, generator=g)``: the generator's state is outside the graph
             # and advances with each draw, so the draw runs on it every call.
             result = func(*args, **kwargs)
-            self._torch_callout(
+            self.torch_callout(
                 func, args, kwargs, result, breaks.UNKNOWN_NATIVE_CALL, effectful=True
             )
             return result
@@ -246,10 +247,11 @@ class TorchCallRouting:
                 result = func(*real_args, **real_kwargs)
             else:
                 result = func(*args, **kwargs)
-        except Exception:
+        except Exception as error:
             # Whether a torch op raises can depend on exact sizes (a view that fails for
             # some shapes): a run whose program caught one does not serve other sizes.
             self.size_reads += 1
+            raising_calls.raised(self, func, name, args, kwargs, error)
             raise
         if self.tape.unsupported is not None:
             return result
@@ -259,7 +261,7 @@ class TorchCallRouting:
             if name in _HIDDEN_STATE_CALLS or prop in _HIDDEN_STATE_CALLS:
                 # Not a function of what the guard checks (memory addresses, autograd
                 # flags, hooks): replayed each call, its result checked where it is read.
-                self._torch_callout(
+                self.torch_callout(
                     func,
                     args,
                     kwargs,
@@ -274,7 +276,7 @@ class TorchCallRouting:
                 if sized_by_data:
                     data_dependent.mark(self.tape, result)
             elif name in VALUE_READS:
-                self._torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
+                self.torch_callout(func, args, kwargs, result, breaks.TENSOR_VALUE_READ)
             elif name in _SIZE_READS or prop in _SIZE_READS or name == "dim_order":
                 if name in ("stride", "dim_order"):
                     self._strides_read(args)
@@ -396,7 +398,7 @@ class TorchCallRouting:
         if sym is not None:
             self.add_condition(Condition(Op(args[1] >= 0, "({0} >= 0)", (sym,)), "truth", True))
 
-    def _torch_callout(self, func, args, kwargs, result, category, effectful=False) -> None:
+    def torch_callout(self, func, args, kwargs, result, category, effectful=False) -> None:
         if self.branching is not None:  # a path run: what it does next would be speculative
             raise speculation.SpeculationBlocked(f"calls {getattr(func, '__name__', func)}")
         name = (
