@@ -179,6 +179,7 @@ class CompiledFunction:
             made_now: dict = {}
             rng = rng_state() if record.draws_random else None
             state = torch_state()
+            rerun = None
             try:
                 result = record.replay(args, kwargs, self.module, root_fn, made, made_now)
             except Exception as error:
@@ -194,8 +195,11 @@ class CompiledFunction:
                 # handing it the results of the calls the replay already made (their
                 # effects are done), so it raises at the user's own line, with every
                 # effect before it applied once.
+                rerun = {**made, **made_now}
+            if rerun is not None:
+                # Outside the ``except``: the program's own exception gets no context.
                 self.stats.misses += 1
-                return self._monitor(args, kwargs, injected={**made, **made_now})
+                return self._monitor(args, kwargs, injected=rerun)
             if isinstance(result, Missed):
                 if record.resume_on_miss and len(made_now) > len(made):
                     # Effects already happened in this replay (it reused those of the

@@ -65,3 +65,23 @@ def test_an_in_place_op_refused_on_a_leaf(backend):
     other = Call(lambda env: (torch.ones(2, requires_grad=True) * 1,))
     script = [leaf, leaf, other, leaf, other]
     run_case(Case("in_place_caught", prog(CAUGHT, "scale_in_place"), script), backend)
+
+
+def test_a_replay_that_raised_leaves_no_context_on_the_programs_exception():
+    """A replay that raised runs the program again (it raises at its own line): outside
+    fullgraph's ``except`` block, so the exception has no ``__context__`` eager's lacks."""
+    import fullgraph.runtime as fr
+
+    def take(x, idx):
+        return x[idx] * 2
+
+    compiled = fr.compile(take, backend="eager", eager_check=False)
+    compiled(torch.arange(4.0), torch.tensor([1]))
+    compiled(torch.arange(4.0), torch.tensor([2]))
+    try:
+        compiled(torch.arange(4.0), torch.tensor([9]))
+    except IndexError as error:
+        assert error.__context__ is None
+    else:
+        raise AssertionError("an index out of range must raise")
+    assert compiled.stats.rerun_after_error == 1
