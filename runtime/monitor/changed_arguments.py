@@ -157,21 +157,22 @@ def refuse_changed_after(run) -> None:
     """At the end of the run: a container the function made, handed to a replayed call
     that left it alone and changed by the function afterwards, is made by the mock as
     the function left it, which the call never saw (and a call that keeps it, such as
-    ``q.put(rows)``, would see it change)."""
-    for value, state, call_name in run.handed_containers:
-        if _state(run, value) != state:
-            run.refuse(
-                f"a {type(value).__name__} the function made was handed to {call_name} and "
-                "changed afterwards: a replay would hand the call what the function left in it"
-            )
-            return
-    for value, state, call_name in run.returned_containers:
-        if _state(run, value) != state:
-            run.refuse(
-                f"the {type(value).__name__} {call_name} returned was changed by the function: "
-                "a replay would use the one the call returns, unchanged"
-            )
-            return
+    ``q.put(rows)``, would see it change).  A container a replayed call returned and
+    the function changed: the mock would use the one the call returns, unchanged."""
+    handed = (
+        "a {kind} the function made was handed to {call} and changed afterwards: "
+        "a replay would hand the call what the function left in it"
+    )
+    returned = (
+        "the {kind} {call} returned was changed by the function: "
+        "a replay would use the one the call returns, unchanged"
+    )
+    watched = ((run.handed_containers, handed), (run.returned_containers, returned))
+    for entries, message in watched:
+        for value, state, call_name in entries:
+            if _state(run, value) != state:
+                run.refuse(message.format(kind=type(value).__name__, call=call_name))
+                return
 
 
 def note_returned(run, value: Any, call_name: str) -> None:
