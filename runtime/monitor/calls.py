@@ -344,26 +344,11 @@ class CallHandling(Callouts):
                     if leaf is not None and self.frames:
                         self.frames[-1].call_result_sym = leaf
             return None
-        if (
-            name in ("__getattribute__", "__getattr__")
-            and getattr(fn, "__objclass__", None) is object
-            and len(args) >= 2
-            and isinstance(args[1], str)
-        ):
-            owner, attr = args[0], args[1]
-            return lambda: self._getattr_read(getattr, owner, attr, result())
-        if (
-            name in ("__setattr__", "__delattr__")
-            and getattr(fn, "__objclass__", None) is object
-            and len(args) >= 2
-            and isinstance(args[1], str)
-        ):
-            # ``object.__setattr__(self, n, v)`` (inside a class's own __setattr__): the store
-            self.store_attr(args[0], args[1], delete=name == "__delattr__", direct=True)
-            return None
+        if getattr(fn, "__objclass__", None) is object and name in _OBJECT_SLOTS:
+            return self.object_slot_call(fn, name, args, result)
         if fn in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str):
             owner, attr = args[0], args[1]
-            return lambda: self._getattr_read(fn, owner, attr, result())
+            return lambda: self.getattr_read(fn, owner, attr, result())
         if annotation.mutates:
             function = receiver is None or isinstance(receiver, types.ModuleType)
             owner = _mutated_owner(receiver, args, annotation)
@@ -450,7 +435,7 @@ class CallHandling(Callouts):
         if source is not None:
             self._mutate(Mutation("setitem", source, owner, key))
 
-    def _getattr_read(self, fn, owner, attr, value) -> None:
+    def getattr_read(self, fn, owner, attr, value) -> None:
         source = self.source_of(owner)
         if isinstance(owner, torch.Tensor):
             if hasattr(type(owner), attr):
@@ -496,6 +481,9 @@ def _replayed(fn: Any, target: Any) -> bool:
 
 _AUTOGRAD_STATE = annotation_table.Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
 _CUSTOM_FUNCTION = annotation_table.Annotation(pure=False, category=breaks.CUSTOM_AUTOGRAD_FUNCTION)
+# ``object.__setattr__(self, n, v)`` and ``super().__getattribute__(n)`` in a class's own
+# attribute methods (monitor/side_effects.py: object_slot_call).
+_OBJECT_SLOTS = frozenset(["__getattribute__", "__getattr__", "__setattr__", "__delattr__"])
 _UNOBSERVED_READ = annotation_table.Annotation(pure=False, category=breaks.UNKNOWN_NATIVE_CALL)
 _FAST_PATH = annotation_table.Annotation(pure=True, category=breaks.UNKNOWN_NATIVE_CALL)
 

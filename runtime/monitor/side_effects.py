@@ -55,6 +55,21 @@ class SideEffects:
         if source is not None:
             self._mutate(Mutation("delattr" if delete else "setattr", source, owner, name))
 
+    def object_slot_call(self, fn: Any, name: str, args: tuple, result: Any) -> Any:
+        """``object.__setattr__(self, n, v)`` or ``super().__setattr__(n, v)`` (bound: its
+        receiver is ``fn.__self__``) inside a class's own attribute method: the store or
+        read itself, which runs no method of the class.  May return an after-phase."""
+        receiver = getattr(fn, "__self__", None)
+        if receiver is not None and not isinstance(receiver, type):
+            args = (receiver, *args)  # ``super().__setattr__``: a bound method-wrapper
+        if len(args) < 2 or not isinstance(args[1], str):
+            return None
+        owner, attr = args[0], args[1]
+        if name in ("__setattr__", "__delattr__"):
+            self.store_attr(owner, attr, delete=name == "__delattr__", direct=True)
+            return None
+        return lambda: self.getattr_read(getattr, owner, attr, result())
+
     def store_data(self, owner: torch.Tensor, value: torch.Tensor) -> None:
         """``p.data = v``: recorded as the in-place update ``p.copy_(v)`` in the graph, so
         later ops in the same run see the new values and the mock writes them back."""

@@ -36,6 +36,7 @@ from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tens
 from fullgraph.runtime.record.mock_support import Raised, exception_fields, in_modes
 from fullgraph.runtime.record.mock_values import Effect, MockWriter, Symbols
 from fullgraph.runtime.sources import Source
+from fullgraph.runtime.symbolic.sizes import CalloutResultSource
 from fullgraph.runtime.torch_internals import INFERENCE_MODE, tree_flatten
 
 
@@ -360,9 +361,13 @@ def _graph_needed(lines: list[str]) -> int:
 
 def _entry_reads(tape: GraphTape, symbols: Symbols, mutations: list[Mutation]) -> list[str]:
     """The paths of the outside numbers the mock's expressions use, when a call it makes
-    may change state (an effectful callout)."""
+    may change state (an effectful callout); and the sizes it follows when it stores
+    (``layer.keys = torch.cat(...)``, then ``layer.keys.shape[0]`` of before)."""
+    sizes = []
+    if mutations and tape.shapes is not None and tape.shapes.active:
+        sizes = [leaf.text() for leaf in tape.shapes.symbols.values() if _mock_path(leaf)]
     if not any(callout.effectful for callout in tape.callouts):
-        return []
+        return list(dict.fromkeys(sizes))
     syms = [entry[1] for entry in symbols.stores.values()]
     syms += [sym for slots in symbols.containers.values() for sym in slots.values()]
     syms += [symbols.result[1]] if symbols.result is not None else []
@@ -376,7 +381,12 @@ def _entry_reads(tape: GraphTape, symbols: Symbols, mutations: list[Mutation]) -
         if isinstance(origin, LiftedOrigin)
     ]
     exprs = [leaf.expr() for sym in syms for leaf in sym.leaves() if leaf.source is not None]
-    return list(dict.fromkeys(exprs))
+    return list(dict.fromkeys(sizes + exprs))
+
+
+def _mock_path(leaf: Any) -> bool:
+    """A followed size the mock reads through a path (a callout's result is its own)."""
+    return not isinstance(leaf.source, CalloutResultSource)
 
 
 _UNDO_LINE = "U = Undo()  # the stores and updates made before a callout, taken back on a miss"

@@ -148,7 +148,9 @@ class MockWriter:
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
         if isinstance(value, SizeInt):
-            return value.expr.text()  # a size that varies: re-read from this call's inputs
+            # A size that varies: re-read from this call's inputs (as they were at entry,
+            # where a store of the mock replaced the path: ``_entry_reads``).
+            return self.unshadow(value.expr.text())
         if isinstance(value, torch.Size) and holds_size(tuple(value)):
             return "torch.Size((" + "".join(self.value(item) + ", " for item in value) + "))"
         if id(value) in self.memo:
