@@ -482,6 +482,18 @@ def generate_guard(
         )
     updated_set = set(updated_inputs)
     updated = [position for position, source in enumerate(inputs) if source in updated_set]
+    for source in dict.fromkeys(updated_inputs):
+        value = reads.get(source)
+        if isinstance(value, torch.Tensor) and value.requires_grad:
+            # In place on a leaf that requires grad eager raises; on a non-leaf it does not.
+            leaf = value.is_leaf
+            checks.append(
+                Check(
+                    (source,),
+                    lambda name, leaf=leaf: f"{name}.is_leaf is {leaf}",
+                    f"{source.expr()}, updated in place, is a leaf or not",
+                )
+            )
     if updated:  # an input updated in place must share memory with no other input
         helper = ns.bind(storages_apart, "storages_apart")
         # ... nor with a tensor only a callout reads (``y.item()`` of a view of it).

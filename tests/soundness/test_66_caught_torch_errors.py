@@ -85,3 +85,21 @@ def test_a_replay_that_raised_leaves_no_context_on_the_programs_exception():
     else:
         raise AssertionError("an index out of range must raise")
     assert compiled.stats.rerun_after_error == 1
+
+
+IN_PLACE = """
+import torch
+
+def scale(x):
+    x.mul_(2)
+    return x.sum()
+"""
+
+
+@backends()
+def test_an_in_place_update_of_a_leaf_that_requires_grad(backend):
+    """F287: recorded with a non-leaf, replayed for a parameter-like leaf: eager raises."""
+    other = Call(lambda env: (torch.ones(2, requires_grad=True) * 1,))
+    leaf = Call(lambda env: (torch.ones(2, requires_grad=True),))
+    script = [other, other, leaf, other, leaf]
+    run_case(Case("in_place_on_a_leaf", prog(IN_PLACE, "scale"), script, min_hits=2), backend)
