@@ -64,7 +64,7 @@ _TREE_READERS = frozenset(
 def reads_tree_unobserved(fn: Any, target: Any, args: tuple) -> bool:
     """``repr(m)``, ``m.extra_repr()``, ``m.get_parameter("w")``, ``copy.deepcopy(m)``:
     torch's Python (or the copy module) reads the module tree unobserved."""
-    if target in (repr, str, format, copy.copy, copy.deepcopy):
+    if any(target is reader for reader in (repr, str, format, copy.copy, copy.deepcopy)):
         return bool(args) and isinstance(args[0], _Module)
     name = getattr(target, "__name__", "")
     return name in _TREE_READERS and isinstance(_receiver(fn, args), _Module)

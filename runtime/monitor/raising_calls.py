@@ -21,9 +21,8 @@ from fullgraph.runtime.record.mock_support import Raised
 # ``x += y`` and the like: Tensor's in-place operator methods (``__iadd__``...).
 _AUGMENTED = frozenset(
     f"i{op}"
-    for op in (
-        "add sub mul matmul truediv floordiv mod pow and or xor lshift rshift".split()  # noqa: SIM905
-    )
+    for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow")
+    + ("and", "or", "xor", "lshift", "rshift")
 )
 
 

@@ -497,7 +497,8 @@ def generate_guard(
     if updated:  # an input updated in place must share memory with no other input
         helper = ns.bind(storages_apart, "storages_apart")
         # ... nor with a tensor only a callout reads (``y.item()`` of a view of it).
-        read_only = [s for s, v in reads.items() if _has_memory(v) and s not in inputs]
+        entered = set(inputs)
+        read_only = [s for s, v in reads.items() if _has_memory(v) and s not in entered]
         checks.append(
             Check(
                 (*inputs, *read_only),
