@@ -292,7 +292,7 @@ def _run_backward(run: MonitorRun, cls: type, ctx, args: tuple, outputs: tuple) 
     with torch.no_grad():  # as the autograd engine runs it (no create_graph)
         body = _Body(BranchTape(run, grads))
         outer, run.tape = run.tape, body.tape
-        run.speculating, run.speculation_problem = ctx, None
+        run.speculating, run.speculation_problem, run.late_reads = ctx, None, []
         try:
             result = cls.backward(ctx, *grads)
         except SpeculationBlocked as blocked:
@@ -301,14 +301,31 @@ def _run_backward(run: MonitorRun, cls: type, ctx, args: tuple, outputs: tuple) 
             body.problem = f"backward raised {type(error).__name__} on stand-in gradients"
         finally:
             problem, run.speculating, run.speculation_problem = run.speculation_problem, None, None
+            late, run.late_reads = run.late_reads, None
             run.tape = outer
             outer.keepalive.append(body.tape.keepalive)
     if body.problem is None and problem is not None:
         body.problem = f"backward {problem}, which eager does only when gradients flow"
     if body.problem is None:
+        body.problem = _late_read_problem(late)
+    if body.problem is None:
         body.outputs = result if isinstance(result, tuple) else (result,)
         body.problem = _body_problem("backward", body.tape) or _gradient_problem(args, body.outputs)
     return body
+
+
+def _late_read_problem(reads: list) -> str | None:
+    """Eager runs backward when the program calls ``backward()``, and reads then what it
+    reads: a value from outside (``ALPHA``, ``cfg.scale``) the caller may change after
+    the forward.  Modules, classes, functions and tensors (whose in-place changes
+    autograd's version counter catches) are taken as they were at the forward."""
+    for source, value in reads:
+        if isinstance(source, AttrSource) and source.name.startswith("__"):
+            continue  # a function's ``__code__`` / ``__defaults__``: which code runs
+        fixed = isinstance(value, (types.ModuleType, torch.Tensor, torch.dtype, torch.device))
+        if not fixed and not callable(value):
+            return f"backward reads {source.expr()}, which the caller may change before backward()"
+    return None
 
 
 def _gradient_problem(args: tuple, grads: tuple) -> str | None:

@@ -22,6 +22,7 @@ from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import (
+    cached_calls,
     annotation_table,
     autograd_calls,
     changed_arguments,
@@ -158,6 +159,7 @@ class Callouts:
         # as they are before the call runs (monitor/changed_arguments.py).
         handed = changed_arguments.before_call(self, args, kwargs)
         shows_only = _only_reads_its_arguments(fn)
+        cached = cached_calls.is_cached_program_function(fn)
         inputs = None if shows_only else _graph_input_versions(self.tape)
 
         changed = None  # what the call changed that the run read before it
@@ -180,8 +182,8 @@ class Callouts:
             """The call raised (and the program may catch it, ``try: ... except``): the
             mock makes the call and checks it raised the same; False when the exception
             can't be checked that way (the run is then not recordable)."""
-            if not raised_is_checkable(error):
-                return False
+            if not raised_is_checkable(error) or cached:
+                return False  # a cached function that raised runs on every call, unobserved
             self.paused = self.mode.paused = True
             try:
                 note_changes()
@@ -217,6 +219,8 @@ class Callouts:
                 call = (fn, shown, dict(zip(kwargs, named)), None)
                 if fn is warnings.warn:
                     call = self._located_warning(shown, call[2]) or call
+                elif cached:  # the replay must hit the cache (cached_calls.py)
+                    call = cached_calls.through_cache(fn, shown, call[2])
                 else:  # a log call, at the user's line
                     frame = self.frames[-1].frame if self.frames else None
                     call = logging_calls.located(fn, shown, call[2], frame) or call
@@ -229,7 +233,7 @@ class Callouts:
                     annotation.category,
                     effectful=effectful,
                     # A read's None decides as much as any other value (``.get(k)``).
-                    guard_result=value is not None or not effectful,
+                    guard_result=value is not None or not effectful or cached,
                     reads_a_setting=name in annotation_table.SETTING_READS or _marked_constant(fn),
                 )
                 # What the call left in those lists decides what follows: read, mid-guarded.
@@ -337,6 +341,8 @@ class Injected:
     """Stands in for a callable whose result is already known."""
 
     def __init__(self, value: Any):
+        if type(value) is cached_calls.CacheMissed:  # the replay's cached call ran the function
+            value = value.value
         self.value = value
 
     def __call__(self, *args, **kwargs):

@@ -142,6 +142,8 @@ class Provenance:
         """
         value = attribute_hooks.original_of(value)  # a hook's stand-in: the program's hook
         self._last_read = (source, value)
+        if self.late_reads is not None:
+            self.late_reads.append((source, value))
         changed_by = self.changed_state and self._reads_changed_state(source)
         if changed_by:
             # The value now comes from state the call changed (lr after

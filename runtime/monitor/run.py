@@ -163,6 +163,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         # ctx it may write to, and the first effect it tried to make (None: none).
         self.speculating: Any = None
         self.speculation_problem: str | None = None
+        # While that backward runs: what it reads from outside (eager reads it later).
+        self.late_reads: list[tuple[Source, Any]] | None = None
         self.unsupported: list[breaks.GraphBreak] = []
         self.breaks: list[breaks.GraphBreak] = []
         self.tape = GraphTape(self.resolve_external, self.locate, self.lift)
