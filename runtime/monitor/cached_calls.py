@@ -49,7 +49,7 @@ def is_cached_program_function(fn: Any) -> bool:
     """An ``lru_cache`` wrapper (or a method bound to one) of a function the monitor
     would step into, were it not behind the cache."""
     wrapper = fn.__func__ if isinstance(fn, types.MethodType) else fn
-    if not isinstance(wrapper, functools._lru_cache_wrapper):  # noqa: SLF001 - the C type
+    if not isinstance(wrapper, functools._lru_cache_wrapper):
         return False
     wrapped = getattr(wrapper, "__wrapped__", None)
     return wrapped is not None and steps_into(wrapped)

@@ -22,9 +22,9 @@ from fullgraph.runtime import breaks, cpython
 from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.monitor import (
-    cached_calls,
     annotation_table,
     autograd_calls,
+    cached_calls,
     changed_arguments,
     logging_calls,
     speculation,

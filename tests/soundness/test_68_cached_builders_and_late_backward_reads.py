@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from harness import Call, Case, backends, calls, prog, run_case, setg
+from harness import Call, Case, backends, calls, run_case, setg
 from harness import prog as shared_prog
 
 prog = partial(shared_prog, name="cached68")
