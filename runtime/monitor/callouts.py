@@ -11,6 +11,7 @@ user's line (``warnings_blocks.warn_at``).
 from __future__ import annotations
 
 import collections.abc
+import functools
 import inspect
 import warnings
 from collections.abc import Callable
@@ -66,6 +67,12 @@ class Callouts:
             # replay's frame is the mock's.
             self.refuse(f"{fn.__name__}() without a namespace reads the function's own names")
         index = len(self.tape.callouts)
+        beyond = self._warning_beyond(args, kwargs) if fn is warnings.warn else None
+        if beyond is not None and index not in self.injected:
+            # ``stacklevel`` points past the function, whose caller is fullgraph's now.
+            replacement = functools.partial(warnings_blocks.warn_beyond, beyond)
+            self.keepalive.append(replacement)
+            cpython.replace_stack_item(state.frame, fn_depth, replacement)
         if index in self.injected:
             # This call already ran in the replay that missed: hand the interpreter
             # its result instead of running the effect a second time.
@@ -74,10 +81,31 @@ class Callouts:
             cpython.replace_stack_item(state.frame, fn_depth, replacement)
         return self._callout(state, fn, args, kwargs, annotation, result)
 
+    def _warning_beyond(self, args: tuple, kwargs: dict) -> int | None:
+        """How many frames out of the function ``warnings.warn(...)``'s ``stacklevel``
+        points (1: the line that called it); None: at one of its own frames."""
+        try:
+            bound = _WARN_SIGNATURE.bind_partial(*args, **kwargs).arguments
+            levels = max(int(bound.get("stacklevel", 1)), 1) - 1
+        except (TypeError, ValueError):
+            return None  # warnings.warn raises it itself
+        if bound.get("skip_file_prefixes") or not self.frames:
+            return None
+        frame, root, inside = self.frames[-1].frame, self.frames[0].frame, 0
+        while frame is not root:  # the frames from the warning's out to the function's
+            frame, inside = frame.f_back, inside + 1
+            if frame is None:
+                return None
+        return levels - inside if levels > inside else None
+
     def _located_warning(self, args: tuple, kwargs: dict) -> tuple | None:
         """``warnings.warn(...)`` as a call of ``warn_at`` with the location the warning
-        has now, when that frame is the function's (``stacklevel`` may point further
-        out, at a caller that differs between calls: then the plain call is replayed)."""
+        has now, when that frame is the function's; of ``warn_beyond`` when
+        ``stacklevel`` points further out, at a caller that may differ between calls."""
+        beyond = self._warning_beyond(args, kwargs)
+        if beyond is not None:
+            moved = {position: position + 1 for position in range(len(args) + len(kwargs))}
+            return warnings_blocks.warn_beyond, (beyond, *args), kwargs, moved
         bound = _WARN_SIGNATURE.bind_partial(*args, **kwargs).arguments
         frame = self.frames[-1].frame if self.frames else None
         for _ in range(max(int(bound.get("stacklevel", 1)), 1) - 1):

@@ -37,3 +37,43 @@ def test_the_message_of_a_replayed_warning_is_this_calls():
         expected += [(f"scaled {loss * 2}", RuntimeWarning, line + 3)]
     assert messages == expected
     assert compiled.stats.hits == 3
+
+
+def deprecated_entry(x):
+    warnings.warn("deprecated_entry is deprecated", FutureWarning, stacklevel=2)
+    return _helper(x)
+
+
+def _helper(x):
+    warnings.warn("called through a helper", UserWarning, stacklevel=3)
+    return x + 1
+
+
+def _warnings_of(fn, x):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn(x)  # the line the warnings name
+    return [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+
+
+def test_a_stacklevel_past_the_function_names_the_callers_line():
+    # ``stacklevel=2`` of a deprecation warning names the line that called the
+    # function; the compiled function is called from fullgraph's own frames, and a
+    # replay makes the warning from the mock: both must still name the caller's line.
+    compiled = fr.compile(deprecated_entry, backend="eager")
+    expected = _warnings_of(deprecated_entry, torch.ones(2))
+    assert expected[0][2] == __file__
+    for _ in range(3):
+        assert _warnings_of(compiled, torch.ones(2)) == expected
+    assert compiled.stats.hits == 2
+
+
+def test_a_module_filter_on_the_callers_module_silences_a_replayed_warning():
+    compiled = fr.compile(deprecated_entry, backend="eager")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=FutureWarning, module=__name__)
+        for _ in range(3):
+            compiled(torch.ones(2))
+    assert [str(w.message) for w in caught] == ["called through a helper"] * 3
+    assert compiled.stats.hits == 2
