@@ -22,7 +22,7 @@ from fullgraph.runtime.sources import (
     Source,
     is_key_representable,
 )
-from fullgraph.runtime.symbolic.sizes import SizeInt
+from fullgraph.runtime.symbolic.sizes import SizeInt, flat_numbers, holds_size, plain
 
 # Tensor attributes whose assignment changes the tensor for later calls (``p.data = ...``).
 _TENSOR_STATE = ("data", "grad", "requires_grad")
@@ -104,11 +104,14 @@ class SideEffects:
         self.written.add((id(container), key))
         if source is None:
             return
-        if isinstance(key, SizeInt) and self.shapes is not None:
-            # ``cache[x.shape[0]] = ...``: an entry for this size (guarded from now on),
-            # keyed by the plain int when the run ends (ShapeTracker.close).
-            self.shapes.concretize(key)
-            key = key.plain
+        if self.shapes is not None and holds_size(key):
+            # ``cache[x.shape[0]] = ...``, ``cache[tuple(x.shape)] = ...``: an entry for
+            # these sizes (guarded from now on), keyed by plain ints when the run ends
+            # (ShapeTracker.close).
+            for size in flat_numbers(key):
+                if isinstance(size, SizeInt):
+                    self.shapes.concretize(size)
+            key = plain(key)
         if not is_key_representable(key):
             self.refuse(f"store into {source.expr()} with a key of type {type(key).__name__}")
             return

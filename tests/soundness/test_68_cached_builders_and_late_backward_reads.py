@@ -141,3 +141,25 @@ def test_a_custom_backward_reading_only_its_ctx_is_still_one_graph():
     watch = lambda env: env.ns.w.grad
     result = run_case(Case("ctx_alpha", prog(source), script, watch=watch, min_hits=2), "eager")
     assert result.records == 2  # one per ALPHA, each one graph with the user's backward
+
+
+SHAPE_KEYED_MEMO = """
+import torch
+
+BIASES = {}
+
+def f(x):
+    key = tuple(x.shape)
+    if key not in BIASES:
+        BIASES[key] = torch.linspace(0, 1, x.shape[-1])
+    return x + BIASES[key]
+"""
+
+
+@backends()
+def test_a_memo_keyed_by_the_shape_tuple(backend):
+    # F291: the store with a key of followed sizes refused the record and stopped
+    # monitoring (every later call eager), and left SizeInts in the caller's keys.
+    script = [Call(_square(n)) for n in (2, 3, 2, 3, 2, 3, 4, 4, 4)]
+    watch = lambda env: [(key, [type(n) is int for n in key]) for key in env.ns.BIASES]
+    run_case(Case("shape_memo", prog(SHAPE_KEYED_MEMO), script, min_hits=3, watch=watch), backend)
