@@ -86,6 +86,9 @@ class SideEffects:
     def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
         if isinstance(container, torch.Tensor):
             return  # Tensor.__setitem__ is an in-place graph op
+        if _views_tensor_memory(container):  # ``a = x.numpy(); a[1] = -1``: writes x
+            self.refuse("a store into a numpy array that shares a tensor's memory")
+            return
         method = getattr(type(container), "__delitem__" if delete else "__setitem__", None)
         if isinstance(method, types.FunctionType) and user_code.is_user_code(method.__code__):
             # ``log[k] = v`` runs the class's own method, stepped into: its stores are the
@@ -174,3 +177,11 @@ class SideEffects:
 
 def _same_name(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
+
+
+def _views_tensor_memory(array: Any) -> bool:
+    """A numpy array (or a view of one) made by ``Tensor.numpy()`` / ``np.asarray(t)``."""
+    seen = 0
+    while type(array).__module__ == "numpy" and seen < 64:
+        array, seen = getattr(array, "base", None), seen + 1
+    return isinstance(array, torch.Tensor)

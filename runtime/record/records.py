@@ -22,12 +22,13 @@ import torch.fx
 from fullgraph.runtime import breaks
 from fullgraph.runtime.backends import Backend, eager_backend, sized_by_data_variant
 from fullgraph.runtime.capture import data_dependent
-from fullgraph.runtime.capture.data_checks import check_module, draws_random, storage_key
+from fullgraph.runtime.capture.data_checks import check_module, draws_random
 from fullgraph.runtime.capture.origins import ExternalOrigin
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.monitor.symbolic_calls import REPLAYABLE_LIBRARIES
+from fullgraph.runtime.record import updated_views
 from fullgraph.runtime.record.codegen import Namespace, compile_source
 from fullgraph.runtime.record.guard_helpers import storages_apart
 from fullgraph.runtime.record.guards import GuardCode, GuardRenderer, generate_guard
@@ -214,7 +215,10 @@ def build_record(
             ns.values.setdefault(library, sys.modules[library])
     values = _values_by_source(run)
     updated_inputs = _updated_inputs(run, input_sources, values)
-    _refuse_views_of_updated_inputs(run, result, updated_inputs, values)
+    try:
+        updated_views.check(run, result, updated_inputs, values)
+    except updated_views.HandsOutAView as error:
+        raise RecordError(None, f"{error}; such calls run eagerly") from None
     tensor_meta = _tensor_meta_of_reads(run)
     # Before the guard is written: it may add identity reads (``run.reads``) of its own.
     distinct = run.distinct + _mutated_apart(run)
@@ -434,31 +438,6 @@ def _updated_inputs(run: MonitorRun, input_sources: list[Source], values: dict) 
             transient=True,
         )
     return updated
-
-
-def _refuse_views_of_updated_inputs(
-    run: MonitorRun, result: Any, updated: list, values: dict
-) -> None:
-    """A returned tensor sharing memory with an input the graph updates in place
-    (``head = x[0]; head.mul_(10); return head``): the graph updates a copy that the
-    mock writes back, so what it returns would be a copy, not a view of ``x``."""
-    if not updated:
-        return
-    updated_storages = {
-        storage_key(values[source])
-        for source in updated
-        if isinstance(values.get(source), torch.Tensor)
-    }
-    returned = [  # (an input returned itself is the object, not a copy)
-        t
-        for t in tree_flatten(result)[0]
-        if isinstance(t, torch.Tensor) and id(t) not in run.sources
-    ]
-    if any(storage_key(t) in updated_storages for t in returned):
-        raise RecordError(
-            None,
-            "the function returns a view of an input it updates in place; such calls run eagerly",
-        )
 
 
 def _external_inputs(run: MonitorRun) -> list[Source]:

@@ -1,0 +1,65 @@
+"""Views of inputs the graph updates in place, which a replay could only hand out as copies.
+
+The graph computes an in-place update of an input functionally (``x.mul_(2)``
+becomes ``x2 = x * 2``) and the mock writes the result back into ``x``.  A
+tensor sharing ``x``'s memory that the program hands on — returns it
+(``head = x[0]; head.mul_(10); return head``) or stores it into an object from
+outside (``self.window = self.k[:2]``, ``LOG.append(x.detach())``) — would be a
+view of the graph's copy in a replay, not of ``x``: later updates of ``x`` would
+not show through it.  Such records are refused (the calls run eagerly).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fullgraph.runtime.capture.data_checks import storage_key
+from fullgraph.runtime.torch_internals import tree_flatten
+
+
+class HandsOutAView(Exception):
+    """The record would hand out a copy where eager hands out a view (``str``: what)."""
+
+
+def check(run: Any, result: Any, updated: list, values: dict) -> None:
+    """Raise :class:`HandsOutAView` when ``result`` or a value the run stored into an
+    outside object shares memory with one of the ``updated`` inputs (sources)."""
+    if not updated:
+        return
+    updated_storages = {
+        storage_key(values[source])
+        for source in updated
+        if isinstance(values.get(source), torch.Tensor)
+    }
+
+    def shares(value: Any) -> bool:
+        return any(
+            isinstance(t, torch.Tensor)
+            and id(t) not in run.sources  # an input handed on is the object, not a copy
+            and storage_key(t) in updated_storages
+            for t in tree_flatten(value)[0]
+        )
+
+    if shares(result):
+        raise HandsOutAView("the function returns a view of an input it updates in place")
+    for mutation in run.mutations:
+        if shares(_stored(mutation)):
+            raise HandsOutAView(
+                f"the function stores a view of an input it updates in place ({mutation.describe()})"
+            )
+
+
+def _stored(mutation: Any) -> Any:
+    """What the store left in its owner (or the arguments of a method call)."""
+    try:
+        if mutation.kind == "setattr":
+            return getattr(mutation.owner, mutation.name, None)
+        if mutation.kind in ("setitem", "setglobal"):
+            return mutation.owner[mutation.name]
+        if mutation.kind == "setcell":
+            return mutation.owner.cell_contents
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        return None
+    return (mutation.args, mutation.kwargs)

@@ -1,0 +1,102 @@
+"""Class 69: views of memory the call updates, handed on or written through.
+
+Found by the sixteenth session's probe of the tensor API (F292, F293):
+
+- A view of an input or buffer the graph updates in place, stored into an object
+  from outside (``self.k[1] = x; self.window = self.k[:2]``, ``LOG.append(x[:2])``,
+  ``LOG.append(x.detach())``): the graph computes the update on a copy, which the
+  mock writes back, so the stored tensor was a view of the copy.  Later updates of
+  the buffer did not show through it (the program's next call read a stale window).
+- ``a = x.detach().numpy(); a[1] = -1``: a store into a numpy array sharing a
+  tensor's memory writes the tensor; the store was taken for one into an array the
+  call made, and replays lost it.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from harness import Call, Case, Do, backends, calls, run_case
+from harness import prog as shared_prog
+
+prog = partial(shared_prog, name="views69")
+
+CACHE_WINDOW = """
+import torch
+
+class Cache(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("k", torch.zeros(4, 2))
+        self.window = None
+
+    def forward(self, x):
+        self.k.mul_(0.5)  # decay the whole cache
+        prev = 0.0 if self.window is None else float(self.window.sum())
+        self.k[1] = x
+        self.window = self.k[:2]  # a view kept for the next call
+        return x * prev
+
+m = Cache()
+"""
+
+
+@backends()
+def test_a_view_of_an_updated_buffer_kept_on_the_module(backend):
+    new_sequence = Do(lambda env: setattr(env.ns.m, "window", None), "m.window = None")
+    ones = lambda env: (torch.ones(2),)
+    script = [Call(ones), new_sequence, Call(ones), *calls(3, ones)]
+    watch = lambda env: (env.ns.m.k, env.ns.m.window)
+    build = shared_prog(CACHE_WINDOW, target="m", name="views69m")
+    run_case(Case("kept_window", build, script, watch=watch), backend)
+
+
+KEPT_VIEWS = """
+import torch
+
+KEPT = []
+
+def f(x):
+    x.mul_(2)
+    KEPT.append(x[:2])  # views of the caller's x
+    KEPT.append(x.detach())
+    return x.sum()
+"""
+
+
+def _argument_kept(env):
+    x = torch.ones(4)
+    env.ns.LAST = x
+    return (x,)
+
+
+def _caller_updates_it(env, result):
+    env.ns.LAST.add_(100)  # eager's kept views show it
+
+
+@backends()
+def test_views_of_an_updated_argument_kept_in_a_global_list(backend):
+    script = calls(4, _argument_kept, then=_caller_updates_it)
+    watch = lambda env: list(env.ns.KEPT)
+    run_case(Case("kept_views", prog(KEPT_VIEWS), script, watch=watch), backend)
+
+
+NUMPY_WRITES = """
+import numpy as np
+import torch
+
+def f(x):
+    a = x.detach().numpy()
+    a[1] = -1.0  # writes x
+    y = x * 2
+    b = np.asarray(y)
+    b[0] = 99.0  # writes y
+    return y + 1
+"""
+
+
+@backends()
+def test_stores_into_numpy_arrays_that_share_a_tensors_memory(backend):
+    script = calls(4, lambda env: (torch.randn(3),))
+    run_case(Case("numpy_writes", prog(NUMPY_WRITES), script), backend)
