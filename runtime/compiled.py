@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import types
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -27,7 +28,14 @@ from fullgraph.runtime.record import native_guards
 from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
 from fullgraph.runtime.record.records import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
-from fullgraph.runtime.torch_internals import foreign_mode, restore_torch_state, torch_state
+from fullgraph.runtime.torch_internals import (
+    control_flow_errors,
+    foreign_mode,
+    restore_torch_state,
+    torch_state,
+)
+
+_CONTROL_FLOW_ERRORS = control_flow_errors()
 
 # Monitoring runs in a row that made no record (each for a reason that may pass: an
 # aliased input, state a call changed) before the function stops being monitored.
@@ -120,6 +128,7 @@ class CompiledFunction:
         functools.update_wrapper(
             self, target.forward if self.module is not None else target, updated=()
         )
+        self._initialized = True  # from now on, other attributes are the module's
 
     def __call__(self, *args, **kwargs):
         if self.stats.fallback_reason is not None:
@@ -185,8 +194,8 @@ class CompiledFunction:
             except Exception as error:
                 # A graph that raised inside its no_grad / autocast regions left them on.
                 restore_torch_state(state)
-                if not record.rerun_safe:
-                    raise
+                if not record.rerun_safe or isinstance(error, _CONTROL_FLOW_ERRORS):
+                    raise  # (checkpoint's recompute stopping early: the program's own)
                 if rng is not None:  # the rerun draws the graph's random numbers again
                     restore_rng(rng)
                 self.stats.rerun_after_error += 1
@@ -263,6 +272,30 @@ class CompiledFunction:
         if isinstance(value, types.MethodType) and value.__self__ is module:
             return _returning_self(value, module, self)
         return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A write through a compiled module (``model.temperature = 4.0``, ``model.lin =
+        nn.Identity()``, ``model.training = False``) is the module's, as reads are; the
+        compiled callable's own state and dunder names stay its own."""
+        if self._forwards(name):
+            setattr(self.__dict__["module"], name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if self._forwards(name):
+            delattr(self.__dict__["module"], name)
+        else:
+            object.__delattr__(self, name)
+
+    def _forwards(self, name: str) -> bool:
+        return (
+            self.__dict__.get("_initialized", False)
+            and self.__dict__.get("module") is not None
+            and name not in self.__dict__
+            and not name.startswith("__")
+            and not hasattr(type(self), name)
+        )
 
     def __get__(self, instance, owner=None):
         """Used as a method decorator: bind like a function does."""

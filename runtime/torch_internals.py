@@ -444,3 +444,12 @@ def tensor_version(tensor: torch.Tensor) -> int | None:
         if tensor.is_inference():
             return None
         return tensor._version
+
+
+def control_flow_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions torch raises through the program to steer itself, not as errors: the
+    non-reentrant checkpoint stops its recompute early from a saved-tensor hook."""
+    import torch.utils.checkpoint
+
+    stop = getattr(torch.utils.checkpoint, "_StopRecomputationError", None)
+    return (stop,) if isinstance(stop, type) else ()

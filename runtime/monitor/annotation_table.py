@@ -342,6 +342,14 @@ OBJECT_METHODS: dict[str, Annotation] = {
     "__sizeof__": PURE,
 }
 
+# Context managers choosing the kernels of the ops inside them (a graph replays with
+# the default ones): ``with sdpa_kernel([SDPBackend.MATH]):``.
+_KERNEL_SWITCHES = (
+    "nn.attention.sdpa_kernel",
+    "backends.cuda.sdp_kernel",
+    "backends.cudnn.flags",
+    "backends.mkldnn.flags",
+)
 _GENERATOR_SETTERS = ("manual_seed", "seed", "set_state", "set_offset", "graphsafe_set_state")
 _GENERATOR_READS = ("get_state", "initial_seed", "get_offset", "graphsafe_get_state")
 
@@ -403,6 +411,8 @@ FUNCTIONS: dict[str, Annotation] = {
             ("torch.set_default_device", "changes the device later tensors are made on"),
             ("torch.set_float32_matmul_precision", "changes how later matmuls compute"),
             ("torch._tensor_str.printoptions", "sets print options a replay's prints would miss"),
+            *((f"torch.{name}", "switches the kernels later ops run") for name in _KERNEL_SWITCHES),
+            ("torch.sparse.check_sparse_tensor_invariants", "checks tensors later ops make"),
             ("contextlib.redirect_stdout", "redirects sys.stdout, which a replay's prints miss"),
             ("contextlib.redirect_stderr", "redirects sys.stderr, which a replay's prints miss"),
             # A replay draws a graph's random numbers in one go, without the restore.

@@ -149,6 +149,7 @@ SETTING_READS = frozenset(
         "torch.distributed.distributed_c10d.is_initialized",
         "torch.distributed.distributed_c10d.is_torchelastic_launched",
         "torch.utils.data._utils.worker.get_worker_info",
+        "torch.sparse.check_sparse_tensor_invariants.is_enabled",
     ]
 )
 

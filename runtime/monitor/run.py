@@ -120,6 +120,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.entry_conditions: list[Condition] = []
         self.pending_lifts: dict[int, Sym] = {}
         self.container_syms: dict[int, dict] = {}
+        # Containers holding such containers (``[[n]]``): the inner ones, by the outer's id.
+        self.nested_containers: dict[int, list] = {}
         self.store_syms: dict[tuple, tuple] = {}
         self.result_sym: tuple | None = None
         self._last_read: tuple | None = None

@@ -18,7 +18,7 @@ import torch
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
     closure_sources,
-    taint_builds,  # noqa: F401 - registers its handlers
+    taint_builds,  # also registers its handlers
     user_code,
 )
 from fullgraph.runtime.monitor.taint_stack import (
@@ -56,6 +56,9 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
     if run.container_syms and name not in _MOVES_CONTAINERS:
         _read_containers(run, state, ins)
     handler = HANDLERS.get(name)
+    if run.container_syms and name in taint_builds.NESTS:
+        after = handler(run, state, ins, shadow) if handler is not None else None
+        return taint_builds.nesting(run, state, ins, after)
     if handler is not None:
         return handler(run, state, ins, shadow)
     if any(shadow):
@@ -97,10 +100,7 @@ def _read_containers(run: MonitorRun, state: FrameState, ins) -> None:
     if not pops:
         return
     for depth in range(min(pops, cpython.stack_depth(state.frame))):
-        items = run.container_syms.get(id(cpython.stack_item(state.frame, depth)))
-        for sym in (items or {}).values():
-            if sym is not None:
-                run.concretize(sym)
+        taint_builds.concretize_items(run, cpython.stack_item(state.frame, depth))
 
 
 def _consume(run: MonitorRun, shadow: list, pops: int | None) -> int:

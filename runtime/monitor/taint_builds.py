@@ -3,7 +3,8 @@
 ``f"{n}x{m}"`` keeps the message an expression of the numbers it formats (a
 size that varies is not pinned by a log line); ``[a, b]``, ``(n, 2)`` and
 ``{"k": n}`` remember which items are symbolic, so a later read of the item
-follows the same expression.
+follows the same expression; a container put into another one is remembered by
+the outer one, whose reads read it too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,52 @@ from fullgraph.runtime.monitor.taint_stack import (
 )
 from fullgraph.runtime.symbolic import sizes
 from fullgraph.runtime.symbolic.scalars import Op
+
+# Instructions that put a container into another: ``[[n]]``, ``{"ids": [n]}``,
+# ``rows[i] = [n]``.  The outer container has no symbols of its own for the inner
+# one's items; a read of the outer by C code (``torch.tensor([[token]])``, ``print``)
+# reads them too, so the outer remembers the inner ones (``run.nested_containers``).
+# Moved on (returned, stored), the mock rebuilds the inner ones from their symbols.
+NESTS = frozenset(["BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "STORE_SUBSCR"])
+
+
+def nesting(run, state, ins, after: After) -> After:
+    """Before ``ins`` puts containers into another: note which hold symbolic items."""
+    if ins.opname == "STORE_SUBSCR":
+        depths, outer_depth = [2], 1  # ``container[key] = value``: the value goes in
+    else:  # a literal: the outer one is on the stack afterwards
+        depths = range(min(cpython.operands_read(ins) or 0, cpython.stack_depth(state.frame)))
+        outer_depth = None
+    inner = [cpython.stack_item(state.frame, depth) for depth in depths]
+    inner = [c for c in inner if id(c) in run.container_syms or id(c) in run.nested_containers]
+    if not inner:
+        return after
+    if outer_depth is not None:
+        _nest(run, cpython.stack_item(state.frame, outer_depth), inner)
+        return after
+
+    def nested() -> None:
+        if after is not None:
+            after()
+        _nest(run, cpython.stack_item(state.frame, 0), inner)
+
+    return nested
+
+
+def _nest(run, outer, inner: list) -> None:
+    run.nested_containers.setdefault(id(outer), []).extend(inner)
+    run.keepalive.append(outer)
+
+
+def concretize_items(run, container, depth: int = 0) -> None:
+    """The symbolic items of ``container`` and of the containers nested in it: guarded."""
+    for sym in run.container_syms.get(id(container), {}).values():
+        if sym is not None:
+            run.concretize(sym)
+    if depth < 16:
+        for inner in run.nested_containers.get(id(container), ()):
+            concretize_items(run, inner, depth + 1)
+
 
 _CONVERSIONS = {0: "{0}", 1: "str({0})", 2: "repr({0})", 3: "ascii({0})"}
 

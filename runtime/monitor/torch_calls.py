@@ -220,8 +220,10 @@ class TorchCallRouting:
             return result
         if any(isinstance(value, torch.Generator) for value in (*args, *kwargs.values())):
             # ``torch.randn(n, generator=g)``: the generator's state is outside the graph
-            # and advances with each draw, so the draw runs on it every call.
-            result = func(*args, **kwargs)
+            # and advances with each draw, so the draw runs on it every call (once: a
+            # replay that missed after drawing hands this run its draw).
+            index = len(self.tape.callouts)
+            result = self.injected.pop(index) if index in self.injected else func(*args, **kwargs)
             self.torch_callout(
                 func, args, kwargs, result, breaks.UNKNOWN_NATIVE_CALL, effectful=True
             )

@@ -124,10 +124,12 @@ def generate_mock(
         if segment.op_count or segment.outputs:
             args = ", ".join(writer.origin_expr(origin) for _, origin in segment.placeholders)
             call = f"g{segment.index} = graph{segment.index}({args})  # {segment.op_count} ops"
-            if segment.inference_mode and not tape.entry_state[INFERENCE_MODE]:
-                # Its ops ran in a torch.inference_mode() block (@torch.inference_mode()):
-                # so does the graph, and its tensors are inference tensors as eager's.
-                writer.lines.append("with torch.inference_mode():")
+            mode = segment.inference_mode
+            if mode is not None and mode != tape.entry_state[INFERENCE_MODE]:
+                # Its ops ran in a torch.inference_mode() block (@torch.inference_mode()),
+                # or in an inference_mode(False) block of a call made in inference mode:
+                # so does the graph, and its tensors are inference tensors as eager's or not.
+                writer.lines.append(f"with torch.inference_mode({mode}):")
                 call = "    " + call
             writer.lines.append(call)
             for origin, index in segment.writebacks:  # in-place updates of inputs

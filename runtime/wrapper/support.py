@@ -33,7 +33,10 @@ import torch
 
 from fullgraph.runtime.backends import eager_backend, inductor_backend, inductor_dynamic_backend
 from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
+from fullgraph.runtime.torch_internals import control_flow_errors
 from fullgraph.runtime.wrapper.graphs import graph_from_class
+
+_CONTROL_FLOW_ERRORS = control_flow_errors()
 
 
 def resolve(module: str, qualname: str) -> Any:
@@ -199,9 +202,9 @@ class CompiledTarget:
                 if inputs is None:
                     continue
                 result = bound.mock(inputs, args, kwargs, self.module, self.fn, made, made_now)
-            except Exception:
-                if not record.rerun_safe:
-                    raise
+            except Exception as error:
+                if not record.rerun_safe or isinstance(error, _CONTROL_FLOW_ERRORS):
+                    raise  # (checkpoint's recompute stopping early: the program's own)
                 if rng is not None:  # the rerun draws the graphs' random numbers again
                     restore_rng(rng)
                 self._count("fallbacks")

@@ -47,3 +47,34 @@ def test_a_missing_attribute_is_an_attribute_error():
     plain = fr.compile(lambda x: x + 1, backend="eager")
     with pytest.raises(AttributeError, match="parameters"):
         plain.parameters()
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.temperature = 1.0
+
+    def forward(self, x):
+        return self.lin(x) / self.temperature
+
+
+def test_writes_through_the_compiled_module_reach_the_module():
+    # F297: ``model = fr.compile(model); model.temperature = 4.0`` set the attribute on
+    # the compiled callable; reading it back showed 4.0, calls kept dividing by 1.0.
+    net, reference = Scaled(), Scaled()
+    reference.load_state_dict(net.state_dict())
+    compiled = fr.compile(net, backend="eager")
+    x = torch.randn(3)
+    for _ in range(2):
+        compiled(x)
+    compiled.temperature = 4.0
+    reference.temperature = 4.0
+    assert net.temperature == 4.0 and torch.equal(compiled(x), reference(x))
+    compiled.lin = reference.lin = torch.nn.Identity()
+    assert net.lin is compiled.lin and torch.equal(compiled(x), reference(x))
+    compiled.training = False
+    assert net.training is False
+    del compiled.temperature
+    assert not hasattr(net, "temperature")
+    assert compiled.stats is not None and "stats" not in vars(net)  # its own state stays its own
