@@ -15,8 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from fullgraph.runtime.breaks import CATEGORIES, GraphBreak
 from fullgraph.runtime.compiled import CompiledFunction, Stats
+from fullgraph.runtime.compiled_module import CompiledModule, compiled_module_class
 from fullgraph.runtime.cpython import UnsupportedPythonError, check_supported
 from fullgraph.runtime.report import Report
 
@@ -24,6 +27,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CATEGORIES",
     "CompiledFunction",
+    "CompiledModule",
     "GraphBreak",
     "Report",
     "Stats",
@@ -55,9 +59,10 @@ def compile(
     """
 
     def make(target):
-        return CompiledFunction(
-            target, backend, recompile_limit, eager_check, merge_branches=merge_branches
-        )
+        kind = CompiledFunction
+        if isinstance(target, torch.nn.Module):  # a module too: a parent registers it
+            kind = compiled_module_class(type(target))
+        return kind(target, backend, recompile_limit, eager_check, merge_branches=merge_branches)
 
     return make if fn_or_module is None else make(fn_or_module)
 

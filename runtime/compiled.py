@@ -249,15 +249,15 @@ class CompiledFunction:
         no records: they hold compiled code and native guard trees, which belong to this
         process and to the objects this one was called with (as ``torch.compile``'s
         module copies do)."""
+        return (CompiledFunction, self._constructor_arguments())
+
+    def _constructor_arguments(self) -> tuple:
         return (
-            CompiledFunction,
-            (
-                self.fn,
-                self.backend_arg,
-                self.recompile_limit,
-                self.eager_check,
-                self.merge_branches,
-            ),
+            self.fn,
+            self.backend_arg,
+            self.recompile_limit,
+            self.eager_check,
+            self.merge_branches,
         )
 
     def __getattr__(self, name: str):
@@ -270,7 +270,7 @@ class CompiledFunction:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         value = getattr(module, name)
         if isinstance(value, types.MethodType) and value.__self__ is module:
-            return _returning_self(value, module, self)
+            return returning_self(value, module, self)
         return value
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -501,7 +501,7 @@ class CompiledFunction:
         return self.last_report
 
 
-def _returning_self(method, module, compiled: CompiledFunction):
+def returning_self(method, module, compiled: CompiledFunction):
     @functools.wraps(method)
     def call(*args, **kwargs):
         result = method(*args, **kwargs)

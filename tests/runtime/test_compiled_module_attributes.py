@@ -78,3 +78,45 @@ def test_writes_through_the_compiled_module_reach_the_module():
     del compiled.temperature
     assert not hasattr(net, "temperature")
     assert compiled.stats is not None and "stats" not in vars(net)  # its own state stays its own
+
+
+class Head(torch.nn.Module):
+    def __init__(self, compile_parts: bool):
+        super().__init__()
+        wrap = (lambda m: fr.compile(m, backend="eager")) if compile_parts else (lambda m: m)
+        self.proj = wrap(torch.nn.Linear(4, 4))
+        self.norm = wrap(torch.nn.BatchNorm1d(4))
+
+    def forward(self, x):
+        return self.norm(self.proj(x)).relu().sum()
+
+
+def test_a_compiled_submodule_is_a_submodule_of_its_parent():
+    # F300: ``self.proj = fr.compile(nn.Linear(4, 4))`` was a plain attribute of the
+    # parent: its parameters were missing from ``parameters()`` (an optimizer never
+    # trained them), from ``state_dict()`` (a checkpoint lost them), and
+    # ``parent.eval()`` / ``.to()`` did not reach it.
+    torch.manual_seed(0)
+    eager, compiled = Head(False), Head(True)
+    compiled.load_state_dict(eager.state_dict())  # BatchNorm's own loading, num_batches_tracked too
+    assert isinstance(compiled.proj, torch.nn.Module)
+    assert list(compiled.state_dict()) == list(eager.state_dict())
+    steps = []
+    for model in (eager, compiled):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        torch.manual_seed(1)
+        for _ in range(4):
+            optimizer.zero_grad()
+            model(torch.randn(8, 4)).backward()
+            optimizer.step()
+        model.eval()
+        steps.append(model(torch.ones(2, 4)))
+    assert len(list(compiled.parameters())) == len(list(eager.parameters())) == 4
+    assert torch.equal(steps[0], steps[1])
+    for (name, a), (_, b) in zip(eager.state_dict().items(), compiled.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert not compiled.norm.training and not compiled.norm.module.training
+    compiled.to(torch.float64)
+    assert compiled.proj.module.weight.dtype is torch.float64
+    assert compiled.proj.stats.hits >= 2  # it still replays
+    assert "Linear(in_features=4" in repr(compiled)

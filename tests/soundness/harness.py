@@ -343,10 +343,18 @@ def module_state(module: torch.nn.Module) -> dict:
         "buffers": {n: copy_value(b) for n, b in module.named_buffers()},
         "training": {n: m.training for n, m in module.named_modules()},
         "attrs": {
-            n: {k: copy_value(v) for k, v in vars(m).items() if _is_plain(v) and k != "training"}
+            n: {k: copy_value(v) for k, v in _own_attributes(m) if _is_plain(v) and k != "training"}
             for n, m in module.named_modules()
         },
     }
+
+
+def _own_attributes(module: torch.nn.Module):
+    """A module's attributes; of a compiled submodule, those of the module it compiles
+    (its records and statistics are fullgraph's, which a twin's run makes or not)."""
+    if isinstance(module, fr.CompiledFunction):
+        module = module.module
+    return vars(module).items()
 
 
 def plain_globals(module: types.ModuleType) -> dict:
