@@ -294,7 +294,7 @@ class CompiledFunction:
             and self.__dict__.get("module") is not None
             and name not in self.__dict__
             and not name.startswith("__")
-            and not hasattr(type(self), name)
+            and not hasattr(CompiledFunction, name)  # (not its class: a module class too)
         )
 
     def __get__(self, instance, owner=None):

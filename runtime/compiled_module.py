@@ -25,9 +25,20 @@ import torch
 
 from fullgraph.runtime.compiled import CompiledFunction, returning_self
 
-# nn.Module attributes that are always the compiled module's (``compiled.forward(x)``
-# is the module's forward, uncompiled, as before it was a module).
-_ALWAYS_THE_MODULES = frozenset(["forward", "_get_name", "extra_repr", "__repr__"])
+# nn.Module attributes that are always the compiled module's: ``compiled.forward(x)``
+# is the module's forward, uncompiled; registering a buffer, parameter or submodule
+# registers it on the module (torch checks the module's own ``__dict__`` for that).
+_ALWAYS_THE_MODULES = frozenset(
+    [
+        "forward",
+        "_get_name",
+        "extra_repr",
+        "register_buffer",
+        "register_parameter",
+        "add_module",
+        "register_module",
+    ]
+)
 
 
 class CompiledModule(CompiledFunction, torch.nn.Module):
@@ -54,11 +65,30 @@ def _class_for(module_class: type) -> type:
             for name in vars(klass)
             if hasattr(torch.nn.Module, name) and not name.startswith("__")
         )
-    overridden.discard("__init__")
     namespace = {name: _ModuleAttribute(name) for name in sorted(overridden)}
     namespace["__repr__"] = lambda self: f"fullgraph.compile({self.module!r})"
     namespace["__module__"] = __name__
-    return type(f"Compiled{module_class.__name__}", (CompiledModule,), namespace)
+    name = f"Compiled{module_class.__name__}"
+    # The module's class among the bases, after fullgraph's: ``isinstance(m, nn.Linear)``
+    # over ``parent.modules()`` (an init or a weight-decay grouping) finds the compiled
+    # layer as it finds eager's.  Not for a class that takes over every attribute
+    # lookup, nor one whose layout can't be combined.
+    if "__getattribute__" not in _own_names(module_class):
+        try:
+            return type(name, (CompiledModule, module_class), namespace)
+        except TypeError:
+            pass
+    return type(name, (CompiledModule,), namespace)
+
+
+def _own_names(module_class: type) -> set[str]:
+    """Names the class and its bases below nn.Module define."""
+    return {
+        name
+        for klass in module_class.__mro__
+        if klass is not torch.nn.Module and issubclass(klass, torch.nn.Module)
+        for name in vars(klass)
+    }
 
 
 class _ModuleAttribute:

@@ -26,11 +26,8 @@ merged graph is the program's answer whatever the data decides.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import math
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -46,6 +43,7 @@ from fullgraph.runtime.capture.merged_branches import (
 )
 from fullgraph.runtime.capture.segments import Segment
 from fullgraph.runtime.capture.tape import GraphTape
+from fullgraph.runtime.monitor import muted_output
 from fullgraph.runtime.monitor.speculation import SpeculationBlocked
 from fullgraph.runtime.monitor.speculative_writes import OutsideWrites
 from fullgraph.runtime.record.mock_support import restore_rng, rng_state
@@ -229,18 +227,6 @@ class _Settings:
         return changed
 
 
-@contextlib.contextmanager
-def _quiet():
-    """What a path prints or warns from code the monitor does not stop (a library's
-    warning, a print in torch's Python) is not shown: the program did not take it."""
-    with (
-        warnings.catch_warnings(record=True),
-        contextlib.redirect_stdout(io.StringIO()),
-        contextlib.redirect_stderr(io.StringIO()),
-    ):
-        yield
-
-
 def _grown_by_paths(run: MonitorRun) -> tuple[list, ...]:
     return run.unsupported, run.not_recordable, run.mutations
 
@@ -266,7 +252,7 @@ def _run_path(
     run.branching, run.speculating, run.speculation_problem = branching, _NO_TARGET, None
     settings = _Settings()
     try:
-        with OutsideWrites(run), _quiet():
+        with OutsideWrites(run), muted_output.muted():
             result = monitor.execute(call, finish=False)
     except SpeculationBlocked as blocked:
         raise NotMergeable(f"a path {blocked}, which it may not do before it is taken") from None

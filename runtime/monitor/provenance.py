@@ -63,6 +63,10 @@ def _shared(value: Any) -> bool:
     return type(value) in (tuple, frozenset) and is_literal(value)
 
 
+# torch's sequences of modules and parameters, read whole as a list is.
+_MODULE_SEQUENCES = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)
+
+
 class Provenance:
     """Sources of external objects and the reads the guard re-checks."""
 
@@ -375,7 +379,7 @@ class Provenance:
             return
         # Items read wholesale reach the program without a symbol the monitor follows:
         # guarded by value, never lifted.
-        if isinstance(container, (list, tuple)):
+        if isinstance(container, (list, tuple, *_MODULE_SEQUENCES)):
             self.read(LenSource(source), len(container), symbolic=False)
             for i, item in enumerate(container):
                 self.read(ItemSource(source, i), item, symbolic=False)

@@ -18,6 +18,8 @@ import os
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import torch
+
 from fullgraph.runtime.monitor import type_checks
 from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.user_code import is_user_code
@@ -43,6 +45,9 @@ MUTABLE_SNAPSHOTS = (
     collections.UserDict,
     collections.UserList,
 )
+# torch's sequences of modules and parameters: their Python (``__getitem__`` of a
+# slice, ``__iter__`` called from C, ``__add__``) reads how many items they hold.
+MODULE_SEQUENCES = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)
 # Pure builtins that read only what their arguments are, not what they hold.
 _READ_NOTHING = (callable, type, id)
 
@@ -67,7 +72,7 @@ def read_by_call(
             # ``sum(d.values())``, ``list(reversed(xs))``, ``dict(zip(keys, xs))``: the
             # view or iterator reads all of what it walks
             read_walked(run, run.iterators[id(value)])
-        elif isinstance(value, MUTABLE_SNAPSHOTS) or (
+        elif isinstance(value, (*MUTABLE_SNAPSHOTS, *MODULE_SEQUENCES)) or (
             hashable and fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE)
         ):
             run.read_whole(value)
@@ -94,5 +99,8 @@ def read_by_constructor(run: Any, cls: type, args: tuple, kwargs: dict) -> None:
     for value in (*args, *kwargs.values()):
         if isinstance(value, (list, tuple, dict)):
             run.read_nested(value)
-        elif isinstance(value, ITERATED_WHOLE):
+        elif id(value) in run.iterators:
+            # ``starmap(mul, zip(W, xs))``, ``islice(d.values(), 1)``: what it walks
+            read_walked(run, run.iterators[id(value)])
+        elif isinstance(value, (*ITERATED_WHOLE, *MODULE_SEQUENCES)):
             run.read_whole(value)  # ``deque(q)``, ``islice(q, 3)``, ``chain(a_set, xs)``

@@ -120,3 +120,39 @@ def test_a_compiled_submodule_is_a_submodule_of_its_parent():
     assert compiled.proj.module.weight.dtype is torch.float64
     assert compiled.proj.stats.hits >= 2  # it still replays
     assert "Linear(in_features=4" in repr(compiled)
+
+
+def test_a_compiled_layer_is_found_by_isinstance_walks_and_registers_on_its_module():
+    # ``parent.apply(init)`` with ``isinstance(m, nn.Linear)`` (an init, a weight-decay
+    # grouping) reaches a compiled layer as it reaches eager's; ``register_buffer`` /
+    # ``register_parameter`` through the compiled object register on the module.
+    torch.manual_seed(0)
+    parent = torch.nn.Sequential(fr.compile(torch.nn.Linear(3, 3), backend="eager"))
+    parent.apply(
+        lambda m: torch.nn.init.zeros_(m.weight) if isinstance(m, torch.nn.Linear) else None
+    )
+    layer = parent[0]
+    assert isinstance(layer, torch.nn.Linear) and not layer.module.weight.any()
+    layer.register_buffer("mask", torch.ones(3))
+    layer.register_parameter("gain", None)
+    assert "mask" in layer.module._buffers and "gain" in layer.module._parameters
+    assert list(parent.state_dict()) == ["0.weight", "0.bias", "0.mask"]
+    x = torch.randn(3)
+    assert torch.equal(parent(x), layer.module(x)) and torch.equal(parent(x), layer.module.bias)
+    assert layer.stats.hits == 1
+
+
+class Tempered(torch.nn.Module):
+    temperature = 1.0  # a class-level default the instance overrides
+
+    def forward(self, x):
+        return x / self.temperature
+
+
+def test_a_write_of_a_class_level_default_reaches_the_module():
+    net = Tempered()
+    compiled = fr.compile(net, backend="eager")
+    for _ in range(2):
+        compiled(torch.ones(2))
+    compiled.temperature = 4.0
+    assert net.temperature == 4.0 and torch.equal(compiled(torch.ones(2)), torch.full((2,), 0.25))

@@ -152,3 +152,47 @@ def test_a_path_the_data_does_not_take_leaves_the_real_record_alone():
     # No break: the refusal on the untaken path is not the real run's (its read of
     # ``h.sum() > 0`` runs in front of the graph, a data check).
     assert report["breaks"] == [] and len(report["data_checks"]) == 1
+
+
+def test_another_threads_output_is_heard_while_paths_are_explored(monkeypatch):
+    # F301: the untaken path ran with sys.stdout / sys.stderr redirected and warnings
+    # recorded process-wide: another thread's prints in that window were lost.
+    import io
+    import threading
+    import warnings
+
+    sink = io.StringIO()
+    monkeypatch.setattr("sys.stdout", sink)
+    w = torch.randn(64, 64)
+
+    def f(x):
+        if x.sum() > 0:  # the other side is explored on the first call
+            for _ in range(100):
+                x = torch.tanh(x @ w)
+            return x
+        for _ in range(100):
+            x = torch.sigmoid(x @ w)
+        return x
+
+    compiled = fr.compile(f, backend="eager")
+    stop, started, counts = threading.Event(), threading.Event(), [0, 0]
+
+    def chatter():
+        while not stop.is_set():
+            print("heartbeat")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                warnings.warn("tick")
+            counts[0] += 1
+            counts[1] += len(caught)
+            started.set()
+
+    thread = threading.Thread(target=chatter)
+    thread.start()
+    started.wait()
+    for _ in range(3):
+        compiled(torch.randn(4, 64))
+    stop.set()
+    thread.join()
+    assert compiled.stats.monitor_runs == 1 and compiled.stats.hits == 2
+    assert sink.getvalue().count("heartbeat") == counts[0] > 0
