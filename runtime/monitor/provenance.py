@@ -219,7 +219,7 @@ class Provenance:
 
     def loaded_written(self, key: tuple, value: Any) -> None:
         """A load of something the program stored earlier in this run."""
-        stored = self.store_syms.get(key)
+        stored = self.store_syms.get(key) or self.store_syms.get(self.written_aliases.get(key))
         self._last_read = ("stored", stored[1], stored[0]) if stored is not None else None
 
     def read_attr(self, owner: Any, name: str, value: Any) -> None:

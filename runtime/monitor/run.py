@@ -142,6 +142,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         # id -> (class, args, kwargs, callouts recorded before it was made)
         self.made_objects: dict[int, tuple] = {}
         self.written: set[tuple[int, Any]] = set()
+        # The same slot under its other name (``vars(o)["a"]`` / ``o.a``): -> the stored one.
+        self.written_aliases: dict[tuple[int, Any], tuple[int, Any]] = {}
         self.written_cells: set[int] = set()
         # id -> (function, the function whose frame made it), for functions made now.
         self.made_functions: dict[int, tuple] = {}

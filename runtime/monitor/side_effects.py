@@ -9,6 +9,7 @@ of the state at entry.
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any
 
@@ -19,6 +20,7 @@ from fullgraph.runtime.monitor import user_code
 from fullgraph.runtime.monitor.state import Mutation, current_state, state_group
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
+    AttrSource,
     Source,
     is_key_representable,
 )
@@ -37,7 +39,7 @@ class SideEffects:
         """``direct``: ``object.__setattr__``, which runs no setter of the class."""
         if not (delete or direct) and user_code.store_runs_user_code(owner, name):
             return  # ``s.v = n`` runs the class's setter, stepped into: its stores are the effects
-        self.written.add((id(owner), name))
+        self.mark_written(owner, name)
         source = self.source_of(owner)
         if isinstance(owner, torch.Tensor):
             if name == "data" and isinstance(value, torch.Tensor):
@@ -83,6 +85,33 @@ class SideEffects:
             self.tape.unsupported = error
             self.unsupported.append(self.locate("Tensor.data", error.category, error.detail))
 
+    def mark_written(self, owner: Any, key: Any) -> None:
+        """``owner``'s ``key`` holds what the run stored, under its other name too: an
+        attribute is an item of the object's ``__dict__`` (``vars(args)["lr"]``), a
+        global an attribute of its module (``sys.modules[__name__].K``)."""
+        self.written.add((id(owner), key))
+        if isinstance(owner, dict):
+            other = self._namespace_owner(owner)
+        else:
+            try:
+                other = object.__getattribute__(owner, "__dict__")
+            except (AttributeError, TypeError):
+                other = None
+            other = other if isinstance(other, dict) else None  # (a class's is a proxy)
+        if other is not None:
+            self.written.add((id(other), key))
+            self.written_aliases[(id(other), key)] = (id(owner), key)
+
+    def _namespace_owner(self, namespace: dict) -> Any:
+        """The object (or module) whose ``__dict__`` ``namespace`` is, where known."""
+        source = self.source_of(namespace)
+        if isinstance(source, AttrSource) and source.name == "__dict__":
+            return self.source_values.get(source.base)
+        module = sys.modules.get(namespace.get("__name__")) if "__name__" in namespace else None
+        if module is not None and getattr(module, "__dict__", None) is namespace:
+            return module
+        return None
+
     def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
         if isinstance(container, torch.Tensor):
             return  # Tensor.__setitem__ is an in-place graph op
@@ -104,7 +133,7 @@ class SideEffects:
         if delete and isinstance(container, dict) and key in container:
             # ``del d["a"]`` raises when the key is gone: a call without it is another.
             self.read_membership(container, key, True)
-        self.written.add((id(container), key))
+        self.mark_written(container, key)
         if source is None:
             return
         if self.shapes is not None and holds_size(key):
@@ -134,7 +163,7 @@ class SideEffects:
         self._mutate(Mutation("call", source, container, method, (operand,), {}))
 
     def store_global(self, globals_dict: dict, name: str) -> None:
-        self.written.add((id(globals_dict), name))
+        self.mark_written(globals_dict, name)
         from fullgraph.runtime.sources import ConstSource
 
         self._mutate(

@@ -1,0 +1,50 @@
+"""Class 73: a slot stored through one name and read through another.
+
+Found by the sixteenth session's Python-semantics probe (F304): an attribute is an
+item of its object's ``__dict__`` and a global an attribute of its module, so a
+store through one name and a read through the other (``cfg = vars(args);
+cfg["lr"] *= 0.5; return x * args.lr``) read the same slot.  The read was taken
+for a read of the state the call found (guarded at entry, the first call's value
+replayed) instead of the value the call stored.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+import torch
+from harness import Case, calls, run_case
+from harness import prog as shared_prog
+
+prog = partial(shared_prog, name="slot73")
+
+HEADER = """
+import argparse
+import sys
+import torch
+
+class Options:
+    def __init__(self):
+        self.a = 1.0
+
+OBJ = Options()
+ARGS = argparse.Namespace(lr=1.0)
+K = 1.0
+"""
+
+BODIES = {
+    "dict_store_attribute_read": 'vars(OBJ)["a"] = vars(OBJ)["a"] + 1\n    return x * OBJ.a',
+    "attribute_store_dict_read": 'OBJ.a = OBJ.a + 1\n    return x * vars(OBJ)["a"]',
+    "dunder_dict_store": 'OBJ.__dict__["a"] += 1\n    return x * OBJ.a',
+    "global_store_module_read": "global K\n    K = K + 1\n    return x * sys.modules[__name__].K",
+    "argparse_vars": 'cfg = vars(ARGS)\n    cfg["lr"] *= 0.5\n    return x * ARGS.lr',
+}
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_a_store_through_one_name_read_through_the_other(name):
+    source = HEADER + f"\ndef f(x):\n    {BODIES[name]}\n"
+    watch = lambda env: (dict(vars(env.ns.OBJ)), vars(env.ns.ARGS), env.ns.K)
+    script = calls(5, lambda env: (torch.randn(3),))
+    run_case(Case(name, prog(source), script, watch=watch, min_hits=2), "eager")
