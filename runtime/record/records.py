@@ -166,6 +166,24 @@ def _compile(run: MonitorRun, segment, gm, examples: list, backend: Backend):
         raise RecordError(None, run.not_recordable[-1], transient=True) from None
 
 
+def _backward_through_graphs(callouts: list) -> int:
+    """The last graph a backward inside the function may run through in a way one
+    compiled autograd node per graph can't (-1: none): a compiled graph's outputs
+    share one node, so a second ``backward()`` (a GAN step, actor and critic) runs
+    through it again after the first freed it, and ``autograd.grad`` or
+    ``backward(inputs=...)`` of a tensor the graph computed finds no path through it.
+    Those graphs run their ops as recorded (per-op autograd), the others compiled."""
+    passes = [c for c in callouts if c.function in _BACKWARD_CALLS]
+    if len(passes) < 2 and not any(
+        c.function is torch.autograd.grad or c.kwargs.get("inputs") is not None for c in passes
+    ):
+        return -1
+    return max(c.segment_before for c in passes)
+
+
+_BACKWARD_CALLS = (torch.autograd.backward, torch.autograd.grad, torch.Tensor.backward)
+
+
 def build_record(
     run: MonitorRun,
     result: Any,
@@ -258,12 +276,21 @@ def build_record(
     # Each graph starts (and ends) in the grad mode the call started with, which a replay
     # runs it in: it is compiled so (AOTAutograd traces a backward only with grad on), and
     # the grad mode the function returned with is the caller's again afterwards.
+    per_op = _backward_through_graphs(run.tape.callouts)
     with torch.set_grad_enabled(run.tape.entry_grad_mode):
         for gm, segment in zip(graphs, run.tape.segments):
             if segment.op_count or segment.outputs:
                 examples = [node.meta.get("example_value") for node, _ in segment.placeholders]
                 compiled_graphs[f"graph{segment.index}"] = (
-                    _compile(run, segment, gm, examples, backend) if backend else gm.forward
+                    _compile(
+                        run,
+                        segment,
+                        gm,
+                        examples,
+                        eager_backend if segment.index <= per_op else backend,
+                    )
+                    if backend
+                    else gm.forward
                 )
     namespace.update(compiled_graphs)
     for gm in graphs:  # compiled: the first call's tensors need not live as long as it
