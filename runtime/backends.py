@@ -58,8 +58,11 @@ def _draws_random(gm: torch.fx.GraphModule) -> bool:
 # a float that varies between calls (a lifted scalar, ``.item()`` of a float64 input)
 # to its C++ kernels as a 32-bit ``float``, so a float64 kernel computes with the
 # rounded number (``x % 1.1``, ``x ** k``, ``1e300`` becomes inf), and a float16 /
-# bfloat16 op no longer raises eager's "cannot be converted without overflow".
-_SCALAR_SENSITIVE = frozenset({torch.float64, torch.complex128, torch.float16, torch.bfloat16})
+# bfloat16 op no longer raises eager's "cannot be converted without overflow"; a
+# complex64 one fails to compile (a data-dependent guard on the float).
+_SCALAR_SENSITIVE = frozenset(
+    {torch.float64, torch.complex128, torch.complex64, torch.float16, torch.bfloat16}
+)
 
 
 def _rounds_lifted_floats(gm: torch.fx.GraphModule, example_inputs: list) -> bool:

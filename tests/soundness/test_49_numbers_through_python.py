@@ -204,6 +204,25 @@ def test_a_half_tensor_with_a_float_out_of_its_range(backend):
     )
 
 
+def complexes(k):
+    return Call(lambda env: (torch.tensor([1 + 2j, -0.5j], dtype=torch.complex64), k))
+
+
+@backends(inductor=True)
+def test_a_complex64_tensor_with_a_float_that_varies(backend):
+    """Inductor failed to compile the graph once the float was lifted (a guard on it),
+    so every later call ran eagerly (F306): it runs as its fx graph."""
+    run_case(
+        Case(
+            "a_complex64_tensor_with_a_float_that_varies",
+            prog("import torch\n\ndef f(z, s):\n    return (z * s).abs()\n"),
+            [complexes(k) for k in (2.0, 3.0, 4.0, 5.0, 6.0)],
+            min_hits=2,
+        ),
+        backend,
+    )
+
+
 RANK_CHANGES = """
 import torch
 
