@@ -38,12 +38,25 @@ def load_global(run: MonitorRun, state: FrameState, ins) -> After:
         else:
             read_builtin(run, globals_dict, name, value)
 
+    def on_exception(error: BaseException) -> None:
+        # ``try: s = SCALE except NameError: s = 1.0``: the name is in neither namespace,
+        # and the guard says so (defined later, the call takes the other path).
+        if isinstance(error, NameError) and (id(globals_dict), name) not in run.written:
+            run.read(ContainsSource(ConstSource(run.globals_name(globals_dict)), name), False)
+            namespace = _builtins_of(globals_dict)
+            run.read(ContainsSource(ConstSource(run.globals_name(namespace)), name), False)
+
+    after.on_exception = on_exception
     return after
 
 
-def read_builtin(run: MonitorRun, globals_dict: dict, name: str, value: Any) -> None:
+def _builtins_of(globals_dict: dict) -> dict:
     namespace = globals_dict.get("__builtins__", builtins)
-    namespace = vars(namespace) if not isinstance(namespace, dict) else namespace
+    return vars(namespace) if not isinstance(namespace, dict) else namespace
+
+
+def read_builtin(run: MonitorRun, globals_dict: dict, name: str, value: Any) -> None:
+    namespace = _builtins_of(globals_dict)
     if namespace.get(name, _MISSING) is not value:
         return  # not what LOAD_GLOBAL found there (no guard can say where it came from)
     module_globals = ConstSource(run.globals_name(globals_dict))

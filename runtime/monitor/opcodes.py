@@ -145,6 +145,13 @@ def load_deref(run, state, ins) -> After:
         if source is not None:
             run.read(source, tos(state))
 
+    def on_exception(error: BaseException) -> None:
+        # ``try: t * k except NameError:`` with ``k``'s cell still empty: filled later
+        # (``nonlocal k; k = v`` elsewhere), the call takes the other path.
+        if isinstance(error, NameError) and index is not None and function is not None:
+            run.refuse(f"{ins.argval} is read from an empty closure cell")
+
+    after.on_exception = on_exception
     return after
 
 

@@ -48,3 +48,39 @@ def test_a_store_through_one_name_read_through_the_other(name):
     watch = lambda env: (dict(vars(env.ns.OBJ)), vars(env.ns.ARGS), env.ns.K)
     script = calls(5, lambda env: (torch.randn(3),))
     run_case(Case(name, prog(source), script, watch=watch, min_hits=2), "eager")
+
+
+# F307: a name absent when the call was recorded was not guarded as absent.
+ABSENT_NAMES = {
+    "optional_global": (
+        "def f(x):\n    try:\n        s = SCALE\n    except NameError:\n        s = 1.0\n"
+        "    return x * s\n"
+    ),
+    "deleted_global": (
+        "TMP = 1.0\n\ndef f(x):\n    global TMP\n    try:\n        y = x * TMP\n        del TMP\n"
+        "    except NameError:\n        TMP = 2.0\n        y = x\n    return y\n"
+    ),
+    "empty_closure_cell": (
+        "def make():\n    def g(t):\n        try:\n            return t * k\n"
+        "        except NameError:\n            return t\n    def setk(v):\n        nonlocal k\n"
+        "        k = v\n    return g, setk\n    k = 0\n\nG, SETK = make()\n\n"
+        "def f(x):\n    return G(x)\n\ndef SCALE_UP():\n    SETK(3.0)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ABSENT_NAMES))
+def test_a_name_absent_when_recorded_is_defined_later(name):
+    from harness import Do
+
+    def define(env):
+        if name == "empty_closure_cell":
+            env.ns.SCALE_UP()
+        elif name == "optional_global":
+            env.ns.SCALE = 3.0
+
+    source = "import torch\n\n" + ABSENT_NAMES[name]
+    step = lambda env: (torch.randn(3),)
+    script = [*calls(3, step), Do(define, "define it"), *calls(3, step)]
+    watch = lambda env: getattr(env.ns, "TMP", None)
+    run_case(Case(name, prog(source), script, watch=watch), "eager")
