@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from fullgraph.runtime import breaks, cpython, eager_check
+from fullgraph.runtime import breaks, cpython, eager_check, source_peek
 from fullgraph.runtime.backends import dynamic_variant, resolve
 from fullgraph.runtime.eager_check import EagerTrial, timed
 from fullgraph.runtime.monitor import attribute_hooks, autograd_calls, branch_exploration
@@ -317,10 +317,10 @@ class CompiledFunction:
                 "F": root_fn,
             }
             for source, value in record.scalar_reads + record.tensor_shapes:
-                try:
-                    now = eval(source.expr(), scope)
-                except Exception:  # noqa: BLE001, S112 - the path is gone: nothing to learn
-                    continue
+                try:  # (without running the program's code: source_peek.py)
+                    now = source_peek.peek(source, scope)
+                except source_peek.Unreadable:
+                    continue  # the path is gone, or reading it runs code: nothing to learn
                 if isinstance(now, torch.Tensor):
                     if not isinstance(value, tuple):
                         continue  # it was not a tensor when recorded: nothing to learn

@@ -371,6 +371,32 @@ def _branch(run, state, ins, shadow) -> After:
     return None
 
 
+@handles(
+    "POP_JUMP_FORWARD_IF_NONE",
+    "POP_JUMP_FORWARD_IF_NOT_NONE",
+    "POP_JUMP_BACKWARD_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE",
+    until=(3, 11),
+)
+@handles("POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", since=(3, 12))
+def _none_test(run, state, ins, shadow) -> After:
+    """``avg if avg is None else ...`` of a number that varies: its type (which the
+    guard checks) decides, not its value: the number stays followed."""
+    if shadow:
+        shadow[-1] = None
+    return None
+
+
+@handles("IS_OP")
+def _identity(run, state, ins, shadow) -> After:
+    """``v is None`` / ``v is not None``: the same; other identity tests take the value."""
+    if len(shadow) >= 2 and any(cpython.stack_item(state.frame, d) is None for d in (0, 1)):
+        shadow[-1] = shadow[-2] = None
+        return None
+    _consume(run, shadow, 2)
+    return None
+
+
 @handles("CALL", "CALL_FUNCTION_EX")
 @handles("CALL_KW", since=(3, 13))
 def _call(run, state, ins, shadow) -> After:

@@ -23,7 +23,7 @@ import torch
 from fullgraph.runtime.monitor import type_checks
 from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.user_code import is_user_code
-from fullgraph.runtime.sources import AttrSource
+from fullgraph.runtime.sources import AttrSource, ContainsSource, ItemSource
 
 # Builtins that iterate an argument (``isinstance(it, ...)``, ``id(it)`` do not), and
 # what they iterate that the guard reads whole: a set in its order, an iterator
@@ -64,6 +64,7 @@ def read_by_call(
         return type_checks.guard(run, fn, args, result)
     if any(fn is reads_nothing for reads_nothing in _READ_NOTHING):
         return None
+    _read_module_dict_key(run, fn, receiver, args)
     hashable = isinstance(fn, Hashable)  # a torch Transform object is not
     for value in (receiver, *args, *kwargs.values()):
         if isinstance(value, (list, tuple, dict)):
@@ -77,6 +78,30 @@ def read_by_call(
         ):
             run.read_whole(value)
     return None
+
+
+def _read_module_dict_key(run: Any, fn: Any, receiver: Any, args: tuple) -> None:
+    """``pd.get("bias")``, ``pd.setdefault("gain", 1.5)`` on a ParameterDict or
+    ModuleDict from outside: torch's Python tests the key unobserved; the guard
+    tests it too (an entry added between calls is another call)."""
+    if receiver is None and args and isinstance(args[0], _MODULE_DICTS):
+        receiver, args = args[0], args[1:]  # after LOAD_METHOD: the plain function
+    name = getattr(fn, "__name__", "")
+    if not isinstance(receiver, _MODULE_DICTS) or name not in ("get", "setdefault") or not args:
+        return
+    source = run.source_of(receiver)
+    key = args[0]
+    if source is None or not isinstance(key, str):
+        return
+    present = key in receiver
+    run.read(ContainsSource(source, key), present, symbolic=False)
+    if present:  # and what it holds there
+        run.read(ItemSource(source, key), receiver[key], symbolic=False)
+    elif name == "setdefault":
+        run.refuse(f"{source.expr()}.setdefault inserts {key!r} in torch's Python, unobserved")
+
+
+_MODULE_DICTS = (torch.nn.ParameterDict, torch.nn.ModuleDict)
 
 
 def read_walked(run: Any, state: Any, depth: int = 0) -> None:

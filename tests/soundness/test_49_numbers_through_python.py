@@ -335,3 +335,29 @@ def test_a_branch_on_math_of_a_varying_number(backend):
         ),
         backend,
     )
+
+
+RUNNING_AVERAGE = """
+import torch
+
+class Meter:
+    avg = None
+
+m = Meter()
+
+@torch.no_grad()
+def f(x):
+    v = x.pow(2).mean().item()
+    m.avg = v if m.avg is None else 0.9 * m.avg + 0.1 * v
+    return x * (m.avg is not None), m.avg
+"""
+
+
+def test_a_number_tested_against_none_stays_followed():
+    # F309 (a cost): ``m.avg is None`` took the number's value, so a lazily
+    # initialised running average made a record per call; its type decides.
+    script = calls(6, lambda env: (torch.randn(4),))
+    watch = lambda env: env.ns.m.avg
+    run_case(
+        Case("running_average", prog(RUNNING_AVERAGE), script, watch=watch, min_hits=3), "eager"
+    )
