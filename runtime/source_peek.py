@@ -59,14 +59,16 @@ def peek(source: Source, scope: dict) -> Any:
 
 
 def _item(container: Any, key: Any) -> Any:
-    if type(container) is dict:
-        present = type(key) in (str, int, float, bool, tuple) and key in container
-    else:
-        sequence = type(container) in (list, tuple) and type(key) is int
-        present = sequence and -len(container) <= key < len(container)
-    if not present:
-        raise Unreadable(key)
-    return container[key]
+    # dict's own lookup (a subclass's ``__missing__`` runs only for an absent key, and
+    # ``dict.__contains__`` asks first); a list's or tuple's own indexing (torch.Size).
+    if isinstance(container, dict):
+        if type(key) in (str, int, float, bool, tuple) and dict.__contains__(container, key):
+            return dict.__getitem__(container, key)
+    elif isinstance(container, (list, tuple)) and type(key) is int:
+        kind = list if isinstance(container, list) else tuple
+        if -kind.__len__(container) <= key < kind.__len__(container):
+            return kind.__getitem__(container, key)
+    raise Unreadable(key)
 
 
 def _attribute(owner: Any, name: str) -> Any:
@@ -75,7 +77,17 @@ def _attribute(owner: Any, name: str) -> Any:
         if name in namespace:
             return namespace[name]
         raise Unreadable(name)
+    if name == "__dict__":  # ``vars(obj)``: the instance's own namespace, no code runs
+        try:
+            return object.__getattribute__(owner, "__dict__")
+        except (AttributeError, TypeError):
+            raise Unreadable(name) from None
     declared = inspect.getattr_static(type(owner), name, _ABSENT)
+    if isinstance(declared, types.MemberDescriptorType):  # a ``__slots__`` slot
+        try:
+            return declared.__get__(owner, type(owner))
+        except AttributeError:
+            raise Unreadable(name) from None
     if declared is not _ABSENT and _data_descriptor(declared):
         raise Unreadable(name)  # a property (a parametrization): it would run
     try:

@@ -156,6 +156,7 @@ CONTAINER_METHODS: dict[tuple[type, str], Annotation] = {
     **{
         (dict, m): _mutating(0)
         for m in ["update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"]
+        + ["move_to_end"]  # an OrderedDict's
     },
     **{(dict, m): PURE for m in ["get", "copy", "__getitem__", "__contains__", "__len__"]},
     **{

@@ -144,6 +144,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.written: set[tuple[int, Any]] = set()
         # The same slot under its other name (``vars(o)["a"]`` / ``o.a``): -> the stored one.
         self.written_aliases: dict[tuple[int, Any], tuple[int, Any]] = {}
+        self.deleted_slots: set[tuple[int, Any]] = set()  # outside keys / attributes deleted
         self.written_cells: set[int] = set()
         # id -> (function, the function whose frame made it), for functions made now.
         self.made_functions: dict[int, tuple] = {}

@@ -179,6 +179,13 @@ class SideEffects:
         callout is a new one, and the state each earlier store of that owner left is
         kept first (the mock applies each where it was made, with that state)."""
         mutation.position = len(self.tape.callouts)
+        slot = (id(mutation.owner), mutation.name)
+        if mutation.kind in ("delitem", "delattr"):
+            self.deleted_slots.add(slot)
+        elif mutation.kind in ("setitem", "setattr") and slot in self.deleted_slots:
+            # ``del batch[k]; batch[k] = v``: the key moves to the end of the dict's order,
+            # the mock's one store of the final value would leave it in place.
+            self.refuse(f"{mutation.describe()} after its delete (it moves to the end)")
         self.effects_made += 1  # also when merged below: a program hook's store counts
         group = state_group(mutation)
         if group in ("attr", "item", "cell"):  # (a cell's store has no name: None)

@@ -10,6 +10,8 @@ replayed) instead of the value the call stored.
 
 from __future__ import annotations
 
+import collections
+import types
 from functools import partial
 
 import pytest
@@ -84,3 +86,29 @@ def test_a_name_absent_when_recorded_is_defined_later(name):
     script = [*calls(3, step), Do(define, "define it"), *calls(3, step)]
     watch = lambda env: getattr(env.ns, "TMP", None)
     run_case(Case(name, prog(source), script, watch=watch), "eager")
+
+
+# F311: a key deleted and stored again (or moved) goes to the end of the caller's
+# dict; the replay stored the final value in place.
+KEY_ORDER = {
+    "delete_and_store": 'ids = b["input_ids"]\n    del b["input_ids"]\n    b["input_ids"] = ids * 2',
+    "move_to_end": 'b.move_to_end("input_ids")',
+    "namespace_attribute": "n.x = n.x\n    del n.x\n    n.x = 1.0",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEY_ORDER))
+def test_a_key_moved_to_the_end_of_the_callers_dict(name):
+    source = (
+        "import collections\nimport types\nimport torch\n\n"
+        f"def f(x, b, n):\n    {KEY_ORDER[name]}\n    return x + 1\n"
+    )
+
+    def arguments(env):
+        b = collections.OrderedDict(input_ids=torch.ones(2), mask=torch.zeros(2))
+        n = types.SimpleNamespace(x=0.0, y=1.0)
+        env.b, env.n = b, n
+        return (torch.randn(2), b, n)
+
+    watch = lambda env: (list(env.b), list(vars(env.n)))
+    run_case(Case(name, prog(source), calls(4, arguments), watch=watch), "eager")
