@@ -14,6 +14,7 @@ gives up, and nothing is learnt from that path.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any
@@ -23,6 +24,7 @@ import torch
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
+    CellSource,
     ConstSource,
     ItemSource,
     KwargSource,
@@ -55,6 +57,15 @@ def peek(source: Source, scope: dict) -> Any:
         return _item(peek(source.base, scope), source.key)
     if isinstance(source, AttrSource):
         return _attribute(peek(source.base, scope), source.name)
+    if isinstance(source, CellSource):  # a closure variable: no code runs to read it
+        function = peek(source.function, scope)
+        cells = getattr(function, "__closure__", None) if _built_in(function) else None
+        if not cells or source.index >= len(cells):
+            raise Unreadable("__closure__")
+        try:
+            return cells[source.index].cell_contents
+        except ValueError:  # an empty cell
+            raise Unreadable("cell_contents") from None
     raise Unreadable(type(source).__name__)
 
 
@@ -77,6 +88,11 @@ def _attribute(owner: Any, name: str) -> Any:
         if name in namespace:
             return namespace[name]
         raise Unreadable(name)
+    if _built_in(owner):  # a function's, bound method's, cell's or partial's own fields
+        try:
+            return getattr(owner, name)
+        except (AttributeError, ValueError):
+            raise Unreadable(name) from None
     if name == "__dict__":  # ``vars(obj)``: the instance's own namespace, no code runs
         try:
             return object.__getattribute__(owner, "__dict__")
@@ -104,6 +120,21 @@ def _attribute(owner: Any, name: str) -> Any:
     if declared is not _ABSENT and not hasattr(type(declared), "__get__"):
         return declared  # a plain class attribute (a default the instance doesn't override)
     raise Unreadable(name)
+
+
+def _built_in(value: Any) -> bool:
+    """Objects of interpreter types whose attributes are the interpreter's own."""
+    return type(value) in _INTERPRETER_TYPES
+
+
+_INTERPRETER_TYPES = (
+    types.FunctionType,
+    types.MethodType,
+    types.CellType,
+    types.CodeType,
+    types.BuiltinFunctionType,
+    functools.partial,
+)
 
 
 def _data_descriptor(value: Any) -> bool:
