@@ -15,7 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from fullgraph.runtime import cpython
-from fullgraph.runtime.monitor import attribute_hooks, function_reads, global_loads, imports, taint
+from fullgraph.runtime.monitor import (
+    attribute_hooks,
+    function_reads,
+    global_loads,
+    imports,
+    passed_syms,
+    taint,
+)
 from fullgraph.runtime.monitor.opcodes import HANDLERS
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.monitor.state import FrameState
@@ -79,12 +86,29 @@ class Monitor:
                 function_reads.read_function(self.run, callee)
             if not self.run.frames and frame.f_code is self.run.root_code:
                 state.local_syms.update(self.run.root_local_syms(frame.f_code))
+            elif not self.run.frames:  # the root is a library wrapper of this function
+                state.local_syms.update(passed_syms.from_root(self.run, frame))
+            else:
+                self._take_passed_syms(frame, state, self.run.frames[-1])
             tracer = self._local_tracer(state)
             cpython.trace_opcodes(frame, tracer)
             self.run.frames.append(state)
             return tracer
         finally:
             hooks.fullgraph = program_time
+
+    @staticmethod
+    def _take_passed_syms(frame, state: FrameState, caller: FrameState) -> None:
+        """The caller's symbolic operands this callee's parameters hold."""
+        values, syms = caller.call_values, caller.call_syms
+        if values is None or syms is None or not passed_syms.called_directly(frame, caller.frame):
+            return
+        caller.call_values = None  # one callee per call
+        found = passed_syms.bind(frame, list(zip(values, syms)))
+        if found:
+            state.local_syms.update(found)
+            taken = {id(sym) for sym in found.values()}
+            caller.call_syms = [None if s is not None and id(s) in taken else s for s in syms]
 
     def _local_tracer(self, state: FrameState):
         run = self.run

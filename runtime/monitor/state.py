@@ -22,6 +22,7 @@ class FrameState:
     shadow: list = dataclasses.field(default_factory=list)
     local_syms: dict = dataclasses.field(default_factory=dict)
     call_syms: list | None = None
+    call_values: list | None = None  # the objects of those operands (passed_syms.py)
     call_result_sym: Any = None
     # A program attribute hook this frame runs, and the run's effect count when it
     # started (monitor/attribute_hooks.py: did it change anything?).

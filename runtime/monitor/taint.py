@@ -401,13 +401,19 @@ def _identity(run, state, ins, shadow) -> After:
 @handles("CALL_KW", since=(3, 13))
 def _call(run, state, ins, shadow) -> After:
     operands = shadow[len(shadow) - _pops(ins) :]
+    top = 0
     if ins.opname == "CALL_KW":  # 3.13: the keyword names' tuple is on top, not an argument
-        operands = operands[:-1]
+        operands, top = operands[:-1], 1
     state.call_syms = list(operands) if any(operands) else None
+    state.call_values = None
+    if state.call_syms is not None:  # a callee stepped into takes its symbols (passed_syms.py)
+        count = len(operands)
+        depths = range(top + count - 1, top - 1, -1)
+        state.call_values = [cpython.stack_item(state.frame, depth) for depth in depths]
     before = len(run.tape.callouts)
 
     def after() -> None:
-        leftover, state.call_syms = state.call_syms, None
+        leftover, state.call_syms, state.call_values = state.call_syms, None, None
         result_sym = state.call_result_sym
         state.call_result_sym = None
         if leftover:

@@ -294,6 +294,13 @@ class _Body:
             else writer.value(v)
             for i, v in enumerate(values)
         ]
+        if any(re.search(rf"\bc{callout.index}\b", text) for text in rendered):
+            # ``g = torch.Generator(); g.manual_seed(s)`` returns ``g``: the object the
+            # call is handed is only known as this call's own result.
+            raise Unsupported(
+                breaks.UNSUPPORTED_CONSTRUCT,
+                f"{callout.function_name} is handed the object it returns, made by the call",
+            )
         writer.tensor_overrides = {}
         call_args = rendered[: len(callout.args)]
         call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args) :])]

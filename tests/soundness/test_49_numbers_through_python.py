@@ -18,6 +18,7 @@ What was wrong:
 
 from __future__ import annotations
 
+import pytest
 import torch
 from harness import Call, Case, backends, calls, prog, run_case
 
@@ -361,3 +362,48 @@ def test_a_number_tested_against_none_stays_followed():
     run_case(
         Case("running_average", prog(RUNNING_AVERAGE), script, watch=watch, min_hits=3), "eager"
     )
+
+
+PASSED_ON = """
+import torch
+
+def scaled(logits, t, floor=0.0):
+    return logits / t + floor
+
+class Temperature(torch.nn.Module):
+    def forward(self, logits, t):
+        return logits / t
+
+temperature = Temperature()
+
+def helper(logits, t):
+    return scaled(logits, t).softmax(-1)
+
+def submodule(logits, t):
+    return temperature(logits, t).softmax(-1)
+
+@torch.no_grad()
+def decorated(logits, t):
+    return (logits / t).softmax(-1)
+
+def same_object_twice(logits, t):
+    return scaled(logits, t, t)
+
+def a_literal_beside_it(logits, t):
+    return scaled(logits, 2.0, t) + scaled(logits, t)
+"""
+
+
+@pytest.mark.parametrize(
+    "target", ["helper", "submodule", "decorated", "same_object_twice", "a_literal_beside_it"]
+)
+def test_a_number_that_varies_passed_on_to_a_function(target):
+    # F312 (a cost): a number passed on to a helper, a submodule, or through torch's
+    # ``@no_grad()`` wrapper lost its symbol at the call: a record per value (a
+    # sampling temperature, per request), the recompile limit, then eager.
+    temperatures = (0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 0.5)
+    script = [Call(lambda env, t=t: (torch.randn(1, 8), t)) for t in temperatures]
+    build = prog(PASSED_ON, target=target, name=f"passed49{target}")
+    # (one object handed twice is ambiguous: guarded by value, correct but per value)
+    hits = None if target == "same_object_twice" else 4
+    run_case(Case(f"passed_on_{target}", build, script, min_hits=hits), "eager")

@@ -141,3 +141,22 @@ def test_sparse_invariant_checks_inside_and_read():
     disable = Do(lambda env: torch.sparse.check_sparse_tensor_invariants.disable(), "disable")
     script = [*calls(3, good), Call(bad), enable, Call(good), disable, Call(good)]
     run_case(Case("sparse_checks", prog(SPARSE_CHECKS), script), "eager")
+
+
+def test_a_generator_seeded_inside_and_not_drawn_from():
+    # F313: ``g = torch.Generator().manual_seed(seed)`` then a greedy path that never
+    # draws: the mock handed ``manual_seed`` its own result (``c0 = ...(c0, 0)``), so
+    # every replay raised UnboundLocalError inside fullgraph and ran again.
+    import fullgraph.runtime as fr
+
+    def generate(logits, seed, do_sample):
+        g = torch.Generator().manual_seed(seed)
+        if do_sample:
+            return torch.multinomial(logits.softmax(-1), 1, generator=g)
+        return logits.argmax(-1, keepdim=True)
+
+    compiled = fr.compile(generate, backend="eager")
+    for _ in range(4):
+        logits = torch.randn(2, 5)
+        assert torch.equal(compiled(logits, 0, False), generate(logits, 0, False))
+    assert compiled.stats.rerun_after_error == 0
