@@ -54,7 +54,7 @@ def from_root(run: Any, frame: types.FrameType) -> dict[int, Sym]:
     """The first frame the monitor steps into, when the compiled callable is a library
     wrapper of it (``@torch.no_grad()``): the root's varying arguments, handed on."""
     back = frame.f_back
-    if back is None or back.f_code.co_name not in _PASS_THROUGH:
+    if back is None or not _passes_through(back):
         return {}
     handed: list[tuple[Any, Sym | None]] = []
     sources = [*(ArgSource(i) for i in range(len(run.args))), *map(KwargSource, run.kwargs)]
@@ -71,10 +71,16 @@ def called_directly(frame: types.FrameType, caller: types.FrameType) -> bool:
     """Whether ``frame`` was called by ``caller`` itself or through pass-through frames."""
     back = frame.f_back
     while back is not None and back is not caller:
-        if back.f_code.co_name not in _PASS_THROUGH:
+        if not _passes_through(back):
             return False
         back = back.f_back
     return back is caller
+
+
+def _passes_through(frame: types.FrameType) -> bool:
+    """torch's module call or context-manager decorator, handing its arguments on."""
+    module = frame.f_globals.get("__name__", "")
+    return frame.f_code.co_name in _PASS_THROUGH and str(module).startswith("torch.")
 
 
 def _defaults(frame: types.FrameType) -> tuple:
