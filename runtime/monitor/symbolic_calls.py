@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fullgraph.runtime.monitor.callouts import argument_syms
 from fullgraph.runtime.record.codegen import is_literal
-from fullgraph.runtime.symbolic.scalars import Op, is_symbolic_number
+from fullgraph.runtime.symbolic.scalars import Op, Sym, is_symbolic_number
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.state import FrameState
@@ -44,12 +44,28 @@ def _builtin(run: Any, state: FrameState, fn, args: tuple, result) -> Callable:
     def after() -> None:
         value = result()
         if is_symbolic_number(value) or isinstance(value, (bool, str)):
+            _decide_the_winner(run, fn, args, operands)
             state.call_result_sym = Op(value, template, operands)
         else:
             for sym in syms.values():
                 run.concretize(sym)
 
     return after
+
+
+def _decide_the_winner(run: Any, fn: Any, args: tuple, operands: tuple) -> None:
+    """``min(1, step / 3)``: an int or a float, by which one wins, and a graph takes the
+    number in the dtype of that type: which one wins is a condition of the record."""
+    if fn not in (min, max) or len({type(a) for a in args}) < 2:
+        return
+    if len(args) != 2:  # more than two: each operand's number decides
+        for operand in operands:
+            if isinstance(operand, Sym):
+                run.concretize(operand)
+        return
+    second_wins = args[1] < args[0] if fn is min else args[1] > args[0]
+    template = "({1} < {0})" if fn is min else "({1} > {0})"
+    run.branch_on(Op(second_wins, template, operands), second_wins)
 
 
 def _library_call(run: Any, state: FrameState, path: str, args: tuple, result) -> Callable:

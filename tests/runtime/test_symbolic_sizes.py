@@ -239,3 +239,16 @@ def test_a_transformers_model_serves_new_batch_sizes_and_lengths_without_monitor
     assert compiled.records[0].dynamic_shapes
     # Broadcasting assumed a batch other than 1: a batch of 1 is a record of its own.
     assert "(K['attention_mask'].shape[0] != 1)" in compiled.records[0].guard_source
+
+
+def test_an_empty_batch_does_not_break_a_size_generic_guard():
+    # F314: a size fact ``2 % (2 * T) != 0`` checked before ``T >= 2`` raised
+    # ZeroDivisionError for T == 0: taken for a replay error, the call was monitored
+    # again each time (and a record that can't run again would have raised it).
+    lin = torch.nn.Linear(4, 4)
+    compiled = fr.compile(lin, backend="eager")
+    for t in (5, 6, 9, 0, 3, 0, 4, 0, 7, 0):
+        x = torch.randn(2, t, 4)
+        assert torch.equal(compiled(x), lin(x))
+    assert compiled.stats.rerun_after_error == 0
+    assert compiled.stats.records <= 3

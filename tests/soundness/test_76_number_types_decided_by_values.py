@@ -1,0 +1,42 @@
+"""Class 76: a number whose Python type depends on its value.
+
+Found by the sixteenth session's symbolic-arithmetic probe (F315): ``max(t, 0)``,
+``min(1, step / 3)`` (a warmup factor) and ``base ** e`` of ints are an int or a
+float depending on the numbers.  A lifted number enters a graph as a 0-d tensor
+whose dtype the record fixed from the recorded call's value: a replay where the
+other type won multiplied an int64 tensor by a float (float32 where eager gives
+int64), or made ``1 / 3`` a float32 (a float64 tensor lost its precision).  Which
+operand wins, and the exponent's sign, are conditions of the record now.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+import torch
+from harness import Call, Case, run_case
+from harness import prog as shared_prog
+
+prog = partial(shared_prog, name="types76")
+
+PROGRAMS = {
+    "max_with_an_int": (
+        "def f(ids, t):\n    return ids * max(t, 0)\n",
+        [1.5, 0.5, -2.5, 3.0, -1.0],
+    ),
+    "warmup_factor": ("def f(x, step):\n    return x * min(1, step / 3)\n", [8, 6, 1, 2, 4, 9]),
+    "int_power": ("def f(x, e):\n    return x * 3 ** e\n", [3, 2, -1, 4, -2, 1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_a_number_whose_type_the_values_decide(name):
+    source, values = PROGRAMS[name]
+    dtype = torch.int64 if name == "max_with_an_int" else torch.float64
+
+    def arguments(v):
+        return lambda env: (torch.arange(3).to(dtype), v)
+
+    script = [Call(arguments(v), label=f"{v}") for v in values]
+    run_case(Case(name, prog("import torch\n\n" + source), script), "eager")
