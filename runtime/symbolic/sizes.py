@@ -405,6 +405,10 @@ def _restore_sizes(original: Any, mapped: Any) -> Any:
         if len(original) == len(mapped):
             return type(original)(_restore_sizes(a, b) for a, b in zip(original, mapped))
         return mapped
+    if hasattr(type(original), "_fields") and type(mapped) is type(original):  # a namedtuple
+        if len(original) == len(mapped):
+            return type(original)(*(_restore_sizes(a, b) for a, b in zip(original, mapped)))
+        return mapped
     if type(original) is dict and type(mapped) is dict:
         return {k: _restore_sizes(original.get(k), v) for k, v in mapped.items()}
     return mapped

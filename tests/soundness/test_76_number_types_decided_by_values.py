@@ -40,3 +40,24 @@ def test_a_number_whose_type_the_values_decide(name):
 
     script = [Call(arguments(v), label=f"{v}") for v in values]
     run_case(Case(name, prog("import torch\n\n" + source), script), "eager")
+
+
+SIZE_IN_A_NAMEDTUPLE = """
+from typing import NamedTuple
+
+import torch
+
+class Out(NamedTuple):
+    y: torch.Tensor
+    shape: torch.Size
+
+def f(x):
+    return Out(x * 2, x.shape)
+"""
+
+
+def test_a_size_returned_in_a_namedtuple_while_sizes_vary():
+    # F316: once sizes were followed, the run handed the program the namedtuple with
+    # a plain tuple for its torch.Size (``out.shape.numel()`` raised).
+    script = [Call(lambda env, t=t: (torch.randn(2, t),)) for t in (5, 6, 7, 8, 6)]
+    run_case(Case("size_in_namedtuple", prog(SIZE_IN_A_NAMEDTUPLE), script), "eager")
