@@ -57,6 +57,11 @@ def is_cached_program_function(fn: Any) -> bool:
 
 def through_cache(fn: Any, args: tuple, kwargs: dict) -> tuple:
     """The replayed call ``fn(*args, **kwargs)`` as a call of :func:`from_cache`, and
-    where each argument went (its symbol follows it)."""
-    moved = {position: position + 1 for position in range(len(args) + len(kwargs))}
-    return from_cache, (fn, *args), kwargs, moved
+    where each argument went (its symbol follows it).  A method bound to an instance
+    (``self.table(n)``) is the wrapper called with the instance first: the bound
+    method object is this run's, the wrapper and the instance have paths."""
+    head: tuple = (fn,)
+    if isinstance(fn, types.MethodType):
+        head = (fn.__func__, fn.__self__)
+    moved = {position: position + len(head) for position in range(len(args) + len(kwargs))}
+    return from_cache, (*head, *args), kwargs, moved
