@@ -48,23 +48,19 @@ class CompiledModule(CompiledFunction, torch.nn.Module):
         return (_compile_again, self._constructor_arguments())
 
 
+@functools.cache
 def compiled_module_class(module_class: type) -> type:
     """The CompiledModule class for modules of ``module_class``: the nn.Module methods
     that class overrides are looked up on the module."""
-    return _class_for(module_class)
-
-
-@functools.cache
-def _class_for(module_class: type) -> type:
-    overridden = set(_ALWAYS_THE_MODULES)
-    for klass in module_class.__mro__:
-        if klass is torch.nn.Module or not issubclass(klass, torch.nn.Module):
-            continue
-        overridden.update(
-            name
-            for name in vars(klass)
-            if hasattr(torch.nn.Module, name) and not name.startswith("__")
-        )
+    own = {  # what the class and its bases below nn.Module define
+        name
+        for klass in module_class.__mro__
+        if klass is not torch.nn.Module and issubclass(klass, torch.nn.Module)
+        for name in vars(klass)
+    }
+    overridden = _ALWAYS_THE_MODULES | {
+        name for name in own if hasattr(torch.nn.Module, name) and not name.startswith("__")
+    }
     namespace = {name: _ModuleAttribute(name) for name in sorted(overridden)}
     namespace["__repr__"] = lambda self: f"fullgraph.compile({self.module!r})"
     namespace["__module__"] = __name__
@@ -73,22 +69,12 @@ def _class_for(module_class: type) -> type:
     # over ``parent.modules()`` (an init or a weight-decay grouping) finds the compiled
     # layer as it finds eager's.  Not for a class that takes over every attribute
     # lookup, nor one whose layout can't be combined.
-    if "__getattribute__" not in _own_names(module_class):
+    if "__getattribute__" not in own:
         try:
             return type(name, (CompiledModule, module_class), namespace)
         except TypeError:
             pass
     return type(name, (CompiledModule,), namespace)
-
-
-def _own_names(module_class: type) -> set[str]:
-    """Names the class and its bases below nn.Module define."""
-    return {
-        name
-        for klass in module_class.__mro__
-        if klass is not torch.nn.Module and issubclass(klass, torch.nn.Module)
-        for name in vars(klass)
-    }
 
 
 class _ModuleAttribute:

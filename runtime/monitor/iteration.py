@@ -28,6 +28,11 @@ from fullgraph.runtime.sources import (
     Source,
 )
 
+# torch's sequences of modules and parameters (indexed, sliced, iterated like a list)
+# and its dicts of them.
+MODULE_SEQUENCES = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)
+MODULE_DICTS = (torch.nn.ParameterDict, torch.nn.ModuleDict)
+
 # Containers whose iteration is pure and repeatable: the guard can re-read the items.
 SNAPSHOT_ITERABLES = (
     set,
@@ -39,8 +44,7 @@ SNAPSHOT_ITERABLES = (
     type({}.keys()),
     type({}.values()),
     type({}.items()),
-    torch.nn.ParameterDict,
-    torch.nn.ModuleDict,  # iterating yields its keys
+    *MODULE_DICTS,  # iterating yields its keys
     collections.UserDict,
     collections.UserList,
     types.MappingProxyType,
@@ -99,7 +103,7 @@ class IterationTracking:
             return IteratorState("keys" if kind == "iter" else kind, source, iterable, keys=keys)
         if isinstance(
             iterable,
-            (list, tuple, torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList),
+            (list, tuple, *MODULE_SEQUENCES),
         ):
             return IteratorState(kind, source, iterable)
         if isinstance(iterable, torch.Tensor):

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from fullgraph.runtime.monitor.iteration import MODULE_DICTS
 from fullgraph.runtime.sources import AttrSource, KeysSource, Source, TypeOfSource
 
 _Module = torch.nn.Module
@@ -121,7 +122,7 @@ def module_dict_view(fn: Any, target: Any, name: str, args: tuple) -> Any:
     if name not in ("items", "keys", "values"):
         return None
     owner = _receiver(fn, args)
-    if not isinstance(owner, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+    if not isinstance(owner, MODULE_DICTS):
         return None
     return owner if getattr(type(owner), name, None) is target else None
 

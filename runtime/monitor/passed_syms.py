@@ -29,6 +29,7 @@ _PASS_THROUGH = frozenset(["_call_impl", "_wrapped_call_impl", "decorate_context
 
 
 def parameters(code: types.CodeType) -> tuple[str, ...]:
+    """The names a call binds: positional and keyword-only parameters, in order."""
     return code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
 
 

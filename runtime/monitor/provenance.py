@@ -30,6 +30,7 @@ from fullgraph.runtime.monitor import (
     parametrized,
 )
 from fullgraph.runtime.monitor.iteration import (
+    MODULE_SEQUENCES,
     SNAPSHOT_ITERABLES,
 )
 from fullgraph.runtime.monitor.user_code import (
@@ -61,10 +62,6 @@ def _shared(value: Any) -> bool:
     if isinstance(value, _SHARED_TYPES):
         return True
     return type(value) in (tuple, frozenset) and is_literal(value)
-
-
-# torch's sequences of modules and parameters, read whole as a list is.
-_MODULE_SEQUENCES = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)
 
 
 class Provenance:
@@ -379,7 +376,7 @@ class Provenance:
             return
         # Items read wholesale reach the program without a symbol the monitor follows:
         # guarded by value, never lifted.
-        if isinstance(container, (list, tuple, *_MODULE_SEQUENCES)):
+        if isinstance(container, (list, tuple, *MODULE_SEQUENCES)):
             self.read(LenSource(source), len(container), symbolic=False)
             for i, item in enumerate(container):
                 self.read(ItemSource(source, i), item, symbolic=False)

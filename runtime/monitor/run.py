@@ -36,6 +36,7 @@ from fullgraph.runtime.monitor import (
     function_reads,
     layer_state,
     library_layers,
+    passed_syms,
 )
 from fullgraph.runtime.monitor.attribute_hooks import ProgramHooks
 from fullgraph.runtime.monitor.calls import CallHandling
@@ -262,7 +263,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         """Symbolic numeric arguments, by fast-local index of the root frame."""
         offset = 1 if self.module is not None else 0
         syms: dict[int, Sym] = {}
-        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        names = passed_syms.parameters(code)
         # An argument a nested function closes over (``lambda v: v + n``) lives in a
         # cell, where no symbol follows it: guarded by value instead.
         for i, name in enumerate(names):

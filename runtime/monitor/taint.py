@@ -182,9 +182,7 @@ def _make_function(run, state, ins, shadow) -> After:
     """``def g(v, k=scale)``: a default keeps its value, unfollowed: guarded by value."""
     count = _consume(run, shadow, _pops(ins))
     for depth in range(count):  # and the items of a defaults tuple built from symbols
-        for sym in run.container_syms.get(id(cpython.stack_item(state.frame, depth)), {}).values():
-            if sym is not None:
-                run.concretize(sym)
+        taint_builds.concretize_items(run, cpython.stack_item(state.frame, depth))
     return None
 
 
@@ -463,9 +461,7 @@ def _store_subscr(run, state, ins, shadow) -> After:
     if shadow and shadow[-1] is not None:
         run.concretize(shadow[-1])
         shadow[-1] = None
-    for sym in run.container_syms.get(id(key), {}).values():
-        if sym is not None:
-            run.concretize(sym)
+    taint_builds.concretize_items(run, key)
     if len(shadow) >= 3 and shadow[-3] is not None:
         if isinstance(container, torch.Tensor) or user_code.store_runs_code(container, None):
             run.concretize(shadow[-3])

@@ -18,10 +18,8 @@ import os
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import torch
-
 from fullgraph.runtime.monitor import type_checks
-from fullgraph.runtime.monitor.iteration import SNAPSHOT_ITERABLES
+from fullgraph.runtime.monitor.iteration import MODULE_DICTS, MODULE_SEQUENCES, SNAPSHOT_ITERABLES
 from fullgraph.runtime.monitor.user_code import is_user_code
 from fullgraph.runtime.sources import AttrSource, ContainsSource, ItemSource
 
@@ -45,9 +43,6 @@ MUTABLE_SNAPSHOTS = (
     collections.UserDict,
     collections.UserList,
 )
-# torch's sequences of modules and parameters: their Python (``__getitem__`` of a
-# slice, ``__iter__`` called from C, ``__add__``) reads how many items they hold.
-MODULE_SEQUENCES = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)
 # Pure builtins that read only what their arguments are, not what they hold.
 _READ_NOTHING = (callable, type, id)
 
@@ -73,6 +68,7 @@ def read_by_call(
             # ``sum(d.values())``, ``list(reversed(xs))``, ``dict(zip(keys, xs))``: the
             # view or iterator reads all of what it walks
             read_walked(run, run.iterators[id(value)])
+        # (torch's Python reads a module sequence's length: a slice, ``__iter__`` from C)
         elif isinstance(value, (*MUTABLE_SNAPSHOTS, *MODULE_SEQUENCES)) or (
             hashable and fn in CONSUMING_BUILTINS and isinstance(value, ITERATED_WHOLE)
         ):
@@ -84,10 +80,10 @@ def _read_module_dict_key(run: Any, fn: Any, receiver: Any, args: tuple) -> None
     """``pd.get("bias")``, ``pd.setdefault("gain", 1.5)`` on a ParameterDict or
     ModuleDict from outside: torch's Python tests the key unobserved; the guard
     tests it too (an entry added between calls is another call)."""
-    if receiver is None and args and isinstance(args[0], _MODULE_DICTS):
+    if receiver is None and args and isinstance(args[0], MODULE_DICTS):
         receiver, args = args[0], args[1:]  # after LOAD_METHOD: the plain function
     name = getattr(fn, "__name__", "")
-    if not isinstance(receiver, _MODULE_DICTS) or name not in ("get", "setdefault") or not args:
+    if not isinstance(receiver, MODULE_DICTS) or name not in ("get", "setdefault") or not args:
         return
     source = run.source_of(receiver)
     key = args[0]
@@ -99,9 +95,6 @@ def _read_module_dict_key(run: Any, fn: Any, receiver: Any, args: tuple) -> None
         run.read(ItemSource(source, key), receiver[key], symbolic=False)
     elif name == "setdefault":
         run.refuse(f"{source.expr()}.setdefault inserts {key!r} in torch's Python, unobserved")
-
-
-_MODULE_DICTS = (torch.nn.ParameterDict, torch.nn.ModuleDict)
 
 
 def read_walked(run: Any, state: Any, depth: int = 0) -> None:
