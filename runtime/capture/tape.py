@@ -24,6 +24,7 @@ import torch.fx
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture import data_dependent, history, segment_modes
 from fullgraph.runtime.capture.data_checks import DataCheck, drop_unused, plan_check, storage_key
+from fullgraph.runtime.capture.values import views_tensor_memory
 from fullgraph.runtime.capture.nodes import emit_call, target_name
 from fullgraph.runtime.capture.origins import (
     CalloutOrigin,
@@ -333,7 +334,10 @@ class GraphTape:
         origins = {id(t): self.origin_of(t) for t in tensors}  # where each comes from now
         hoisted, check = False, None
         if category is breaks.TENSOR_VALUE_READ and not effectful:
-            hoisted, check = self._hoist(tensors, origins)
+            # ``h.numpy()`` shares h's memory: a check graph's copy of h would not be the
+            # tensor the program goes on updating (``h.relu_()`` shows through the array).
+            aliases = any(views_tensor_memory(v) for v in tree_flatten(result)[0])
+            hoisted, check = self._hoist(tensors, origins, recompute=not aliases)
         elif reads_a_setting and not effectful and not tensors:
             hoisted = True
         # print("epoch", n), log.info("shape %s", x.shape), warnings.warn("..."): an output
@@ -379,10 +383,12 @@ class GraphTape:
             self.segments.append(Segment(len(self.segments)))
         return callout
 
-    def _hoist(self, tensors: list[torch.Tensor], origins: dict) -> tuple[bool, DataCheck | None]:
+    def _hoist(
+        self, tensors: list[torch.Tensor], origins: dict, recompute: bool = True
+    ) -> tuple[bool, DataCheck | None]:
         """Whether a value read of ``tensors`` (``origins``: id -> Origin) may run in front
         of the current segment (see data_checks), and the check graph it then reads from
-        (None: not needed)."""
+        (None: not needed; ``recompute`` False: a read that needs one stays in place)."""
         segment = self.current
         updated = segment.updated_storages
         if segment.sized_by_data:
@@ -396,6 +402,8 @@ class GraphTape:
         ]
         if not made_here:
             return True, None
+        if not recompute:
+            return False, None
         check = plan_check(segment, made_here)
         if check is None:
             return False, None

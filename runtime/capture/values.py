@@ -61,6 +61,15 @@ def is_numpy_scalar(value: Any) -> bool:
     )
 
 
+def views_tensor_memory(array: Any) -> bool:
+    """A numpy array (or a view of one) made by ``Tensor.numpy()`` / ``np.asarray(t)``:
+    it shares the tensor's memory, so later updates of either show through the other."""
+    seen = 0
+    while type(array).__module__ == "numpy" and seen < 64:
+        array, seen = getattr(array, "base", None), seen + 1
+    return isinstance(array, torch.Tensor)
+
+
 def plain_number(value: Any) -> Any:
     """A number-like constant as the Python number torch reads it as: graph code writes
     constants by their repr, and ``np.int64(6)`` names a module it lacks, ``Perm.R|W``

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.segments import Unsupported
+from fullgraph.runtime.capture.values import views_tensor_memory
 from fullgraph.runtime.monitor import user_code
 from fullgraph.runtime.monitor.state import Mutation, current_state, state_group
 from fullgraph.runtime.record.codegen import is_literal
@@ -115,7 +116,7 @@ class SideEffects:
     def store_item(self, container: Any, key: Any, delete: bool = False) -> None:
         if isinstance(container, torch.Tensor):
             return  # Tensor.__setitem__ is an in-place graph op
-        if _views_tensor_memory(container):  # ``a = x.numpy(); a[1] = -1``: writes x
+        if views_tensor_memory(container):  # ``a = x.numpy(); a[1] = -1``: writes x
             self.refuse("a store into a numpy array that shares a tensor's memory")
             return
         method = getattr(type(container), "__delitem__" if delete else "__setitem__", None)
@@ -213,11 +214,3 @@ class SideEffects:
 
 def _same_name(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
-
-
-def _views_tensor_memory(array: Any) -> bool:
-    """A numpy array (or a view of one) made by ``Tensor.numpy()`` / ``np.asarray(t)``."""
-    seen = 0
-    while type(array).__module__ == "numpy" and seen < 64:
-        array, seen = getattr(array, "base", None), seen + 1
-    return isinstance(array, torch.Tensor)

@@ -421,6 +421,8 @@ def copy_value(value: Any) -> Any:
         return _Snap(copied, value.is_leaf, value.grad_fn is not None, grad)
     if _is(value, torch.Size):
         return value
+    if np is not None and _is(value, np.ndarray):
+        return value.copy()  # an array may view a tensor's memory: its values as of now
     if _named_tuple(value):
         return type(value)(*(copy_value(v) for v in value))
     if _is(value, (list, tuple)):
@@ -512,6 +514,8 @@ def diff(expected: Any, actual: Any, where: str, tolerance: dict | None, out: li
         return
     if _is(expected, torch.Tensor):
         _diff_tensor(expected, actual, where, tolerance, out)
+    elif np is not None and _is(expected, np.ndarray):
+        _diff_array(expected, actual, where, tolerance, out)
     elif _is(expected, float):
         if not _float_equal(expected, actual, tolerance):
             out.append(f"{where}: {actual!r}, eager {expected!r}")
@@ -582,6 +586,20 @@ def _diff_tensor(
             out.append(
                 f"{where}: values differ ({' '.join(first[:3])}): {_show(a_)}, eager {_show(e_)}"
             )
+
+
+def _diff_array(e: Any, a: Any, where: str, tolerance: dict | None, out: list[str]) -> None:
+    """numpy arrays: dtype and shape, then the values as tensors (or as objects)."""
+    if e.dtype != a.dtype or e.shape != a.shape:
+        out.append(f"{where}: array {a.dtype} {a.shape}, eager {e.dtype} {e.shape}")
+        return
+    try:
+        et, at = torch.from_numpy(np.ascontiguousarray(e)), torch.from_numpy(np.ascontiguousarray(a))
+    except TypeError:  # object or string arrays
+        if e.tolist() != a.tolist():
+            out.append(f"{where}: {a!r:.120}, eager {e!r:.120}")
+        return
+    _diff_tensor(et, at, where, tolerance, out)
 
 
 def _show(t: torch.Tensor) -> str:
