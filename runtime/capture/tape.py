@@ -24,7 +24,6 @@ import torch.fx
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture import data_dependent, history, segment_modes
 from fullgraph.runtime.capture.data_checks import DataCheck, drop_unused, plan_check, storage_key
-from fullgraph.runtime.capture.values import views_tensor_memory
 from fullgraph.runtime.capture.nodes import emit_call, target_name
 from fullgraph.runtime.capture.origins import (
     CalloutOrigin,
@@ -41,6 +40,7 @@ from fullgraph.runtime.capture.values import (
     legacy_type,
     lifted_tensor,
     plain_number,
+    views_tensor_memory,
 )
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.symbolic.shapes import ShapeTracker
