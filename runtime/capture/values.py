@@ -61,6 +61,12 @@ def is_numpy_scalar(value: Any) -> bool:
     )
 
 
+def is_ndarray(value: Any) -> bool:
+    """A numpy array (numpy is not imported unless the program did)."""
+    kind = type(value)
+    return kind.__name__ == "ndarray" and kind.__module__ == "numpy"
+
+
 def views_tensor_memory(array: Any) -> bool:
     """A numpy array (or a view of one) made by ``Tensor.numpy()`` / ``np.asarray(t)``:
     it shares the tensor's memory, so later updates of either show through the other."""

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
+from fullgraph.runtime.capture.values import is_ndarray
 from fullgraph.runtime.monitor import (
     attribute_hooks,
     autograd_calls,
@@ -76,6 +77,8 @@ class Provenance:
                 meta = TensorMeta.taken(value)
                 if meta is not None:
                     self.entry_meta[id(value)] = meta
+            elif is_ndarray(value):  # its contents, before ``from_numpy(a).add_(x)`` writes them
+                self.entry_arrays[id(value)] = value.copy()
             elif isinstance(value, torch.nn.Module):
                 # Its submodules too: code may reach them where no path follows
                 # (``for layer in model.layers[:2]``, a slice is a new ModuleList), and

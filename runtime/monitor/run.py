@@ -133,6 +133,7 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.source_values: dict[Source, Any] = {}  # what each registered source reached
         # id -> a registered tensor's metadata when the run met it (the guard checks it).
         self.entry_meta: dict[int, TensorMeta] = {}
+        self.entry_arrays: dict[int, Any] = {}  # id -> a copy of a numpy array read, as met
         self.changed_state: dict[type, str] = {}  # kinds of objects a replayed call changed
         self.aliases: list[tuple[Source, Source]] = []
         # Pairs of paths to two objects that must stay two (module_walks.py: a weight

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
-from fullgraph.runtime.capture.values import is_numpy_scalar
+from fullgraph.runtime.capture.values import is_ndarray, is_numpy_scalar
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guard_helpers import same_array, storages_apart
 from fullgraph.runtime.record.native_leaves import NativeLeaf
@@ -240,7 +240,7 @@ def value_check(
     if isinstance(value, (torch.memory_format, torch.layout)):  # singletons, like dtypes
         bound = ns.bind(value, str(value).replace("torch.", ""))
         return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
-    if type(value).__name__ == "ndarray" and type(value).__module__ == "numpy":
+    if is_ndarray(value):
         saved = ns.bind(value.copy(), "array_" + source.local_name().removeprefix("v_"))
         helper = ns.bind(same_array, "same_array")
         return (lambda name: f"{helper}({name}, {saved})"), "array contents", None

@@ -308,7 +308,8 @@ def build_record(
     # slots: the record keeps no other object of the first call alive (its arguments).
     guard.values = {s: v for s, v in guard.values.items() if isinstance(v, torch.nn.Module)}
     for meta in tensor_meta.values():
-        meta.forget_example()
+        if isinstance(meta, TensorMeta):
+            meta.forget_example()
     mock_fn = compile_source(mock.source, namespace, "mock", f"<fullgraph mock {record_id}>")
     return Record(
         guard_source=guard.source,
@@ -422,12 +423,15 @@ def _identity_checkable(source: Source, value: Any) -> bool:
     )
 
 
-def _tensor_meta_of_reads(run: MonitorRun) -> dict[Source, TensorMeta]:
+def _tensor_meta_of_reads(run: MonitorRun) -> dict[Source, Any]:
     """Source -> the metadata each tensor read had when the run first met it (the call
-    may have changed it since: ``x.squeeze_()``)."""
+    may have changed it since: ``x.squeeze_()``), and the contents of each numpy array
+    (``torch.from_numpy(a).add_(x)`` writes them)."""
     metas = {}
     for source, value in run.reads.items():
-        if isinstance(value, torch.Tensor):
+        if id(value) in run.entry_arrays:
+            metas[source] = run.entry_arrays[id(value)]
+        elif isinstance(value, torch.Tensor):
             meta = run.entry_meta.get(id(value)) or TensorMeta.taken(value)
             if meta is not None:  # else the guard reads the tensor as it is
                 metas[source] = meta

@@ -81,3 +81,24 @@ def _update_returned_tensor(env, result):
 def test_an_array_returned_with_its_tensor_shares_its_memory():
     script = [Call(lambda env: (torch.randn(3),), then=_update_returned_tensor) for _ in range(4)]
     run_case(Case("both_returned", prog(BOTH_RETURNED), script, min_hits=2), "eager")
+
+
+ACCUMULATED_THROUGH_A_TENSOR = """
+import numpy as np
+import torch
+
+TOTALS = np.zeros(4, dtype=np.float32)
+
+def f(x):
+    torch.from_numpy(TOTALS).add_(x)
+    return x * float(TOTALS.sum())
+"""
+
+
+def test_an_array_the_function_updates_through_a_tensor_is_guarded_as_it_was_met():
+    # The guard compared the array with its contents after the call: the next call,
+    # which starts from those, replayed the sum the record read ([4.] where eager
+    # gives [8.]).
+    script = [Call(lambda env: (torch.ones(4),)) for _ in range(4)]
+    watch = lambda env: env.ns.TOTALS  # noqa: E731
+    run_case(Case("accumulated", prog(ACCUMULATED_THROUGH_A_TENSOR), script, watch=watch), "eager")
