@@ -26,8 +26,22 @@ _CALLED_SETTINGS = (types.FunctionType, types.BuiltinFunctionType, functools.par
 def read_settings(run: Any, owner: Any, source: Source, skip: tuple[str, ...] = ()) -> None:
     """Every public plain setting in ``owner``'s instance dict."""
     for name, value in vars(owner).items():
-        if not name.startswith("_") and name not in skip:
+        if name.startswith("_") or name in skip:
+            continue
+        if (id(owner), name) in run.written:
+            stored_by_the_call(run, owner, name)
+        else:
             read_setting(run, AttrSource(source, name), value)
+
+
+def stored_by_the_call(run: Any, owner: Any, name: str) -> None:
+    """``drop.p = p`` earlier in the call: the layer reads what the program stored, not
+    what the slot held at entry (the previous call's store), and the graph takes it as
+    a constant, so a number that varies (a lifted argument, a schedule's value) is
+    guarded by value from here on."""
+    stored = run.store_syms.get((id(owner), name))
+    if stored is not None:
+        run.concretize(stored[1])
 
 
 def read_setting(run: Any, source: Source, value: Any) -> None:
