@@ -68,7 +68,7 @@ class Monitor:
         return result
 
     def _on_call(self, frame, event, arg):
-        if event != "call" or self.run.paused or self.tool_error is not None:
+        if event != "call" or self.run.paused or self.tool_error is not None or self.run.stopped:
             return None
         if not is_user_code(frame.f_code) or frame.f_code in self.ignored_codes:
             return None
@@ -117,7 +117,7 @@ class Monitor:
         instructions = cpython.instructions(state.frame.f_code)
 
         def trace(frame, event, arg):
-            if self.tool_error is not None:
+            if self.tool_error is not None or run.stopped:
                 return None
             program_time, hooks.fullgraph = hooks.fullgraph, True
             try:

@@ -19,6 +19,7 @@ from fullgraph.runtime.monitor import (
     class_slots,
     closure_sources,
     container_truth,
+    context_entry,
     hidden_state_reads,
     identity_tests,
     method_lookups,
@@ -314,6 +315,14 @@ def unary_op(run, state, ins) -> After:
 @handles("BEFORE_WITH")
 def before_with(run, state, ins) -> After:
     class_slots.read_protocol(run, tos(state), class_slots.CONTEXT)
+    mode = context_entry.program_mode(tos(state))
+    if mode is not None:
+        run.refuse(mode)
+        run.stopped = run.paused = run.mode.paused = True  # nothing more of the call is observed
+        return None
+    unseen = context_entry.unseen_entry(tos(state))
+    if unseen is not None:
+        run.refuse(unseen)
     return None
 
 

@@ -165,6 +165,9 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.context_vars_set: dict[int, int] = {}
         self.frames: list[FrameState] = []
         self.paused = False
+        self.stopped = (
+            False  # refused where observing further would show (monitor/context_entry.py)
+        )
         self.callout_pending = False
         # While a custom Function's backward runs early (monitor/speculation.py): the
         # ctx it may write to, and the first effect it tried to make (None: none).

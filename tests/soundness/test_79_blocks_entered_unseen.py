@@ -1,0 +1,131 @@
+"""Class 79: ``with`` blocks whose ``__enter__`` runs where the monitor does not see it.
+
+Found by the seventeenth session's control-flow probe (F320, F321).  The
+interpreter enters a context manager itself (``BEFORE_WITH``), while the
+``__exit__`` that ends the block is an ordinary call, replayed like any other.
+For a lock, a semaphore or a condition (C or standard-library code) a replay
+released what it had never taken: a semaphore's count grew by one per replay, a
+lock the caller held was released under it (``RuntimeError`` in the caller), a
+lock another thread held was released and not waited for.  A program's own
+torch mode entered inside (an op counter) also saw fullgraph's tensor queries on
+the monitored call, and every replay failed at its exit.  Such blocks are
+refused now (the calls run eagerly, with the reason in the report).
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+
+import torch
+from harness import Call, Case, calls, run_case
+from harness import prog as shared_prog
+
+prog = partial(shared_prog, name="blocks79")
+
+SEMAPHORE = """
+import threading
+
+import torch
+
+SEM = threading.Semaphore(2)  # at most two forwards at once
+
+def f(x):
+    with SEM:
+        return x * 4
+"""
+
+
+def test_a_semaphore_around_the_forward():
+    case = Case(
+        "semaphore", prog(SEMAPHORE), calls(4, lambda env: (torch.randn(3),)),
+        watch=lambda env: env.ns.SEM._value,
+    )  # fmt: skip
+    result = run_case(case, "eager")
+    assert "threading.Semaphore" in (result.fallback_reason or "")
+
+
+RLOCK = """
+import threading
+
+import torch
+
+LOCK = threading.RLock()
+
+def f(x):
+    with LOCK:
+        return x + 1
+"""
+
+
+def _called_holding_the_lock(env):
+    return env.ns.LOCK
+
+
+def test_a_reentrant_lock_the_caller_holds():
+    # The caller holds the lock around the call: a replay that only released it made
+    # the caller's own ``with`` raise at its exit.
+    script = [
+        Call(lambda env: (torch.randn(3),), context=_called_holding_the_lock) for _ in range(4)
+    ]
+    run_case(Case("rlock", prog(RLOCK), script, watch=lambda env: env.ns.LOCK._is_owned()), "eager")
+
+
+COUNTING_MODE = """
+import torch
+from torch.overrides import TorchFunctionMode
+
+class Count(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+COUNTER = Count()
+
+def f(x):
+    with COUNTER:
+        y = x * 2 + 1
+    return y
+"""
+
+
+def test_an_op_counter_entered_inside():
+    case = Case(
+        "counting_mode", prog(COUNTING_MODE), calls(4, lambda env: (torch.randn(3),)),
+        watch=lambda env: list(env.ns.COUNTER.names),
+    )  # fmt: skip
+    run_case(case, "eager")
+
+
+def test_a_lock_another_thread_holds_is_waited_for():
+    import time
+
+    import fullgraph.runtime as fr
+
+    lock = threading.Lock()
+    state = {"scale": 1.0}
+
+    def f(x):
+        with lock:
+            return x * state["scale"]
+
+    compiled = fr.compile(f, backend="eager")
+    for _ in range(3):
+        compiled(torch.ones(2))
+
+    def writer():
+        with lock:
+            time.sleep(0.3)
+            state["scale"] = 5.0
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    time.sleep(0.05)
+    out = compiled(torch.ones(2))  # eager waits for the writer
+    thread.join()
+    assert out.tolist() == [5.0, 5.0]
+    assert not lock.locked()
