@@ -51,9 +51,29 @@ def bind(frame: types.FrameType, handed: list[tuple[Any, Sym | None]]) -> dict[i
     return found
 
 
+def hooks_see_arguments(run: Any) -> bool:
+    """Whether forward hooks of the compiled module (its own or global ones) get the
+    call's arguments: they read them out of a tuple torch builds, where no symbol
+    follows (``out * args[1]``), or hand ``forward`` others (a pre-hook's
+    ``max(t, 1.0)``).  Such calls keep their numbers guarded by value."""
+    module = run.module
+    if module is None:
+        return False
+    from torch.nn.modules import module as torch_module
+
+    return bool(
+        module._forward_pre_hooks
+        or module._forward_hooks
+        or torch_module._global_forward_pre_hooks
+        or torch_module._global_forward_hooks
+    )
+
+
 def from_root(run: Any, frame: types.FrameType) -> dict[int, Sym]:
     """The first frame the monitor steps into, when the compiled callable is a library
     wrapper of it (``@torch.no_grad()``): the root's varying arguments, handed on."""
+    if hooks_see_arguments(run):
+        return {}
     back = frame.f_back
     if back is None or not _passes_through(back):
         return {}

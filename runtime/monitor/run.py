@@ -268,6 +268,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         offset = 1 if self.module is not None else 0
         syms: dict[int, Sym] = {}
         names = passed_syms.parameters(code)
+        if passed_syms.hooks_see_arguments(self):
+            return syms
         # An argument a nested function closes over (``lambda v: v + n``) lives in a
         # cell, where no symbol follows it: guarded by value instead.
         for i, name in enumerate(names):
