@@ -39,7 +39,7 @@ def check(run: Any, result: Any, updated: list, values: dict) -> None:
             isinstance(t, torch.Tensor)
             and id(t) not in run.sources  # an input handed on is the object, not a copy
             and storage_key(t) in updated_storages
-            for t in tree_flatten(value)[0]
+            for t in _tensors_in(value)
         )
 
     if shares(result):
@@ -49,6 +49,20 @@ def check(run: Any, result: Any, updated: list, values: dict) -> None:
             raise HandsOutAView(
                 f"the function stores a view of an input it updates in place ({mutation.describe()})"
             )
+
+
+def _tensors_in(value: Any, depth: int = 0) -> list:
+    """The tensors ``value`` holds: in containers, and in the fields of objects the
+    function made (``CacheOut(keys=self.k[:n])``, ``Holder(x[:2])``)."""
+    found = []
+    for leaf in tree_flatten(value)[0]:
+        if isinstance(leaf, torch.Tensor):
+            found.append(leaf)
+        elif depth < 4 and not isinstance(leaf, (type, torch.nn.Module)):
+            fields = getattr(leaf, "__dict__", None)
+            if isinstance(fields, dict) and not callable(leaf):
+                found.extend(_tensors_in(list(fields.values()), depth + 1))
+    return found
 
 
 def _stored(mutation: Any) -> Any:

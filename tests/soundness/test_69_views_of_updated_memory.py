@@ -100,3 +100,39 @@ def f(x):
 def test_stores_into_numpy_arrays_that_share_a_tensors_memory(backend):
     script = calls(4, lambda env: (torch.randn(3),))
     run_case(Case("numpy_writes", prog(NUMPY_WRITES), script), backend)
+
+
+KEPT_IN_OBJECTS = """
+import dataclasses
+
+import torch
+
+class Holder:
+    def __init__(self, t):
+        self.t = t
+
+@dataclasses.dataclass
+class CacheOut:
+    keys: torch.Tensor
+
+KEPT = []
+
+def f(x):
+    x.mul_(2)
+    KEPT.append(Holder(x[:2]))  # a view of the caller's x, in an object
+    return CacheOut(x[1:])
+"""
+
+
+def _returned_and_kept(env, result):
+    env.ns.LAST.add_(100)
+    env.ns.RETURNED = result
+
+
+@backends()
+def test_views_of_an_updated_argument_inside_objects(backend):
+    # F323: the objects were not looked into, so replays handed out views of the
+    # graph's copy inside them.
+    script = calls(4, _argument_kept, then=_returned_and_kept)
+    watch = lambda env: ([h.t for h in env.ns.KEPT], env.ns.RETURNED.keys)
+    run_case(Case("kept_in_objects", prog(KEPT_IN_OBJECTS), script, watch=watch), backend)
