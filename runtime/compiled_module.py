@@ -22,6 +22,7 @@ import types
 from typing import Any
 
 import torch
+from torch.nn.utils import parametrize
 
 from fullgraph.runtime.compiled import CompiledFunction, returning_self
 
@@ -46,6 +47,45 @@ class CompiledModule(CompiledFunction, torch.nn.Module):
 
     def __reduce__(self):
         return (_compile_again, self._constructor_arguments())
+
+    @property
+    def __class__(self) -> type:  # noqa: PLE0101 - see _parametrized_class
+        if self.__dict__.get("_parametrized_module"):
+            return type(self.__dict__["module"])
+        return type(self)
+
+    @__class__.setter
+    def __class__(self, value: type) -> None:
+        module = self.__dict__.get("module")
+        if self.__dict__.get("_parametrized_module") and value in type(module).__bases__:
+            # remove_parametrizations: the module gets its class back.
+            _OBJECT_CLASS.__set__(module, value)
+            object.__setattr__(self, "_parametrized_module", False)
+            return
+        target = _parametrized_class(self, value)
+        if target is None:
+            _OBJECT_CLASS.__set__(self, value)
+            return
+        _OBJECT_CLASS.__set__(module, target)
+        object.__setattr__(self, "_parametrized_module", True)
+
+
+_OBJECT_CLASS = object.__dict__["__class__"]
+
+
+def _parametrized_class(compiled: CompiledModule, value: type) -> type | None:
+    """``register_parametrization(compiled, "weight", ...)`` (``spectral_norm``,
+    ``weight_norm``) gives the module a subclass that holds the parametrized tensor
+    as a property.  The compiled module's state is the module's, so the module gets
+    that class (its forward reads ``self.weight``), and ``compiled.__class__`` is the
+    module's from then on, where torch adds the property.  None: another class."""
+    module = compiled.__dict__.get("module")
+    if module is None or value.__bases__ != (type(compiled),):
+        return None
+    if not value.__name__.startswith("Parametrized"):
+        return None
+    own = {k: v for k, v in vars(value).items() if k not in ("__dict__", "__weakref__")}
+    return type(f"Parametrized{type(module).__name__}", (type(module),), own)
 
 
 @functools.cache

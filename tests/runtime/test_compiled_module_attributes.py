@@ -156,3 +156,41 @@ def test_a_write_of_a_class_level_default_reaches_the_module():
         compiled(torch.ones(2))
     compiled.temperature = 4.0
     assert net.temperature == 4.0 and torch.equal(compiled(torch.ones(2)), torch.full((2,), 0.25))
+
+
+@pytest.mark.parametrize(
+    "parametrize_it",
+    [
+        torch.nn.utils.parametrizations.spectral_norm,
+        torch.nn.utils.parametrizations.weight_norm,
+    ],
+    ids=["spectral_norm", "weight_norm"],
+)
+def test_a_parametrization_registered_on_the_compiled_module(parametrize_it):
+    # F324: torch gave the compiled object a class with the ``weight`` property while
+    # the weight was deleted from the module it compiles: every call raised.
+    torch.manual_seed(0)
+    eager = torch.nn.Linear(4, 4)
+    module = torch.nn.Linear(4, 4)
+    module.load_state_dict(eager.state_dict())
+    compiled = fr.compile(module, backend="eager")
+    x = torch.randn(3, 4)
+    assert torch.equal(compiled(x), eager(x))
+    torch.manual_seed(1)  # spectral_norm draws its power-iteration vectors
+    parametrize_it(eager)
+    torch.manual_seed(1)
+    compiled = parametrize_it(compiled)
+    assert sorted(compiled.state_dict()) == sorted(eager.state_dict())
+    assert isinstance(compiled, torch.nn.Linear)
+    for _ in range(3):
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(compiled(x), eager(x))
+    assert compiled.stats.hits >= 2
+    torch.nn.utils.parametrize.remove_parametrizations(eager, "weight")
+    torch.nn.utils.parametrize.remove_parametrizations(compiled, "weight")
+    assert type(module) is torch.nn.Linear
+    assert type(compiled).__name__ == "CompiledLinear"
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(compiled(x), eager(x))
+    # The compiled class, shared by every compiled Linear, got no property.
+    assert "weight" not in vars(type(fr.compile(torch.nn.Linear(2, 2))))
