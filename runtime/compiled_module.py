@@ -22,7 +22,6 @@ import types
 from typing import Any
 
 import torch
-from torch.nn.utils import parametrize
 
 from fullgraph.runtime.compiled import CompiledFunction, returning_self
 
@@ -49,7 +48,7 @@ class CompiledModule(CompiledFunction, torch.nn.Module):
         return (_compile_again, self._constructor_arguments())
 
     @property
-    def __class__(self) -> type:  # noqa: PLE0101 - see _parametrized_class
+    def __class__(self) -> type:  # see _parametrized_class
         if self.__dict__.get("_parametrized_module"):
             return type(self.__dict__["module"])
         return type(self)
