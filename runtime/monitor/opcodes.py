@@ -22,6 +22,7 @@ from fullgraph.runtime.monitor import (
     context_entry,
     hidden_state_reads,
     identity_tests,
+    lifted_arguments,
     method_lookups,
     speculation,
     type_checks,
@@ -472,7 +473,9 @@ def call(run, state, ins) -> After:
     fn, fn_depth, args, kwargs = cpython.call_operands(
         ins, lambda depth: tos(state, depth), kwnames
     )
-    return run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)
+    lifted = lifted_arguments.register(run, state, fn, args, kwargs)
+    after = run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)
+    return lifted_arguments.chained(after, lifted)
 
 
 @handles("CALL_FUNCTION_EX")
