@@ -18,6 +18,7 @@ finishes as plain Python.
 from __future__ import annotations
 
 import contextlib
+import os
 import types
 import warnings
 from typing import Any
@@ -31,10 +32,26 @@ _TRANSPARENT = frozenset(
         contextlib.AbstractContextManager.__enter__,
         contextlib.nullcontext.__enter__,
         contextlib.suppress.__enter__,
-        contextlib._GeneratorContextManager.__enter__,
+        contextlib.closing.__enter__,
+        contextlib.ExitStack.__enter__,  # what it enters is checked (``enter_context``)
         warnings.catch_warnings.__enter__,  # its block is replayed whole (warnings_blocks)
     }
 )
+_GENERATOR_ENTER = contextlib._GeneratorContextManager.__enter__
+_ENTER_CONTEXT = contextlib.ExitStack.enter_context
+
+
+def before_entering(run: Any, manager: Any) -> None:
+    """``manager`` is about to be entered where the monitor does not see it (``with``,
+    ``stack.enter_context``): refuse what a replay could not enter."""
+    mode = program_mode(manager)
+    if mode is not None:
+        run.refuse(mode)
+        run.stopped = run.paused = run.mode.paused = True  # nothing more of the call is observed
+        return
+    unseen = unseen_entry(manager)
+    if unseen is not None:
+        run.refuse(unseen)
 
 
 def program_mode(manager: Any) -> str | None:
@@ -52,17 +69,54 @@ def program_mode(manager: Any) -> str | None:
 
 def unseen_entry(manager: Any) -> str | None:
     """Why entering ``manager`` can't be replayed (None: it can, or is followed)."""
-    enter = getattr(type(manager), "__enter__", None)
+    kind = type(manager)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    refused = _refused_base(kind)
+    if refused is not None:  # ``class Anomaly(torch.autograd.detect_anomaly)``
+        return f"`with` a {name}: {refused}"
+    enter = getattr(kind, "__enter__", None)
     if enter is None or enter in _TRANSPARENT:
         return None
+    if enter is _GENERATOR_ENTER:  # ``@contextmanager``: whose generator runs
+        code = getattr(getattr(manager, "gen", None), "gi_code", None)
+        if code is not None and (is_user_code(code) or _is_torch(code.co_filename)):
+            return None
+        where = getattr(code, "co_qualname", getattr(code, "co_name", "?"))
+        return (
+            f"`with` {where}(...): a context manager of library code the monitor does not "
+            "see, so a replay would leave the block without having entered it"
+        )
     if isinstance(enter, types.FunctionType) and is_user_code(enter.__code__):
         return None  # the program's own: stepped into
-    owner = getattr(enter, "__objclass__", None) or type(manager)
+    owner = getattr(enter, "__objclass__", None) or kind
     module = getattr(enter, "__module__", None) or getattr(owner, "__module__", "") or ""
-    if module.split(".")[0] == "torch" or type(manager).__module__.split(".")[0] == "torch":
+    if module.split(".")[0] == "torch" or kind.__module__.split(".")[0] == "torch":
         return None  # torch's managers: the state they set is read back (or refused there)
-    name = f"{type(manager).__module__}.{type(manager).__qualname__}"
     return (
         f"`with` a {name}: its __enter__ runs in library code the monitor does not see, "
         "so a replay would leave the block without having entered it"
     )
+
+
+def entered_by_a_call(fn: Any, args: tuple) -> Any:
+    """The manager ``stack.enter_context(cm)`` enters (None: another call)."""
+    function = getattr(fn, "__func__", fn)
+    if function is _ENTER_CONTEXT and args:
+        return args[-1]
+    return None
+
+
+def _refused_base(kind: type) -> str | None:
+    """Why a class this manager's class derives from is refused (``saved_tensors_hooks``,
+    ``detect_anomaly``: refused where the program makes one, by name)."""
+    from fullgraph.runtime.monitor.annotation_table import FUNCTIONS
+
+    for klass in kind.__mro__:
+        known = FUNCTIONS.get(f"{klass.__module__}.{klass.__qualname__}")
+        if known is not None and known.refuses is not None:
+            return known.refuses
+    return None
+
+
+def _is_torch(filename: str) -> bool:
+    return f"{os.sep}torch{os.sep}" in filename

@@ -39,7 +39,8 @@ def stored_by_the_call(run: Any, owner: Any, name: str) -> None:
     what the slot held at entry (the previous call's store), and the graph takes it as
     a constant, so a number that varies (a lifted argument, a schedule's value) is
     guarded by value from here on."""
-    stored = run.store_syms.get((id(owner), name))
+    key = (id(owner), name)  # or stored as ``layer.__dict__[name] = s`` (its other name)
+    stored = run.store_syms.get(key) or run.store_syms.get(run.written_aliases.get(key))
     if stored is not None:
         run.concretize(stored[1])
 

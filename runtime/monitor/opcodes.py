@@ -316,14 +316,7 @@ def unary_op(run, state, ins) -> After:
 @handles("BEFORE_WITH")
 def before_with(run, state, ins) -> After:
     class_slots.read_protocol(run, tos(state), class_slots.CONTEXT)
-    mode = context_entry.program_mode(tos(state))
-    if mode is not None:
-        run.refuse(mode)
-        run.stopped = run.paused = run.mode.paused = True  # nothing more of the call is observed
-        return None
-    unseen = context_entry.unseen_entry(tos(state))
-    if unseen is not None:
-        run.refuse(unseen)
+    context_entry.before_entering(run, tos(state))
     return None
 
 
@@ -473,6 +466,9 @@ def call(run, state, ins) -> After:
     fn, fn_depth, args, kwargs = cpython.call_operands(
         ins, lambda depth: tos(state, depth), kwnames
     )
+    entered = context_entry.entered_by_a_call(fn, args)
+    if entered is not None:  # ``stack.enter_context(lock)``: entered unseen, as by ``with``
+        context_entry.before_entering(run, entered)
     lifted = lifted_arguments.register(run, state, fn, args, kwargs)
     after = run.call(state, fn, args, kwargs, lambda: tos(state), fn_depth)
     return lifted_arguments.chained(after, lifted)

@@ -11,6 +11,7 @@ not show through it.  Such records are refused (the calls run eagerly).
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -51,18 +52,36 @@ def check(run: Any, result: Any, updated: list, values: dict) -> None:
             )
 
 
-def _tensors_in(value: Any, depth: int = 0) -> list:
+def _tensors_in(value: Any, depth: int = 0, seen: set | None = None) -> list:
     """The tensors ``value`` holds: in containers, and in the fields of objects the
-    function made (``CacheOut(keys=self.k[:n])``, ``Holder(x[:2])``)."""
+    function hands on (``CacheOut(keys=self.k[:n])``, ``Holder(x[:2])``, a slotted
+    dataclass)."""
+    seen = set() if seen is None else seen
     found = []
     for leaf in tree_flatten(value)[0]:
         if isinstance(leaf, torch.Tensor):
             found.append(leaf)
-        elif depth < 4 and not isinstance(leaf, (type, torch.nn.Module)):
-            fields = getattr(leaf, "__dict__", None)
-            if isinstance(fields, dict) and not callable(leaf):
-                found.extend(_tensors_in(list(fields.values()), depth + 1))
+        elif depth < 12 and id(leaf) not in seen and _plain_object(leaf):
+            seen.add(id(leaf))
+            found.extend(_tensors_in(_fields(leaf), depth + 1, seen))
     return found
+
+
+def _plain_object(value: Any) -> bool:
+    return not isinstance(
+        value, (type, torch.nn.Module, str, bytes, types.FunctionType, types.MethodType)
+    )
+
+
+def _fields(value: Any) -> list:
+    """What an object holds in its ``__dict__`` and its slots."""
+    held = list(vars(value).values()) if hasattr(value, "__dict__") else []
+    for klass in type(value).__mro__:
+        slots = vars(klass).get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(value, name):
+                held.append(getattr(value, name))
+    return held
 
 
 def _stored(mutation: Any) -> Any:

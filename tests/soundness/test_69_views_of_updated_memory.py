@@ -111,7 +111,7 @@ class Holder:
     def __init__(self, t):
         self.t = t
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)  # F329: slots were not looked into
 class CacheOut:
     keys: torch.Tensor
 
@@ -136,3 +136,31 @@ def test_views_of_an_updated_argument_inside_objects(backend):
     script = calls(4, _argument_kept, then=_returned_and_kept)
     watch = lambda env: ([h.t for h in env.ns.KEPT], env.ns.RETURNED.keys)
     run_case(Case("kept_in_objects", prog(KEPT_IN_OBJECTS), script, watch=watch), backend)
+
+
+RETURNED_IN_SLOTS = """
+import dataclasses
+
+import torch
+
+@dataclasses.dataclass(slots=True)
+class CacheOut:
+    keys: torch.Tensor
+
+def f(x):
+    x.mul_(2)
+    return CacheOut(x[1:])
+"""
+
+
+def _returned(env, result):
+    env.ns.LAST.add_(100)
+    env.ns.RETURNED = result
+
+
+@backends()
+def test_a_view_of_an_updated_argument_in_a_slotted_dataclass(backend):
+    # F329: slots were not looked into.
+    script = calls(4, _argument_kept, then=_returned)
+    watch = lambda env: env.ns.RETURNED.keys
+    run_case(Case("returned_in_slots", prog(RETURNED_IN_SLOTS), script, watch=watch), backend)

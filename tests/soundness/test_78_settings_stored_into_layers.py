@@ -83,12 +83,25 @@ def f(x, v):
 }
 
 
+PROGRAMS["stored_through_the_instance_dict"] = """
+import torch
+
+act = torch.nn.LeakyReLU(0.01)
+
+def f(x, v):
+    act.__dict__["negative_slope"] = v  # F328: the layer's other name for the slot
+    return act(x)
+"""
+
+
 def _state(env):
     ns = env.ns
     if hasattr(ns, "bn"):
         return {"mean": ns.bn.running_mean, "var": ns.bn.running_var, "m": ns.bn.momentum}
     if hasattr(ns, "drop"):
         return ns.drop.p
+    if hasattr(ns, "act"):
+        return ns.act.negative_slope
     return ns.net.act.alpha
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from functools import partial
 
+import pytest
 import torch
 from harness import Call, Case, calls, run_case
 from harness import prog as shared_prog
@@ -26,6 +27,7 @@ prog = partial(shared_prog, name="blocks79")
 SEMAPHORE = """
 import threading
 
+import pytest
 import torch
 
 SEM = threading.Semaphore(2)  # at most two forwards at once
@@ -48,6 +50,7 @@ def test_a_semaphore_around_the_forward():
 RLOCK = """
 import threading
 
+import pytest
 import torch
 
 LOCK = threading.RLock()
@@ -72,6 +75,7 @@ def test_a_reentrant_lock_the_caller_holds():
 
 
 COUNTING_MODE = """
+import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
@@ -129,3 +133,92 @@ def test_a_lock_another_thread_holds_is_waited_for():
     thread.join()
     assert out.tolist() == [5.0, 5.0]
     assert not lock.locked()
+
+
+LIBRARY_BLOCKS = {
+    # F326: numpy's @contextmanager was taken for the program's own (its generator was
+    # never entered in a replay: the array printed with the default precision).
+    "numpy_printoptions": """
+import numpy as np
+import pytest
+import torch
+
+def f(x):
+    with np.printoptions(precision=2):
+        text = str(x.numpy())
+    return x * 2, text
+""",
+    # F327: a subclass of a manager refused by name escaped the refusal: a replay never
+    # ran the pack hook.
+    "saved_tensors_hooks_subclass": """
+import pytest
+import torch
+
+PACKED = []
+
+class CountSaved(torch.autograd.graph.saved_tensors_hooks):
+    def __init__(self):
+        super().__init__(self.pack, lambda t: t)
+
+    def pack(self, t):
+        PACKED.append(tuple(t.shape))
+        return t
+
+def f(x):
+    with CountSaved():
+        y = (x * x).sum()
+    return y, len(PACKED)
+""",
+    # ``stack.enter_context(lock)`` enters the lock as unseen as ``with`` does.
+    "exit_stack_entering_a_lock": """
+import contextlib
+import threading
+
+import pytest
+import torch
+
+LOCK = threading.Lock()
+
+def f(x):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(LOCK)
+        return x + 1
+""",
+}
+
+
+def _library_block_state(env):
+    return (
+        list(getattr(env.ns, "PACKED", [])),
+        env.ns.LOCK.locked() if hasattr(env.ns, "LOCK") else None,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY_BLOCKS))
+def test_a_library_block_whose_entry_a_replay_would_skip(name):
+    args = lambda env: (torch.randn(3, requires_grad=name.startswith("saved")),)
+    case = Case(name, prog(LIBRARY_BLOCKS[name]), calls(4, args), watch=_library_block_state)
+    run_case(case, "eager")
+
+
+EXIT_STACK = """
+import contextlib
+
+import pytest
+import torch
+
+def f(x, frozen):
+    with contextlib.ExitStack() as stack:
+        if frozen:
+            stack.enter_context(torch.no_grad())
+        return x * 2
+"""
+
+
+def test_an_exit_stack_entering_torch_blocks_replays():
+    # ExitStack itself enters nothing: refused by F320 at first, replayed again.
+    script = [
+        Call(lambda env, frozen=frozen: (torch.randn(3, requires_grad=True), frozen))
+        for frozen in (True, True, False, False, True)
+    ]
+    run_case(Case("exit_stack", prog(EXIT_STACK), script, min_hits=2), "eager")
