@@ -88,6 +88,26 @@ def from_root(run: Any, frame: types.FrameType) -> dict[int, Sym]:
     return found
 
 
+def hand_back(run: Any, state: Any, value: Any, sym: Sym) -> bool:
+    """A callee returns a number that varies (``lr = get_lr(step)``): hand its symbol
+    to the caller's call instruction (which takes it when the value it gets is this
+    very object).  False: no caller frame called this one directly."""
+    if type(value) not in (int, float) or len(run.frames) < 2 or run.frames[-1] is not state:
+        return False
+    caller = run.frames[-2]
+    if state.frame.f_code.co_flags & _GENERATOR_FLAGS:
+        return False  # a generator's return value is no call's result
+    if not called_directly(state.frame, caller.frame):
+        return False
+    if caller.returned is not None:
+        run.concretize(caller.returned[1])
+    caller.returned = (value, sym)
+    return True
+
+
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
 def called_directly(frame: types.FrameType, caller: types.FrameType) -> bool:
     """Whether ``frame`` was called by ``caller`` itself or through pass-through frames."""
     back = frame.f_back

@@ -24,6 +24,9 @@ class FrameState:
     call_syms: list | None = None
     call_values: list | None = None  # the objects of those operands (passed_syms.py)
     call_result_sym: Any = None
+    # (number, symbol) a callee this frame called returned (taint._return_value): the
+    # caller's call instruction takes it, or it is guarded by value.
+    returned: tuple | None = None
     # A program attribute hook this frame runs, and the run's effect count when it
     # started (monitor/attribute_hooks.py: did it change anything?).
     hook: Any = None

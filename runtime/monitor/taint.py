@@ -18,6 +18,7 @@ import torch
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
     closure_sources,
+    passed_syms,
     taint_builds,  # also registers its handlers
     user_code,
 )
@@ -48,6 +49,9 @@ def _pops(ins) -> int | None:
 def step(run: MonitorRun, state: FrameState, ins) -> After:
     """Account for ``ins`` in the shadow stack; may return an after-phase."""
     shadow = sync(state)
+    if state.returned is not None:  # a callee's symbolic result no call instruction took
+        run.concretize(state.returned[1])
+        state.returned = None
     name = ins.opname
     if name in size_pinning.NATIVE_READS and run.shapes is not None and run.shapes.live:
         size_pinning.check_instruction(
@@ -88,6 +92,7 @@ _MOVES_CONTAINERS = frozenset(
         "BUILD_LIST",
         "BUILD_MAP",
         "BUILD_CONST_KEY_MAP",
+        "UNPACK_SEQUENCE",  # taint_builds._unpack_sequence: the items keep their symbols
     ]
 )
 
@@ -421,6 +426,13 @@ def _call(run, state, ins, shadow) -> After:
             for sym in leftover:
                 if sym is not None:
                     run.concretize(sym)
+        returned, state.returned = state.returned, None
+        if returned is not None and result_sym is None:
+            value, sym = returned
+            if cpython.stack_item(state.frame, 0) is value:  # what the callee returned
+                result_sym = sym
+            else:  # a hook or wrapper made another value of it
+                run.concretize(sym)
         if result_sym is not None:
             set_top(state, result_sym)
         else:
@@ -433,9 +445,10 @@ def _call(run, state, ins, shadow) -> After:
 def _return_value(run, state, ins, shadow) -> After:
     sym = shadow[-1] if shadow else None
     if sym is not None:
+        value = cpython.stack_item(state.frame, 0)
         if run.frames and run.frames[0] is state and len(run.frames) == 1:
-            run.result_sym = (cpython.stack_item(state.frame, 0), sym)
-        else:
+            run.result_sym = (value, sym)
+        elif not passed_syms.hand_back(run, state, value, sym):
             run.concretize(sym)
     return None
 

@@ -14,6 +14,7 @@ from fullgraph.runtime.monitor.taint_stack import (
     After,
     handles,
     landed_callout,
+    set_at,
     set_top,
     stack_operands,
 )
@@ -133,6 +134,27 @@ def _container_built(run, state, items: dict) -> After:
         run.container_syms[id(container)] = items
         run.keepalive.append(container)
         set_top(state, None)
+
+    return after
+
+
+@handles("UNPACK_SEQUENCE")
+def _unpack_sequence(run, state, ins, shadow) -> After:
+    """``x, lam = mixup_data(x)``: the items of a tuple or list the run built with
+    symbolic items keep their symbols on the stack (other containers' are guarded)."""
+    container = cpython.stack_item(state.frame, 0)
+    if shadow:
+        shadow[-1] = None
+    items = run.container_syms.get(id(container))
+    if not items:
+        return None
+    if type(container) not in (tuple, list) or len(container) != ins.arg:
+        concretize_items(run, container)
+        return None
+
+    def after() -> None:
+        for index in range(ins.arg):
+            set_at(state, index, items.get(index))
 
     return after
 
