@@ -10,12 +10,16 @@ writing meanwhile must still be heard: only this thread's output is dropped.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import sys
 import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
+
+# The latest filters, held past their blocks (see ``muted``).
+_RETIRED: collections.deque = collections.deque(maxlen=64)
 
 
 class _ThreadFilter:
@@ -50,7 +54,13 @@ def muted() -> Iterator[None]:
             show(message, category, filename, lineno, file, line)
 
     for name, stream in streams.items():
-        setattr(sys, name, _ThreadFilter(stream, me))
+        filtered = _ThreadFilter(stream, me)
+        # Kept alive after the block: print() and warnings' show_warning hold
+        # sys.stdout / sys.stderr as borrowed references (CPython gh-130163, fixed in
+        # later 3.12 / 3.13 releases), so another thread inside a print when the block
+        # ends would write through a freed object (a segfault) if the filter died.
+        _RETIRED.append(filtered)
+        setattr(sys, name, filtered)
     try:
         # catch_warnings: the registries of "once" / "default" warnings forget what
         # the block showed (dropped), as after any change of the filters.
