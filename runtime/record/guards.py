@@ -31,7 +31,7 @@ from fullgraph.runtime.capture.values import is_ndarray, is_numpy_scalar
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.guard_helpers import same_array, storages_apart
 from fullgraph.runtime.record.native_leaves import NativeLeaf
-from fullgraph.runtime.record.number_checks import number_check
+from fullgraph.runtime.record.number_checks import equality_is_loose, number_check
 from fullgraph.runtime.sources import (
     ArgSource,
     AttrSource,
@@ -267,7 +267,7 @@ def value_check(
         )
         if isinstance(value, float) and math.isnan(value):
             return (lambda name: f"type({name}) is float and {name} != {name}"), "value (nan)", None
-        if _equality_is_loose(value):
+        if equality_is_loose(value, source):
             # -0.0 == 0.0, (True,) == (1,), frozenset({1, 9}) == frozenset({9, 1}) in
             # another order: equal, yet copysign, dtype inference or iteration tell them
             # apart.  repr() tells them apart too (floats' repr is exact).
@@ -304,25 +304,6 @@ def value_check(
         )
     bound = ns.bind(value, _hint(value, source), provenance=source.expr())
     return (lambda name: f"{name} is {bound}"), "identity", NativeLeaf("id", value)
-
-
-def _equality_is_loose(value: Any) -> bool:
-    """Whether ``==`` accepts a value the program could tell apart from ``value``: a
-    float zero (its sign), or a tuple / frozenset holding a bool, a float or a
-    frozenset (``True == 1``, ``-0.0 == 0.0``, a frozenset's iteration order)."""
-    if isinstance(value, float):
-        return value == 0.0
-    if isinstance(value, frozenset):
-        return len(value) > 1 or any(
-            _equality_is_loose(item) or isinstance(item, bool) for item in value
-        )
-    if isinstance(value, tuple):
-        return any(
-            isinstance(item, (bool, float, frozenset)) or _equality_is_loose(item)
-            for item in value
-            if isinstance(item, (bool, float, tuple, frozenset))
-        )
-    return False
 
 
 # Objects a check compares by identity: one of them stays the same object.

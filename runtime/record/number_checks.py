@@ -21,6 +21,7 @@ import torch
 
 from fullgraph.runtime.record.codegen import Namespace, literal
 from fullgraph.runtime.record.native_leaves import NativeLeaf
+from fullgraph.runtime.sources import IterItemsSource, KeysSource
 
 # The builtin scalar types a subclass instance's value lives in, read by C code
 # (``Tensor.__mul__``, ``__index__``, ``str.__eq__``) the run does not see.
@@ -141,3 +142,35 @@ def number_check(
             NativeLeaf("equals", held),
         )
     return None
+
+
+def equality_is_loose(value: Any, source: Any) -> bool:
+    """Whether ``==`` accepts a value the program could tell apart from ``value`` (the
+    guard then compares ``repr``s, which floats' exactness makes strict)."""
+    return _loose(value) or _iterated_numbers(value, source)
+
+
+def _iterated_numbers(value: Any, source: Any) -> bool:
+    """The items of a set, deque or dict's keys as iterated (``min(S)``, ``sum(q)``):
+    ``(1, 2) == (1.0, 2)``, yet ``x * min(S)`` is int64 for one and float32 for the
+    other.  Where each item is read on its own (a tuple by index) its type is checked."""
+    return isinstance(source, (IterItemsSource, KeysSource)) and any(
+        type(item) in (int, float) for item in value
+    )
+
+
+def _loose(value: Any) -> bool:
+    """Whether ``==`` accepts a value the program could tell apart from ``value``: a
+    float zero (its sign), or a tuple / frozenset holding a bool, a float or a
+    frozenset (``True == 1``, ``-0.0 == 0.0``, a frozenset's iteration order)."""
+    if isinstance(value, float):
+        return value == 0.0
+    if isinstance(value, frozenset):
+        return len(value) > 1 or any(_loose(item) or isinstance(item, bool) for item in value)
+    if isinstance(value, tuple):
+        return any(
+            isinstance(item, (bool, float, frozenset)) or _loose(item)
+            for item in value
+            if isinstance(item, (bool, float, tuple, frozenset))
+        )
+    return False

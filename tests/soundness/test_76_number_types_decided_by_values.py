@@ -61,3 +61,26 @@ def test_a_size_returned_in_a_namedtuple_while_sizes_vary():
     # a plain tuple for its torch.Size (``out.shape.numel()`` raised).
     script = [Call(lambda env, t=t: (torch.randn(2, t),)) for t in (5, 6, 7, 8, 6)]
     run_case(Case("size_in_namedtuple", prog(SIZE_IN_A_NAMEDTUPLE), script), "eager")
+
+
+ITERATED = {
+    "set_argument": ("def f(x, s):\n    return x * min(s)\n", lambda v: set(v)),
+    "deque_argument": (
+        "def f(x, q):\n    return x * sum(q)\n",
+        lambda v: __import__("collections").deque(v),
+    ),
+    "dict_keys": ("def f(x, d):\n    return x * max(d)\n", lambda v: dict.fromkeys(v, "a")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ITERATED))
+def test_an_int_that_becomes_a_float_inside_an_iterated_container(name):
+    # F332: the items of a set, deque or dict's keys were guarded as ``tuple(S) ==
+    # (1, 2)``, which ``(1.0, 2)`` passes: the replay multiplied by an int (int64
+    # where eager's float makes float32).
+    source, make = ITERATED[name]
+    script = [
+        Call(lambda env, v=v: (torch.arange(3), make(v)), label=repr(v))
+        for v in ((1, 2), (1, 2), (1.0, 2), (1.0, 2), (1, 2))
+    ]
+    run_case(Case(name, prog("import torch\n\n" + source), script, min_hits=2), "eager")
