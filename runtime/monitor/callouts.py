@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import inspect
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -41,9 +42,17 @@ MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
 
 
 def _only_reads_its_arguments(fn: Any) -> bool:
-    """Output effects that show their arguments without changing them."""
-    module = annotation_table.qualified_name(fn)
-    return fn is print or module.startswith(("logging.", "warnings.", "builtins.print"))
+    """Output effects that show their arguments without changing them (a log call,
+    not ``Logger.setLevel``)."""
+    name = annotation_table.qualified_name(fn)
+    if name.startswith("logging."):
+        return name.rsplit(".", 1)[-1] in _LOG_CALLS
+    return fn is print or name.startswith(("warnings.", "builtins.print"))
+
+
+_LOG_CALLS = frozenset(
+    ["debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"]
+)
 
 
 _WARN_SIGNATURE = inspect.signature(
@@ -125,6 +134,30 @@ class Callouts:
         names = [*list(_WARN_SIGNATURE.parameters)[: len(args)], *kwargs]
         moved = {i: {"message": 3, "category": 4}.get(name) for i, name in enumerate(names)}
         return warnings_blocks.warn_at, located, {}, moved
+
+    def _note_receiver_changed(self, fn: Any, args: tuple, name: str) -> None:
+        """``Q.put(v)``, ``log.setLevel(n)``, ``sem.release()``: a replayed call with
+        effects on a library object from outside may change what the program reads of
+        it next (``Q.unfinished_tasks``), which a guard at entry can't vouch for: such a
+        read is not recorded (torch's objects and Python's containers are followed
+        elsewhere)."""
+        receiver = getattr(fn, "__self__", None)
+        if (
+            receiver is None
+            and args
+            and getattr(type(args[0]), getattr(fn, "__name__", ""), None) is fn
+        ):
+            receiver = args[0]  # ``Q.put(v)`` made as ``Queue.put(Q, v)`` (a method load)
+        kind = type(receiver)
+        module = getattr(kind, "__module__", "") or ""
+        if (
+            receiver is None
+            or isinstance(receiver, (type, types.ModuleType))
+            or module.split(".")[0] in ("torch", "builtins", "collections", "numpy")
+            or self.source_of(receiver) is None
+        ):
+            return
+        self.note_state_change((kind,), name)
 
     def _check_replayable_receiver(self, fn: Any, name: str) -> None:
         """A replayed call on an object this run made (``warnings.catch_warnings()``'s
@@ -264,6 +297,8 @@ class Callouts:
                     guard_result=value is not None or not effectful or cached,
                     reads_a_setting=name in annotation_table.SETTING_READS or _marked_constant(fn),
                 )
+                if not annotation.pure and not shows_only:
+                    self._note_receiver_changed(fn, args, name)
                 # What the call left in those lists decides what follows: read, mid-guarded.
                 changed_arguments.read_after(self, handed, callout, annotation.category)
                 changed_arguments.note_returned(self, value, name)

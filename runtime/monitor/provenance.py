@@ -154,7 +154,7 @@ class Provenance:
             # scheduler.step(), .training after model.train()): a guard at entry can't
             # vouch for it, and a replay that found it changed could not undo the call.
             self.not_recordable.append(
-                f"{source.expr()} read after {changed_by} changed training state"
+                f"{source.expr()} read after {changed_by} changed the object it is read from"
             )
         if source in self.reads:
             if not symbolic:
