@@ -28,6 +28,7 @@ from fullgraph.runtime.monitor import (
     autograd_calls,
     cached_calls,
     changed_arguments,
+    class_slots,
     logging_calls,
     speculation,
     warnings_blocks,
@@ -154,6 +155,7 @@ class Callouts:
             receiver is None
             or isinstance(receiver, (type, types.ModuleType))
             or module.split(".")[0] in ("torch", "builtins", "collections", "numpy")
+            or class_slots.user_class(kind)  # the program's own (a cached method, a model)
             or self.source_of(receiver) is None
         ):
             return
