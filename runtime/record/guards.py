@@ -295,6 +295,17 @@ def value_check(
             "type",
             NativeLeaf("type", type(value)),
         )
+    if isinstance(value, torch.nn.Module) and _from_an_argument(source):
+        # A submodule of a module passed in (``self.lin`` of a forward compiled once
+        # for every block of a model): what the record reads of it is read again
+        # through its path (weights, settings, hooks, children; two paths to one
+        # module are an alias check), so its class decides, as for the argument.
+        type_name = ns.name_for(type(value))
+        return (
+            (lambda name: f"type({name}) is {type_name}"),
+            "type",
+            NativeLeaf("type", type(value)),
+        )
     if isinstance(value, types.MethodType):
         function = ns.name_for(value.__func__)
         return (
@@ -318,6 +329,12 @@ IDENTITY_CHECKED = (
 def _has_memory(value: Any) -> bool:
     """A tensor, or a numpy array (which may be a view of a tensor's memory)."""
     return isinstance(value, torch.Tensor) or type(value).__name__ == "ndarray"
+
+
+def _from_an_argument(source: Source) -> bool:
+    while source is not None and not isinstance(source, (ArgSource, KwargSource)):
+        source = base_of(source)
+    return source is not None
 
 
 def _identity_guarded(value: Any) -> bool:
