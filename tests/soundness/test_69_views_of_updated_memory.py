@@ -153,14 +153,9 @@ def f(x):
 """
 
 
-def _returned(env, result):
-    env.ns.LAST.add_(100)
-    env.ns.RETURNED = result
-
-
 @backends()
 def test_a_view_of_an_updated_argument_in_a_slotted_dataclass(backend):
     # F329: slots were not looked into.
-    script = calls(4, _argument_kept, then=_returned)
+    script = calls(4, _argument_kept, then=_returned_and_kept)
     watch = lambda env: env.ns.RETURNED.keys
     run_case(Case("returned_in_slots", prog(RETURNED_IN_SLOTS), script, watch=watch), backend)
