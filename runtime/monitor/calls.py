@@ -25,6 +25,7 @@ from fullgraph.runtime.monitor import (
     attribute_hooks,
     autograd_calls,
     class_slots,
+    context_entry,
     context_vars,
     handed_callables,
     hidden_state_reads,
@@ -232,6 +233,8 @@ class CallHandling(Callouts):
                 self.refuse("Tensor.set_ gives a tensor other memory, which no graph records")
             return None  # a tensor method: captured by the mode
         handed_callables.guard(self, fn, args, kwargs)
+        if context_entry.builds_a_program_manager(target):
+            return None  # its generator runs where the ``with`` enters it, stepped into
         if isinstance(target, types.FunctionType) and annotation_table.lookup(target) is None:
             # Standard-library Python, run unobserved: what it reads must still be guarded.
             everything = (receiver, *args, *kwargs.values())

@@ -18,6 +18,7 @@ finishes as plain Python.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import types
 import warnings
@@ -96,6 +97,23 @@ def unseen_entry(manager: Any) -> str | None:
         f"`with` a {name}: its __enter__ runs in library code the monitor does not see, "
         "so a replay would leave the block without having entered it"
     )
+
+
+def builds_a_program_manager(target: Any) -> bool:
+    """``self.ema_scope()``, ``ema.average_parameters()``: the wrapper
+    ``@contextlib.contextmanager`` puts around a generator of the program only makes
+    the manager (no code of the program runs until the ``with`` enters it, stepped
+    into there), whatever objects it is handed."""
+    wrapped = getattr(target, "__wrapped__", None)
+    return (
+        getattr(target, "__code__", None) is _MANAGER_HELPER
+        and isinstance(wrapped, types.FunctionType)
+        and bool(wrapped.__code__.co_flags & inspect.CO_GENERATOR)
+        and is_user_code(wrapped.__code__)
+    )
+
+
+_MANAGER_HELPER = contextlib.contextmanager(lambda: iter(())).__code__
 
 
 def entered_by_a_call(fn: Any, args: tuple) -> Any:

@@ -19,7 +19,7 @@ from functools import partial
 
 import pytest
 import torch
-from harness import Call, Case, calls, run_case
+from harness import Call, Case, Do, calls, run_case
 from harness import prog as shared_prog
 
 prog = partial(shared_prog, name="blocks79")
@@ -222,3 +222,48 @@ def test_an_exit_stack_entering_torch_blocks_replays():
         for frozen in (True, True, False, False, True)
     ]
     run_case(Case("exit_stack", prog(EXIT_STACK), script, min_hits=2), "eager")
+
+
+EMA_SCOPE = """
+import contextlib
+
+import torch
+
+model = torch.nn.Linear(4, 4)
+
+class EMA:
+    def __init__(self):
+        self.shadow = [p.detach().clone() * 0.5 for p in model.parameters()]
+
+    @contextlib.contextmanager
+    def average_parameters(self):
+        backup = [p.detach().clone() for p in model.parameters()]
+        for s, p in zip(self.shadow, model.parameters()):
+            p.data.copy_(s)
+        try:
+            yield
+        finally:
+            for b, p in zip(backup, model.parameters()):
+                p.data.copy_(b)
+
+ema = EMA()
+
+@torch.no_grad()
+def f(x):
+    with ema.average_parameters():
+        return model(x)
+"""
+
+
+def _update_the_shadow(env):
+    for s in env.ns.ema.shadow:
+        s.mul_(0.9)
+
+
+def test_a_contextmanager_method_of_the_program_replays():
+    # F335: the method (an ``ema_scope``) was a callout (it is handed an object from
+    # outside), whose manager no replay could enter: the function never compiled.
+    step = Call(lambda env: (torch.randn(2, 4),))
+    script = [step, step, Do(_update_the_shadow, "ema update"), step, step, step]
+    watch = lambda env: [*env.ns.model.parameters(), *env.ns.ema.shadow]
+    run_case(Case("ema_scope", prog(EMA_SCOPE), script, watch=watch, min_hits=3), "eager")
