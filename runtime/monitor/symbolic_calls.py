@@ -79,13 +79,18 @@ def _library_call(run: Any, state: FrameState, path: str, args: tuple, result) -
 
     def after() -> None:
         value = result()
-        if constants_ok and _follows(value):
+        if constants_ok and (_follows(value) or (path in _MATH_TESTS and type(value) is bool)):
             state.call_result_sym = Op(value, template, operands)
         else:
             for sym in syms.values():
                 run.concretize(sym)
 
     return after
+
+
+# ``if not math.isfinite(loss_value):`` (a training loop's guard against a diverged
+# loss): a test of a number that varies, whose answer is the branch's condition.
+_MATH_TESTS = frozenset(["math.isfinite", "math.isnan", "math.isinf", "math.isclose"])
 
 
 def _library_path(fn: Any) -> str | None:

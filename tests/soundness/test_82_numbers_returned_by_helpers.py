@@ -18,7 +18,7 @@ from functools import partial
 
 import pytest
 import torch
-from harness import Case, backends, calls, run_case
+from harness import Call, Case, backends, calls, run_case
 from harness import prog as shared_prog
 
 prog = partial(shared_prog, name="returns82")
@@ -122,3 +122,30 @@ def test_a_number_a_helper_returns(name, backend):
         watch=_state, min_hits=replays,
     )  # fmt: skip
     run_case(case, backend)
+
+
+FINITE_CHECK = """
+import math
+
+import torch
+
+SKIPPED = []
+
+def f(x):
+    loss = (x * x).mean()
+    value = loss.item()
+    if not math.isfinite(value):  # a diverged step is skipped
+        SKIPPED.append(value)
+        return None
+    return loss * 2, value
+"""
+
+
+def test_a_finite_check_of_a_loss_value():
+    # F336: ``math.isfinite(v)`` of an ``.item()`` value pinned the value (a record
+    # per call); its answer is the branch's condition now.
+    values = [torch.randn(8) for _ in range(6)]
+    values[3] = torch.full((8,), float("nan"))
+    script = [Call(lambda env, v=v: (v.clone(),)) for v in [*values, *values[:3]]]
+    watch = lambda env: list(env.ns.SKIPPED)
+    run_case(Case("finite_check", prog(FINITE_CHECK), script, watch=watch, min_hits=4), "eager")
