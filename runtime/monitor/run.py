@@ -29,6 +29,7 @@ from fullgraph.runtime.capture.mode import CaptureMode
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
+from fullgraph.runtime.capture.values import is_numpy_scalar
 from fullgraph.runtime.monitor import (
     attribute_hooks,
     changed_arguments,
@@ -295,13 +296,16 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         if isinstance(sym, Leaf) and sym.source is not None:
             self.symbolic_sources.discard(sym.source)  # back to a guard on its value
             return
-        if not is_literal(sym.value):
+        value = sym.value
+        if is_numpy_scalar(value):  # ``np.sqrt(s)``: its number, compared exactly
+            value = value.item()
+        if not is_literal(value):
             self.refuse(
                 f"a {type(sym.value).__name__} that a replayed call returned (or that was "
                 "computed from one) is used in a way the monitor cannot replay"
             )
             return
-        self.add_condition(Condition(sym, "equal", sym.value))
+        self.add_condition(Condition(sym, "equal", value))
 
     def branch_on(self, sym: Sym, outcome: bool) -> None:
         self.add_condition(Condition(sym, "truth", outcome))

@@ -84,3 +84,14 @@ def test_an_int_that_becomes_a_float_inside_an_iterated_container(name):
         for v in ((1, 2), (1, 2), (1.0, 2), (1.0, 2), (1, 2))
     ]
     run_case(Case(name, prog("import torch\n\n" + source), script, min_hits=2), "eager")
+
+
+def test_a_numpy_function_of_a_number_that_varies():
+    # F337: ``x * np.sqrt(s)`` made an np.float64 of a lifted number that no graph took:
+    # "cannot replay", and after four such calls the function was never compiled.
+    source = "import numpy as np\nimport torch\n\ndef f(x, s):\n    return x * np.sqrt(s)\n"
+    script = [
+        Call(lambda env, s=s: (torch.ones(3), s), label=repr(s))
+        for s in (2.0, 3.0, 5.0, 7.0, 2.0, 3.0, 5.0)
+    ]
+    run_case(Case("numpy_sqrt", prog(source), script, min_hits=2), "eager")
