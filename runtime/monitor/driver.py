@@ -20,6 +20,7 @@ from fullgraph.runtime.monitor import (
     function_reads,
     global_loads,
     imports,
+    packed_syms,
     passed_syms,
     taint,
 )
@@ -97,17 +98,18 @@ class Monitor:
         finally:
             hooks.fullgraph = program_time
 
-    @staticmethod
-    def _take_passed_syms(frame, state: FrameState, caller: FrameState) -> None:
+    def _take_passed_syms(self, frame, state: FrameState, caller: FrameState) -> None:
         """The caller's symbolic operands this callee's parameters hold."""
         values, syms = caller.call_values, caller.call_syms
         if values is None or syms is None or not passed_syms.called_directly(frame, caller.frame):
             return
         caller.call_values = None  # one callee per call
-        found = passed_syms.bind(frame, list(zip(values, syms)))
-        if found:
-            state.local_syms.update(found)
-            taken = {id(sym) for sym in found.values()}
+        handed = list(zip(values, syms))
+        found = passed_syms.bind(frame, handed)
+        state.local_syms.update(found)
+        taken = {id(sym) for sym in found.values()}
+        taken |= packed_syms.bind_packed(self.run, frame, handed)
+        if taken:
             caller.call_syms = [None if s is not None and id(s) in taken else s for s in syms]
 
     def _local_tracer(self, state: FrameState):

@@ -18,6 +18,7 @@ import torch
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
     closure_sources,
+    packed_syms,
     passed_syms,
     taint_builds,  # also registers its handlers
     user_code,
@@ -93,6 +94,9 @@ _MOVES_CONTAINERS = frozenset(
         "BUILD_MAP",
         "BUILD_CONST_KEY_MAP",
         "UNPACK_SEQUENCE",  # taint_builds._unpack_sequence: the items keep their symbols
+        "CALL_FUNCTION_EX",  # packed_syms.unpacked_operands: the items go to the callee
+        "DICT_MERGE",  # packed_syms._merge: ``f(**kw)``'s items keep their symbols
+        "DICT_UPDATE",
     ]
 )
 
@@ -412,7 +416,11 @@ def _call(run, state, ins, shadow) -> After:
         operands, top = operands[:-1], 1
     state.call_syms = list(operands) if any(operands) else None
     state.call_values = None
-    if state.call_syms is not None:  # a callee stepped into takes its symbols (passed_syms.py)
+    if ins.opname == "CALL_FUNCTION_EX":  # ``fn(*args, **kwargs)``: the packed items' symbols
+        unpacked = packed_syms.unpacked_operands(run, state, ins)
+        if unpacked is not None:
+            state.call_syms, state.call_values = unpacked
+    elif state.call_syms is not None:  # a callee stepped into takes its symbols (passed_syms.py)
         count = len(operands)
         depths = range(top + count - 1, top - 1, -1)
         state.call_values = [cpython.stack_item(state.frame, depth) for depth in depths]

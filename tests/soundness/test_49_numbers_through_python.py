@@ -391,11 +391,45 @@ def same_object_twice(logits, t):
 
 def a_literal_beside_it(logits, t):
     return scaled(logits, 2.0, t) + scaled(logits, t)
+
+def logged(fn):  # F338: a decorator's ``*args, **kwargs`` wrapper
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+@logged
+def wrapped_helper(logits, t, floor=0.0):
+    return logits / t + floor
+
+def through_a_wrapper(logits, t):
+    return wrapped_helper(logits, t) + wrapped_helper(logits, t=t, floor=1.0)
+
+def forward_kwargs(logits, **kw):
+    return scaled(logits, **kw)
+
+def through_kwargs(logits, t):
+    return forward_kwargs(logits, t=t, floor=1.0)
+
+def a_packed_number_read_in_the_wrapper(logits, t):
+    return peek(logits, t)
+
+def peek(*args):
+    return args[0] * (args[1] > 0.9)
 """
 
 
 @pytest.mark.parametrize(
-    "target", ["helper", "submodule", "decorated", "same_object_twice", "a_literal_beside_it"]
+    "target",
+    [
+        "helper",
+        "submodule",
+        "decorated",
+        "same_object_twice",
+        "a_literal_beside_it",
+        "through_a_wrapper",
+        "through_kwargs",
+        "a_packed_number_read_in_the_wrapper",
+    ],
 )
 def test_a_number_that_varies_passed_on_to_a_function(target):
     # F312 (a cost): a number passed on to a helper, a submodule, or through torch's
@@ -405,5 +439,7 @@ def test_a_number_that_varies_passed_on_to_a_function(target):
     script = [Call(lambda env, t=t: (torch.randn(1, 8), t)) for t in temperatures]
     build = prog(PASSED_ON, target=target, name=f"passed49{target}")
     # (one object handed twice is ambiguous: guarded by value, correct but per value)
-    hits = None if target == "same_object_twice" else 4
+    hits = 4
+    if target in ("same_object_twice", "a_packed_number_read_in_the_wrapper"):
+        hits = None  # ambiguous, or read where its value decides: guarded by value
     run_case(Case(f"passed_on_{target}", build, script, min_hits=hits), "eager")
