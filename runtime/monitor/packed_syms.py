@@ -79,6 +79,8 @@ def _merge(run, state, ins, shadow) -> After:
     keep their symbols there (other instructions reading ``kw`` guard them)."""
     source = cpython.stack_item(state.frame, 0)
     target = cpython.stack_item(state.frame, ins.arg)
+    if shadow and shadow[-1] is not None:
+        run.concretize(shadow[-1])
     if shadow:
         shadow[-1] = None
     items = run.container_syms.get(id(source))

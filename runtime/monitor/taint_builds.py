@@ -143,6 +143,8 @@ def _unpack_sequence(run, state, ins, shadow) -> After:
     """``x, lam = mixup_data(x)``: the items of a tuple or list the run built with
     symbolic items keep their symbols on the stack (other containers' are guarded)."""
     container = cpython.stack_item(state.frame, 0)
+    if shadow and shadow[-1] is not None:  # a followed value unpacked (an array): by value
+        run.concretize(shadow[-1])
     if shadow:
         shadow[-1] = None
     items = run.container_syms.get(id(container))
