@@ -215,10 +215,11 @@ for mode in (torch.enable_grad, torch.no_grad):
         torch.testing.assert_close(out.compiled(model, x), classify(model, x))
         torch.testing.assert_close(out.compiled(model, x + 1), classify(model, x + 1))
 assert out.STATS == {{"replays": 4, "fallbacks": 0}}, out.STATS
-# Another model object: the record compares the submodules it was bound to by identity.
+# Another model object of the class: its submodules are checked by class and read
+# through their paths (F334), so the record replays with the other model's weights.
 other = SlicedEncoder().eval()
 torch.testing.assert_close(out.compiled(other, x), classify(other, x))
-assert out.STATS == {{"replays": 4, "fallbacks": 1}}, out.STATS
+assert out.STATS == {{"replays": 5, "fallbacks": 0}}, out.STATS
 # compile(fn) with a fresh callable binds the model of its own first call.
 fast = out.compile(classify, backend="eager")
 torch.testing.assert_close(fast(other, x), classify(other, x))
