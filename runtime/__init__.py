@@ -19,7 +19,7 @@ import torch
 
 from fullgraph.runtime.breaks import CATEGORIES, GraphBreak
 from fullgraph.runtime.compiled import CompiledFunction, Stats
-from fullgraph.runtime.compiled_module import CompiledModule, compiled_module_class
+from fullgraph.runtime.compiled_module import CompiledModule, compiled_module_class, construct
 from fullgraph.runtime.cpython import UnsupportedPythonError, check_supported
 from fullgraph.runtime.report import Report
 
@@ -59,10 +59,11 @@ def compile(
     """
 
     def make(target):
-        kind = CompiledFunction
+        arguments = (target, backend, recompile_limit, eager_check)
         if isinstance(target, torch.nn.Module):  # a module too: a parent registers it
             kind = compiled_module_class(type(target))
-        return kind(target, backend, recompile_limit, eager_check, merge_branches=merge_branches)
+            return construct(kind, *arguments, merge_branches=merge_branches)
+        return CompiledFunction(*arguments, merge_branches=merge_branches)
 
     return make if fn_or_module is None else make(fn_or_module)
 

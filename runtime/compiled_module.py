@@ -108,12 +108,51 @@ def compiled_module_class(module_class: type) -> type:
     # over ``parent.modules()`` (an init or a weight-decay grouping) finds the compiled
     # layer as it finds eager's.  Not for a class that takes over every attribute
     # lookup, nor one whose layout can't be combined.
+    namespace["_module_class"] = module_class
     if "__getattribute__" not in own:
         try:
-            return type(name, (CompiledModule, module_class), namespace)
+            meta = _class_of_compiled_classes(type(module_class))
+            return meta(name, (CompiledModule, module_class), namespace)
         except TypeError:
             pass
-    return type(name, (CompiledModule,), namespace)
+    return _class_of_compiled_classes(type)(name, (CompiledModule,), namespace)
+
+
+def construct(kind: type, *arguments: Any, **options: Any) -> Any:
+    """An instance of a compiled class (``kind(...)`` makes a module of the module's
+    class: see ``_class_of_compiled_classes``)."""
+    return type.__call__(kind, *arguments, **options)
+
+
+@functools.cache
+def _class_of_compiled_classes(base: type) -> type:
+    """The metaclass of compiled classes whose module classes have metaclass ``base``.
+
+    ``type(model)`` of a compiled module is its compiled class, so what the program
+    does to ``type(model)`` is done to the module's class: ``type(model).scale = 7.0``
+    (the module reads ``Net.scale``), ``del type(model).x``, and ``type(model)(cfg)``
+    (an EMA copy, ``self.__class__(config)``), which makes a module of that class as
+    eager's does.  Dunder names stay the compiled class's own."""
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        target = cls.__dict__.get("_module_class")
+        if target is None or (name.startswith("__") and name.endswith("__")):
+            base.__setattr__(cls, name, value)
+        else:
+            setattr(target, name, value)
+
+    def __delattr__(cls, name: str) -> None:
+        target = cls.__dict__.get("_module_class")
+        if target is None or (name.startswith("__") and name.endswith("__")):
+            base.__delattr__(cls, name)
+        else:
+            delattr(target, name)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.__dict__["_module_class"](*args, **kwargs)
+
+    methods = {"__setattr__": __setattr__, "__delattr__": __delattr__, "__call__": __call__}
+    return type(base)(f"Compiled{base.__name__}", (base,), methods)
 
 
 class _ModuleAttribute:
@@ -134,4 +173,4 @@ class _ModuleAttribute:
 
 
 def _compile_again(target, *arguments):
-    return compiled_module_class(type(target))(target, *arguments)
+    return construct(compiled_module_class(type(target)), target, *arguments)

@@ -194,3 +194,31 @@ def test_a_parametrization_registered_on_the_compiled_module(parametrize_it):
     torch.testing.assert_close(compiled(x), eager(x))
     # The compiled class, shared by every compiled Linear, got no property.
     assert "weight" not in vars(type(fr.compile(torch.nn.Linear(2, 2))))
+
+
+def test_what_the_program_does_to_the_compiled_class_reaches_the_modules_class():
+    # F339: ``type(model)`` is the compiled class: ``type(model).scale = 7.0`` landed on
+    # it (reads saw 7, calls used ``Net.scale``), and ``type(model)(...)`` raised.
+    class Net(torch.nn.Module):
+        scale = 1.0
+
+        def __init__(self, width=4):
+            super().__init__()
+            self.lin = torch.nn.Linear(width, width)
+
+        def forward(self, x):
+            return self.lin(x) * self.scale
+
+    model = fr.compile(Net(), backend="eager")
+    x = torch.randn(2, 4)
+    for _ in range(2):
+        model(x)
+    type(model).scale = 7.0
+    assert Net.scale == 7.0 and "scale" not in vars(type(model))
+    torch.testing.assert_close(model(x), model.module.lin(x) * 7.0)
+    copy = type(model)(width=4)  # an EMA copy: a module of the class, as eager's
+    assert type(copy) is Net
+    copy.load_state_dict(model.state_dict())
+    torch.testing.assert_close(copy(x), model(x))
+    del type(model).scale
+    assert "scale" not in vars(Net)
