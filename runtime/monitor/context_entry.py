@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import types
 import warnings
 from typing import Any
 
-from fullgraph.runtime.monitor.user_code import is_user_code
+from fullgraph.runtime.monitor.user_code import is_torch_file, is_user_code
 
 # Library ``__enter__`` methods with no effect of their own (they return the manager,
 # or run the program's generator, which the monitor steps into).
@@ -80,7 +79,7 @@ def unseen_entry(manager: Any) -> str | None:
         return None
     if enter is _GENERATOR_ENTER:  # ``@contextmanager``: whose generator runs
         code = getattr(getattr(manager, "gen", None), "gi_code", None)
-        if code is not None and (is_user_code(code) or _is_torch(code.co_filename)):
+        if code is not None and (is_user_code(code) or is_torch_file(code.co_filename)):
             return None
         where = getattr(code, "co_qualname", getattr(code, "co_name", "?"))
         return (
@@ -134,7 +133,3 @@ def _refused_base(kind: type) -> str | None:
         if known is not None and known.refuses is not None:
             return known.refuses
     return None
-
-
-def _is_torch(filename: str) -> bool:
-    return f"{os.sep}torch{os.sep}" in filename

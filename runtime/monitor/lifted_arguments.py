@@ -9,9 +9,9 @@ such a number is handed to the capture as a pending lift: the graph takes it
 as an input and the op gets the Python number back (``scalar.item()``), so the
 op is the one the program ran.  Not listed: ops whose Inductor decomposition
 branches on the number (``lerp``: ``weight >= 0.5``; ``F.hardtanh`` checks its
-bounds in Python), which a graph input can't decide.  An object passed twice to one call (a cached
-small int, ``clamp(min=s, max=s)``) is not lifted: the capture lifts by
-identity.  A number the capture did not take (the call was replayed, or the op
+bounds in Python), which a graph input can't decide.  An object passed twice to
+one call (a cached small int, ``clamp(min=s, max=s)``) is not lifted: the
+capture lifts by identity.  A number the capture did not take (the call was replayed, or the op
 read it elsewhere) is guarded by value after the call.
 """
 
@@ -27,8 +27,9 @@ from fullgraph.runtime.torch_internals import tree_flatten
 # Ops whose float arguments are values (their other numbers are ints, if any).
 _FLOAT_VALUES = frozenset(
     [
-        "clamp", "clip", "clamp_min", "clamp_max", "masked_fill", "fill",
-        "full", "full_like", "new_full", "leaky_relu", "elu", "celu", "softplus", "addcmul", "addcdiv", "where", "add", "sub", "subtract",
+        "clamp", "clip", "clamp_min", "clamp_max", "masked_fill", "fill", "full",
+        "full_like", "new_full", "leaky_relu", "elu", "celu", "softplus", "addcmul",
+        "addcdiv", "where", "add", "sub", "subtract",
         "mul", "multiply", "div", "divide", "true_divide", "rsub", "remainder", "fmod",
         "floor_divide",
     ]
@@ -38,8 +39,7 @@ _INT_VALUES = frozenset(
     [
         "add", "sub", "subtract", "mul", "multiply", "rsub", "div", "divide", "true_divide",
         "remainder", "fmod", "floor_divide", "masked_fill", "fill", "full", "full_like",
-        "new_full", "clamp", "clip",
-        "clamp_min", "clamp_max", "where",
+        "new_full", "clamp", "clip", "clamp_min", "clamp_max", "where",
     ]
 )  # fmt: skip
 
@@ -74,12 +74,7 @@ def register(run: Any, state: Any, fn: Any, args: tuple, kwargs: dict) -> Callab
         return None
     run.pending_lifts.update(lifted)
 
-    def after() -> None:
-        for key, sym in lifted.items():
-            if run.pending_lifts.pop(key, None) is not None:
-                run.concretize(sym)  # the graph never took it
-
-    return after
+    return lambda: run.guard_untaken_lifts(lifted)
 
 
 def chained(after: Callable | None, lifted: Callable | None) -> Callable | None:

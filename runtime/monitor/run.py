@@ -357,6 +357,14 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         """Called by the capture for each non-tensor argument of a torch op."""
         return self.pending_lifts.pop(id(value), None) if self.pending_lifts else None
 
+    def guard_untaken_lifts(self, keys: Any) -> None:
+        """After the op they were handed to: the pending lifts the graph never took are
+        guarded by value (the number was used where no graph input follows it)."""
+        for key in list(keys):
+            sym = self.pending_lifts.pop(key, None)
+            if sym is not None:
+                self.concretize(sym)
+
     # -- locations -----------------------------------------------------------
     def locate(
         self, function_name: str, category: breaks.BreakCategory, detail: str = ""

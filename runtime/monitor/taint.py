@@ -286,10 +286,7 @@ def _combine(run, state, syms, values, template: str) -> After:
         run.pending_lifts.update(lifts)
 
         def after() -> None:
-            for key in list(lifts):
-                sym = run.pending_lifts.pop(key, None)
-                if sym is not None:  # the graph never took it
-                    run.concretize(sym)
+            run.guard_untaken_lifts(lifts)
             # The slot the result lands in held the left operand's symbol (``s * x``,
             # ``s - x.sum()``): the tensor the op made must not take it (the mock would
             # return the number).  A number a tensor op made is not followed either: its

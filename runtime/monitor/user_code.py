@@ -19,6 +19,14 @@ import torch
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_TORCH_DIR = os.path.join(os.path.realpath(os.path.dirname(torch.__file__)), "")
+
+
+def is_torch_file(filename: str) -> bool:
+    """Code of torch's own Python (its ``@contextmanager`` generators, its layers)."""
+    return os.path.realpath(filename).startswith(_TORCH_DIR)
+
+
 def _package_dirs() -> tuple[str, ...]:
     """torch, numpy and fullgraph itself: libraries the monitor treats as opaque."""
     dirs = [
