@@ -134,16 +134,21 @@ def _class_of_compiled_classes(base: type) -> type:
     (an EMA copy, ``self.__class__(config)``), which makes a module of that class as
     eager's does.  Dunder names stay the compiled class's own."""
 
+    def module_class(cls: type, name: str) -> type | None:
+        """Where a write or delete of ``name`` goes (None: the compiled class)."""
+        dunder = name.startswith("__") and name.endswith("__")
+        return None if dunder else cls.__dict__.get("_module_class")
+
     def __setattr__(cls, name: str, value: Any) -> None:
-        target = cls.__dict__.get("_module_class")
-        if target is None or (name.startswith("__") and name.endswith("__")):
+        target = module_class(cls, name)
+        if target is None:
             base.__setattr__(cls, name, value)
         else:
             setattr(target, name, value)
 
     def __delattr__(cls, name: str) -> None:
-        target = cls.__dict__.get("_module_class")
-        if target is None or (name.startswith("__") and name.endswith("__")):
+        target = module_class(cls, name)
+        if target is None:
             base.__delattr__(cls, name)
         else:
             delattr(target, name)
