@@ -83,7 +83,10 @@ class Callouts:
             replacement = functools.partial(warnings_blocks.warn_beyond, beyond)
             self.keepalive.append(replacement)
             cpython.replace_stack_item(state.frame, fn_depth, replacement)
-        if index in self.injected:
+        made = self.injected.get(index)
+        if type(made) is cached_calls.CacheMissed and not made.made:
+            del self.injected[index]  # the replay found it not cached: the call is made now
+        elif index in self.injected:
             # This call already ran in the replay that missed: hand the interpreter
             # its result instead of running the effect a second time.
             replacement = Injected(self.injected.pop(index))

@@ -29,11 +29,12 @@ from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin, Lif
 from fullgraph.runtime.capture.segment_modes import ANOMALY_CHECK_NAN, ANOMALY_ENABLED
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tape import GraphTape
-from fullgraph.runtime.monitor.changed_arguments import ItemsAfter
+from fullgraph.runtime.monitor.cached_calls import missed_cache
 from fullgraph.runtime.monitor.state import Mutation
-from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
-from fullgraph.runtime.record.guards import GUARD_PARAMS, IDENTITY_CHECKED, tensor_check
-from fullgraph.runtime.record.mock_support import Raised, exception_fields, in_modes
+from fullgraph.runtime.record.codegen import Namespace, literal
+from fullgraph.runtime.record.guards import GUARD_PARAMS
+from fullgraph.runtime.record.midguards import is_cached_call, midguard, needs_midguard
+from fullgraph.runtime.record.mock_support import Raised, in_modes
 from fullgraph.runtime.record.mock_values import Effect, MockWriter, Symbols
 from fullgraph.runtime.sources import Source
 from fullgraph.runtime.symbolic.sizes import CalloutResultSource
@@ -218,7 +219,7 @@ class _Body:
         self.early = list(early)  # the stores made before a callout, in program order
         self.store_positions = [effect.position for effect in early]
         self.written: set[int] = set()  # the callouts written (or held back) so far
-        self.last_midguard = max((c.index for c in tape.callouts if _needs_midguard(c)), default=-1)
+        self.last_midguard = max((c.index for c in tape.callouts if needs_midguard(c)), default=-1)
         self.last_callout = len(tape.callouts) - 1
         self.held_back: list[str] = []
         self.effect_before_midguard = False
@@ -350,8 +351,14 @@ class _Body:
         ):  # a missed replay of another record may have made it
             call = f"R[{callout.index}] if {callout.index} in R else {call}"
         writer.lines.append(f"c{callout.index} = made[{callout.index}] = {call}  {comment}")
+        if is_cached_call(callout):
+            missed = writer.ns.bind(missed_cache, "missed_cache")
+            writer.lines.append(
+                f"if {missed}(c{callout.index}):  # not in the cache: monitor the call"
+            )
+            writer.lines.append(f"    {self.miss}")
         if callout.guard_result:
-            writer.lines.append(f"if not ({_midguard(callout, writer.ns, tape)}):  # mid-guard")
+            writer.lines.append(f"if not ({midguard(callout, writer.ns, tape)}):  # mid-guard")
             writer.lines.append(f"    {self.miss}")
         for condition in callout.conditions:
             text = writer.unshadow(condition.source(literal))
@@ -455,53 +462,6 @@ def _returns_its_module(callout) -> bool:
 
 def _shared(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, str)) and not isinstance(value, float)
-
-
-def _needs_midguard(callout) -> bool:
-    return callout.guard_result or bool(callout.conditions)
-
-
-def _midguard(callout, ns: Namespace, tape: GraphTape) -> str:
-    name = f"c{callout.index}"
-    value = callout.result
-    if isinstance(value, torch.Tensor):
-        # In a size-generic record the sizes of a callout's tensor are symbols too.
-        dims = tape.varying_dims(value) if tape.generic_sizes else frozenset()
-        return tensor_check(name, callout.result_meta.get(id(value)) or value, ns, dims)
-    if isinstance(value, Raised):
-        error = value.error
-        kind = ns.bind(type(error), type(error).__name__)
-        fields = exception_fields(error)
-        extra = f", {literal(fields)}" if fields else ""
-        return f"raised_as({name}, {kind}, {literal(error.args)}{extra})"
-    if value is None or isinstance(value, bool):
-        return f"{name} is {value!r}"
-    if isinstance(value, ItemsAfter):  # what random.shuffle left in a list the function made
-        return f"{name} == {literal(tuple(value))}"
-    if is_literal(value):
-        return f"type({name}) is {type(value).__name__} and {name} == {literal(value)}"
-    if isinstance(value, IDENTITY_CHECKED):  # a function looked up in a registry
-        return f"{name} is {ns.bind(value, _constant_hint(value))}"
-    if type(value) in (tuple, list) and all(
-        item is None or isinstance(item, torch.Tensor) for item in value
-    ):  # torch.autograd.grad's tuple of gradients
-        checks = [f"type({name}) is {type(value).__name__}", f"len({name}) == {len(value)}"]
-        for position, item in enumerate(value):
-            if item is None:
-                checks.append(f"{name}[{position}] is None")
-            else:
-                dims = tape.varying_dims(item) if tape.generic_sizes else frozenset()
-                meta = callout.result_meta.get(id(item)) or item
-                checks.append(tensor_check(f"{name}[{position}]", meta, ns, dims))
-        return " and ".join(checks)
-    raise Unsupported(
-        breaks.UNSUPPORTED_CONSTRUCT,
-        f"{callout.function_name} returned a {type(value).__name__} the rest of the run reads",
-    )
-
-
-def _constant_hint(value: Any) -> str:
-    return getattr(value, "__name__", None) or type(value).__name__.lower()
 
 
 def _shows_tensor(callout) -> bool:
