@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import sysconfig
 import types
 from typing import Any
@@ -92,6 +93,13 @@ def is_user_file(filename: str) -> bool:
                 cached = not path.startswith(_STDLIB)
         _user_file_cache[filename] = cached
     return cached
+
+
+def is_opaque_class(cls: type) -> bool:
+    """A class of torch, numpy or fullgraph itself (defined in an opaque package)."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    filename = getattr(module, "__file__", None)
+    return isinstance(filename, str) and os.path.realpath(filename).startswith(_OPAQUE_PACKAGES)
 
 
 def has_user_forward(module: torch.nn.Module) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.capture.data_checks import storage_key
+from fullgraph.runtime.monitor.user_code import is_opaque_class
 from fullgraph.runtime.torch_internals import tree_flatten
 
 
@@ -68,9 +69,14 @@ def _tensors_in(value: Any, depth: int = 0, seen: set | None = None) -> list:
 
 
 def _plain_object(value: Any) -> bool:
-    return not isinstance(
-        value, (type, torch.nn.Module, str, bytes, types.FunctionType, types.MethodType)
-    )
+    """An object whose fields the program may have put a view into: not a number (a
+    followed size is fullgraph's own ``SizeInt``), a module of code, a function, or
+    an object of torch, numpy or fullgraph (whose fields lead into their internals)."""
+    return not isinstance(value, _NOT_PLAIN) and not is_opaque_class(type(value))
+
+
+_NOT_PLAIN = (type, torch.nn.Module, str, bytes, int, float, complex, types.ModuleType)
+_NOT_PLAIN += (types.FunctionType, types.MethodType)
 
 
 def _fields(value: Any) -> list:

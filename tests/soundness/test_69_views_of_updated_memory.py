@@ -159,3 +159,32 @@ def test_a_view_of_an_updated_argument_in_a_slotted_dataclass(backend):
     script = calls(4, _argument_kept, then=_returned_and_kept)
     watch = lambda env: env.ns.RETURNED.keys
     run_case(Case("returned_in_slots", prog(RETURNED_IN_SLOTS), script, watch=watch), backend)
+
+
+SIZE_STORED_NEXT_TO_AN_UPDATE = """
+import torch
+
+class Meter:
+    def __init__(self):
+        self.sum = torch.zeros(())
+        self.count = 0
+
+meter = Meter()
+
+def f(x):
+    meter.sum += x.sum()  # an outside tensor updated in place
+    meter.count += x.size(0)  # a followed size stored into an outside object
+    return x * 2
+"""
+
+
+@backends()
+def test_a_size_stored_next_to_an_in_place_update(backend):
+    # F342 (the ImageNet example's AverageMeter with a smaller last batch): looking
+    # for views in the stored size walked fullgraph's own SizeInt into the monitor's
+    # internals until the recursion limit; every later call ran eagerly.
+    batch = lambda n: lambda env: (torch.randn(n, 3),)
+    script = [Call(batch(n)) for n in (8, 8, 8, 5, 8, 8, 6, 8)]
+    watch = lambda env: (env.ns.meter.sum, env.ns.meter.count)
+    case = Case("size_stored", prog(SIZE_STORED_NEXT_TO_AN_UPDATE), script, min_hits=4, watch=watch)
+    run_case(case, backend)
