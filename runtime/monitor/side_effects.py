@@ -122,8 +122,9 @@ class SideEffects:
         method = getattr(type(container), "__delitem__" if delete else "__setitem__", None)
         if isinstance(method, types.FunctionType) and user_code.is_user_code(method.__code__):
             # ``log[k] = v`` runs the class's own method, stepped into: its stores are the
-            # effects (replaying the store too would run the method a second time).
-            self.written.add((id(container), key))
+            # effects (replaying the store too would run the method a second time).  The
+            # key is not marked written here: the method may read it first (a meter
+            # adding to what it holds), and may store it elsewhere.
             return
         source = self.source_of(container)
         if isinstance(key, slice):  # xs[1:] = ...: the list changes wholesale
@@ -153,6 +154,9 @@ class SideEffects:
     def store_inplace(self, container: Any, method: str, operand: Any) -> None:
         """An in-place operator on a container (``log += [v]``): replayed as the call."""
         self.written_containers.add(id(container))
+        override = getattr(type(container), method, None)
+        if isinstance(override, types.FunctionType) and user_code.is_user_code(override.__code__):
+            return  # the class's own ``__iadd__``, stepped into: its stores are the effects
         source = self.source_of(container)
         if source is None:
             return

@@ -162,7 +162,9 @@ class Undo:
     def __init__(self):
         self.saved: list = []
 
-    def item(self, owner, key):
+    def item(self, owner, key, via=None):
+        """``via``: the container class whose methods put the item back, where the
+        program overrides ``owner``'s (they would make their effects again)."""
         if isinstance(owner, dict):
             old = owner.get(key, ABSENT)
         elif hasattr(type(owner), "keys"):  # a ModuleDict
@@ -172,7 +174,7 @@ class Undo:
                 old = owner[key]
             except (IndexError, KeyError):
                 old = ABSENT
-        self.saved.append((_restore_item, owner, key, old))
+        self.saved.append((_restore_item, _Plain(owner, via) if via else owner, key, old))
         return old
 
     def attr(self, owner, name):
@@ -190,19 +192,20 @@ class Undo:
         self.saved.append((_restore_cell, cell, None, old))
         return old
 
-    def length(self, owner) -> None:
+    def length(self, owner, via=None) -> None:
         """Before appends to a list: the items after its current length are dropped."""
-        self.saved.append((_restore_length, owner, None, len(owner)))
+        self.saved.append((_restore_length, _Plain(owner, via) if via else owner, None, len(owner)))
 
-    def contents(self, owner) -> None:
+    def contents(self, owner, via=None) -> None:
         """Before a call that changes a container: its items are put back."""
+        target = _Plain(owner, via) if via else owner
         if isinstance(owner, dict):
             old = dict(owner)
         elif isinstance(owner, set):
             old = set(owner)
         else:  # list, deque, bytearray
             old = list(owner)
-        self.saved.append((_restore_contents, owner, None, old))
+        self.saved.append((_restore_contents, target, None, old))
 
     def tensor(self, target) -> None:
         """Before a graph's in-place update of a tensor from outside is written back
@@ -243,6 +246,34 @@ def _managed(owner, name) -> bool:
     return False
 
 
+class _Plain:
+    """A container seen through the methods of ``via``, one of its bases (the
+    program's overrides of them are not run when a store is taken back)."""
+
+    __slots__ = ("owner", "via")
+
+    def __init__(self, owner, via):
+        self.owner, self.via = owner, via
+
+    def __contains__(self, key):
+        return self.via.__contains__(self.owner, key)
+
+    def __setitem__(self, key, value):
+        self.via.__setitem__(self.owner, key, value)
+
+    def __delitem__(self, key):
+        self.via.__delitem__(self.owner, key)
+
+    def clear(self):
+        self.via.clear(self.owner)
+
+    def update(self, items):
+        self.via.update(self.owner, items)
+
+    def extend(self, items):
+        self.via.extend(self.owner, items)
+
+
 def _restore_item(owner, key, old) -> None:
     if old is not ABSENT:
         owner[key] = old
@@ -280,9 +311,10 @@ def _restore_length(owner, _, length) -> None:
 
 
 def _restore_contents(owner, _, old) -> None:
-    if isinstance(owner, (dict, set, collections.deque)):
+    kind = owner.via if isinstance(owner, _Plain) else type(owner)
+    if issubclass(kind, (dict, set, collections.deque)):
         owner.clear()
-        owner.update(old) if not isinstance(owner, collections.deque) else owner.extend(old)
+        owner.update(old) if not issubclass(kind, collections.deque) else owner.extend(old)
     else:
         owner[:] = old
 

@@ -11,6 +11,7 @@ and each mutation of an external object as the store that re-applies it.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import functools
 import itertools
@@ -324,18 +325,21 @@ class MockWriter:
                     store = f"setattr({target}, {key!r}, {final})"
             else:
                 text = key_text(key)  # torch.float32, int, 0.5: keys with text of their own
+                via = self._base_for(owner, ("__setitem__", "__delitem__", "pop"))
                 location, save = (
                     ItemSource(mutation.target, key).expr(),
-                    f"U.item({target}, {text})",
+                    f"U.item({target}, {text}{via and ', ' + via})",
                 )
                 if present:
                     store = f"{target}[{text}] = {final}"
+                    if via:
+                        store = f"{via}.__setitem__({target}, {text}, {final})"
                 elif not is_mapping(owner):  # an index a list store reached is in range
                     raise Unsupported(
                         breaks.UNSUPPORTED_CONSTRUCT, f"{location} is gone after its store"
                     )
                 elif isinstance(owner, dict):
-                    store = f"{target}.pop({text}, None)"
+                    store = f"{via or target}.pop({via and target + ', '}{text}, None)"
                 else:
                     store = f"discard({target}, {text})"
             if early:
@@ -344,24 +348,53 @@ class MockWriter:
                 effect.shadow = (location, local)
             effect.lines.append(store)
             return effect
+        restores = ("__setitem__", "__delitem__", "clear", "update", "extend")
+        via = self._base_for(owner, restores) if isinstance(owner, UNDOABLE_CONTAINERS) else ""
         if early:
             if isinstance(owner, list) and mutation.kind == "call" and key in GROWING_METHODS:
-                effect.lines.append(f"U.length({target})  # taken back if the replay misses")
+                effect.lines.append(
+                    f"U.length({target}{via and ', ' + via})  # taken back if the replay misses"
+                )
             elif isinstance(owner, UNDOABLE_CONTAINERS):
-                effect.lines.append(f"U.contents({target})  # taken back if the replay misses")
+                effect.lines.append(
+                    f"U.contents({target}{via and ', ' + via})  # taken back if the replay misses"
+                )
             else:
                 effect.undoable = False
         if mutation.kind == "delitem":  # del xs[i]: the items after it move up
-            effect.lines.append(f"del {target}[{key_text(key)}]")
+            via = self._base_for(owner, ("__delitem__",))
+            if via:
+                effect.lines.append(f"{via}.__delitem__({target}, {key_text(key)})")
+            else:
+                effect.lines.append(f"del {target}[{key_text(key)}]")
         elif mutation.kind == "call":
             # The receiver may come first (a bound method call): the method is on it.
             skip = 1 if mutation.args and mutation.args[0] is owner else 0
             args = self._call_arguments(mutation, skip)
-            effect.lines.append(f"{target}.{mutation.name}({args})")
+            via = self._base_for(owner, (mutation.name,))
+            if via:
+                effect.lines.append(
+                    f"{via}.{mutation.name}({', '.join([target, args] if args else [target])})"
+                )
+            else:
+                effect.lines.append(f"{target}.{mutation.name}({args})")
         elif mutation.kind == "function":  # heapq.heappop(heap): a function changing its argument
             args = self._call_arguments(mutation, 0)
             effect.lines.append(f"{self.ns.expr(mutation.name)}({args})")
         return effect
+
+    def _base_for(self, owner: Any, methods: tuple) -> str:
+        """The name the mock binds the container class a replayed effect on ``owner``
+        calls the ``methods`` of, where the program overrides one of them (a ``dict``
+        subclass's ``__setitem__`` that accumulates or logs: it ran under the monitor,
+        and its effects, the ``super()`` store included, are replayed on their own);
+        "" where ``owner``'s own methods are called."""
+        kind = type(owner)
+        if not any(_is_program_code(getattr(kind, name, None)) for name in methods):
+            return ""
+        containers = (k for k in kind.__mro__ if k in UNDOABLE_CONTAINERS or k in _LIBRARY_MAPPINGS)
+        base = next(containers, None)
+        return self.ns.bind(base, base.__name__) if base is not None else ""
 
     def _call_arguments(self, mutation: Mutation, skip: int) -> str:
         """A replayed call's arguments, symbolic ones as expressions, from position ``skip``."""
@@ -371,6 +404,14 @@ class MockWriter:
         ][skip:]
         args += [f"{k}={self.value(v)}" for k, v in mutation.kwargs.items()]
         return ", ".join(self.settled(a) if "=" not in a else a for a in args)
+
+
+_LIBRARY_MAPPINGS = (collections.OrderedDict, collections.defaultdict, collections.Counter)
+
+
+def _is_program_code(method: Any) -> bool:
+    code = getattr(method, "__code__", None)
+    return code is not None and user_code.is_user_code(code)
 
 
 def _is_literal_text(expr: str) -> bool:
