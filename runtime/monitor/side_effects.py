@@ -22,6 +22,7 @@ from fullgraph.runtime.monitor.state import Mutation, current_state, state_group
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
+    HasAttrSource,
     Source,
     is_key_representable,
 )
@@ -40,8 +41,12 @@ class SideEffects:
         """``direct``: ``object.__setattr__``, which runs no setter of the class."""
         if not (delete or direct) and user_code.store_runs_user_code(owner, name):
             return  # ``s.v = n`` runs the class's setter, stepped into: its stores are the effects
-        self.mark_written(owner, name)
         source = self.source_of(owner)
+        if delete and source is not None and (id(owner), name) not in self.written:
+            # ``del h.tmp`` raises where the attribute is gone; the mock removes it only
+            # where it is there (a store of the call before it, or the caller's).
+            self.read(HasAttrSource(source, name), True, symbolic=False)
+        self.mark_written(owner, name)
         if isinstance(owner, torch.Tensor):
             if name == "data" and isinstance(value, torch.Tensor):
                 return  # recorded when the store runs (``store_data``, from the torch mode)

@@ -110,7 +110,7 @@ def generate_mock(
         and segment.restorable
         and segment.index <= _segment_of(tape, callouts.last_callout)
     }
-    undo = bool(early or restored)
+    undo = bool(early or restored or callouts.flags_before_midguard)
     if undo:
         writer.lines.append(_UNDO_LINE)
     if _draws_before_midguard(tape, callouts.last_midguard):
@@ -220,6 +220,12 @@ class _Body:
         self.store_positions = [effect.position for effect in early]
         self.written: set[int] = set()  # the callouts written (or held back) so far
         self.last_midguard = max((c.index for c in tape.callouts if needs_midguard(c)), default=-1)
+        # ``x.requires_grad_()`` before a mid-guard: its flag is taken back on a miss.
+        self.flags_before_midguard = {
+            c.index
+            for c in tape.callouts
+            if c.function is torch.Tensor.requires_grad_ and c.args and c.index < self.last_midguard
+        }
         self.last_callout = len(tape.callouts) - 1
         self.held_back: list[str] = []
         self.effect_before_midguard = False
@@ -303,6 +309,12 @@ class _Body:
                 f"{callout.function_name} is handed the object it returns, made by the call",
             )
         writer.tensor_overrides = {}
+        if callout.index in self.flags_before_midguard:
+            # A miss later sends the call to be monitored from the start, where an
+            # in-place update of the tensor before this call must find it unflagged.
+            writer.lines.append(
+                f"U.requires_grad({rendered[0]}, made, {callout.index})  # taken back on a miss"
+            )
         call_args = rendered[: len(callout.args)]
         call_args += [f"{k}={r}" for k, r in zip(callout.kwargs, rendered[len(callout.args) :])]
         if callout.modes is not None:  # made inside the function's no_grad block: in it again

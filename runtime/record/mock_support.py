@@ -207,6 +207,12 @@ class Undo:
             old = list(owner)
         self.saved.append((_restore_contents, target, None, old))
 
+    def requires_grad(self, target, made: dict, index: int) -> None:
+        """Before ``target.requires_grad_()``, callout ``index``: the flag, put back on a
+        miss or a raise; the call is then no longer among those ``made`` (the record
+        tried next, or the monitoring run, flags the tensor again)."""
+        self.saved.append((_restore_requires_grad, target, (made, index), target.requires_grad))
+
     def tensor(self, target) -> None:
         """Before a graph's in-place update of a tensor from outside is written back
         (``self.count += 1`` on a buffer): its values, put back on a miss or a raise,
@@ -306,6 +312,12 @@ def _restore_tensor(target, _, old) -> None:
         target.copy_(old)
 
 
+def _restore_requires_grad(target, call, flag) -> None:
+    made, index = call
+    made.pop(index, None)
+    target.requires_grad_(flag)
+
+
 def _restore_length(owner, _, length) -> None:
     del owner[length:]
 
@@ -317,6 +329,16 @@ def _restore_contents(owner, _, old) -> None:
         owner.update(old) if not issubclass(kind, collections.deque) else owner.extend(old)
     else:
         owner[:] = old
+
+
+def discard_attr(owner, name) -> None:
+    """``del owner.name`` when the instance has it: the call stored the attribute and
+    deleted it again (``self._stash = ...; del self._stash``), so the state it leaves
+    is "absent" whether or not the attribute was there before."""
+    try:
+        delattr(owner, name)
+    except AttributeError:
+        pass
 
 
 def discard(owner, key) -> None:
@@ -343,4 +365,5 @@ HELPERS = {
     "Undo": Undo,
     "ABSENT": ABSENT,
     "discard": discard,
+    "discard_attr": discard_attr,
 }

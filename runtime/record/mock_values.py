@@ -316,7 +316,7 @@ class MockWriter:
                     f"U.attr({target}, {key!r})",
                 )
                 if not present:
-                    store = f"delattr({target}, {key!r})"
+                    store = f"discard_attr({target}, {key!r})"
                 elif user_code.store_runs_user_code(owner, key):
                     # The class's own __setattr__ (stepped into) made this store with
                     # ``object.__setattr__``; its other effects are replayed on their own.

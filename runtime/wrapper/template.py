@@ -140,7 +140,7 @@ _support = importlib.import_module("fullgraph.runtime.wrapper.support")
 MISS, Missed, leaves, write_back = _mock.MISS, _mock.Missed, _mock.leaves, _mock.write_back
 make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _mock.make_plain_object
 rng_state, restore_rng = _mock.rng_state, _mock.restore_rng
-Undo, ABSENT, discard = _mock.Undo, _mock.ABSENT, _mock.discard
+Undo, ABSENT, discard, discard_attr = _mock.Undo, _mock.ABSENT, _mock.discard, _mock.discard_attr
 Raised, catching, raised_as, noting = _mock.Raised, _mock.catching, _mock.raised_as, _mock.noting
 
 __all__ = ["STATS", "compile", "compiled"]
