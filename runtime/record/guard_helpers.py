@@ -9,37 +9,46 @@ from __future__ import annotations
 import torch
 
 
-def storage_key(tensor: torch.Tensor) -> int:
-    """What identifies the memory a tensor lives in (views of one storage share it)."""
-    return tensor.untyped_storage().data_ptr()
-
-
 def storages_apart(tensors: tuple, updated: tuple) -> bool:
     """Whether each tensor at a position in ``updated`` shares memory with no other one.
 
     A record whose graph updates an input in place (the mock copies the result
     back) computed every other input from its value before the update: that is
-    the program's own answer only if no other input is the same tensor or a
-    view of the same memory.  Among the others may be numpy arrays the function
-    reads (``x.numpy()`` handed in beside ``x``): their bytes must lie outside
-    each updated tensor's storage.
+    the program's own answer only if no other input lies in the same memory.  The
+    bytes each tensor's elements span are compared, not its storage object: two
+    windows ``torch.from_numpy(buf[:4])`` and ``torch.from_numpy(buf[1:5])`` are two
+    storages over the same bytes, and ``cache[0]`` and ``cache[1]`` of one buffer
+    one storage with bytes apart.  Among the others may be numpy arrays the
+    function reads (``x.numpy()`` handed in beside ``x``), compared the same way.
     """
-    counts: dict[int, int] = {}
-    keys = []
-    arrays = []
-    for value in tensors:
-        if not isinstance(value, torch.Tensor):
-            arrays.append(_byte_bounds(value))
-            continue
-        key = storage_key(value)
-        keys.append(key)
-        counts[key] = counts.get(key, 0) + 1
+    extents = [
+        memory_extent(value) if isinstance(value, torch.Tensor) else _byte_bounds(value)
+        for value in tensors
+    ]
     for position in updated:
-        storage = tensors[position].untyped_storage()
-        start, end = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
-        if counts[keys[position]] != 1 or any(lo < end and start < hi for lo, hi in arrays):
+        own = extents[position]
+        if own is None:
             return False
+        start, end = own
+        for other, extent in enumerate(extents):
+            if other == position:
+                continue
+            if extent is None or (extent[0] < end and start < extent[1]):
+                return False
     return True
+
+
+def memory_extent(tensor: torch.Tensor) -> tuple[int, int] | None:
+    """The bytes a tensor's elements lie within, from its first element to past its
+    last (a view's own, not its whole storage's); None where it has no plain memory."""
+    try:
+        start = tensor.data_ptr()
+    except (RuntimeError, NotImplementedError):  # sparse, nested, a tensor subclass
+        return None
+    if tensor.numel() == 0:
+        return start, start
+    span = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+    return start, start + (span + 1) * tensor.element_size()
 
 
 def _byte_bounds(array) -> tuple[int, int]:

@@ -33,8 +33,8 @@ def check(run: Any, result: Any, updated: list, values: dict) -> None:
     updated_storages = {
         storage_key(values[source])
         for source in updated
-        if isinstance(values.get(source), torch.Tensor)
-    }
+        if isinstance(values.get(source), torch.Tensor) and values[source].numel()
+    }  # (every empty tensor's memory is at address 0: empty ones share none)
 
     def shares(value: Any) -> bool:
         return any(
