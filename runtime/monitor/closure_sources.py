@@ -17,7 +17,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from fullgraph.runtime.sources import AttrSource, CellSource, Source
+from fullgraph.runtime.sources import AttrSource, CellSource, ItemSource, Source, TypeOfSource
 
 _MADE_BY_THE_RUN = object()  # a cell the run created: local state, no path needed
 
@@ -43,7 +43,7 @@ def _resolve(run: Any, function: types.FunctionType, index: int, depth: int):
             if outer is cell:  # a cell the maker closed over itself
                 return _resolve(run, maker, position, depth + 1)
         return _MADE_BY_THE_RUN  # one of the maker's own variables, made in this run
-    if function.__code__.co_filename.startswith("<"):
+    if _generated(function.__code__):
         # Generated code (a dataclass's __init__): its cells hold what the class was
         # made with (``__class__``, default factories), not state the call changes.
         return _MADE_BY_THE_RUN
@@ -54,18 +54,47 @@ def _resolve(run: Any, function: types.FunctionType, index: int, depth: int):
     return None
 
 
+def _generated(code: types.CodeType) -> bool:
+    """Code a library made from text: a dataclass's methods, defined inside its
+    ``__create_fn__``.  Not any code whose file name is ``<...>``: a REPL's
+    ``<stdin>``, an IPython cell, ``exec`` of a string are the program's own."""
+    qualname = getattr(code, "co_qualname", None)
+    if qualname is None:  # Python 3.10 has no qualified names on code
+        return code.co_filename == "<string>"
+    return code.co_filename.startswith("<") and qualname.startswith("__create_fn__.")
+
+
 def _on_a_class(run: Any, function: types.FunctionType) -> Source | None:
     """``<class>.<name>`` (or its ``__func__`` / ``fget``...) for a function defined on a
-    class the run has a source for; read, so a replaced method is another call."""
+    class the run has a source for, or on the class of an object it has one for
+    (``type(cfg).__mro__[i].__dict__[name]``: a property a factory made); read, so a
+    replaced method is another call."""
     for owner_source, owner in list(run.source_values.items()):
-        if not isinstance(owner, type):
-            continue
-        for name, attribute in vars(owner).items():
-            path = _path_to(attribute, function, AttrSource(owner_source, name))
-            if path is not None:
-                run.read(path, function, symbolic=False)
-                return path
+        for klass_source, klass in _classes(owner_source, owner):
+            for name, attribute in vars(klass).items():
+                path = _path_to(attribute, function, _member(klass_source, klass, name))
+                if path is not None:
+                    run.read(path, function, symbolic=False)
+                    return path
     return None
+
+
+def _classes(source: Source, owner: Any) -> list[tuple[Source, type]]:
+    """The class ``owner`` is, or the classes an instance's attributes come from."""
+    if isinstance(owner, type):
+        return [(source, owner)]
+    if isinstance(owner, (types.ModuleType, types.FunctionType)) or not hasattr(owner, "__dict__"):
+        return []
+    mro = AttrSource(TypeOfSource(source), "__mro__")
+    return [(ItemSource(mro, i), klass) for i, klass in enumerate(type(owner).__mro__[:-1])]
+
+
+def _member(klass_source: Source, klass: type, name: str) -> Source:
+    """``<class>.name`` as it is in the class's own namespace (a class of an MRO is
+    read through its ``__dict__``: ``getattr`` would find a subclass's first)."""
+    if isinstance(klass_source, ItemSource):
+        return ItemSource(AttrSource(klass_source, "__dict__"), name)
+    return AttrSource(klass_source, name)
 
 
 def _path_to(attribute: Any, function: Any, source: Source) -> Source | None:
