@@ -90,3 +90,32 @@ def emit_call(graph: torch.fx.Graph, func, args, kwargs) -> torch.fx.Node:
             return graph.call_function(func, args, kwargs)
         return graph.call_method(name, args, kwargs)
     return graph.call_function(func, args, kwargs)
+
+
+def is_lifted_int(node: object) -> bool:
+    """A lifted scalar as an op's operand (``scalar3.item()``, see ``GraphTape.lifted_number``)."""
+    return isinstance(node, torch.fx.Node) and node.op == "call_method" and node.target == "item"
+
+
+def indexed_by_lifted_int(
+    graph: torch.fx.Graph, func, args: tuple, tensor_dims: int, value_dims: int
+) -> torch.fx.Node:
+    """``tensor[i]`` / ``tensor[i] = v`` of a lifted int ``i`` (``monitor/lifted_index.py``)
+    as the graph writes it: ``torch.select(tensor, 0, i)`` (a tracer takes no symbolic
+    int as a subscript), then ``copy_`` / ``fill_`` of the value for a store.  Checks of
+    ``0 <= i < tensor.size(0)`` come first: the tracer of a compiled graph then knows
+    the view's start is in range (the record's guard makes it so)."""
+    tensor, index = args[0], args[1]
+    graph.call_function(torch._check, (graph.call_function(operator.ge, (index, 0)),))
+    size = graph.call_method("size", (tensor, 0))
+    graph.call_function(torch._check, (graph.call_function(operator.lt, (index, size)),))
+    view = graph.call_function(torch.select, (tensor, 0, index))
+    if func is torch.Tensor.__getitem__:
+        return view
+    value = args[2]
+    if not isinstance(value, torch.fx.Node) or is_lifted_int(value):
+        return graph.call_method("fill_", (view, value))  # a number stored
+    extra = value_dims - (tensor_dims - 1)
+    if extra > 0:  # ``t[i] = v`` drops v's leading sizes of 1 first (copy_ would not)
+        value = graph.call_function(torch.flatten, (value, 0, extra))  # (they are all 1)
+    return graph.call_method("copy_", (view, value))

@@ -24,7 +24,12 @@ import torch.fx
 from fullgraph.runtime import breaks
 from fullgraph.runtime.capture import data_dependent, history, segment_modes
 from fullgraph.runtime.capture.data_checks import DataCheck, drop_unused, plan_check, storage_key
-from fullgraph.runtime.capture.nodes import emit_call, target_name
+from fullgraph.runtime.capture.nodes import (
+    emit_call,
+    indexed_by_lifted_int,
+    is_lifted_int,
+    target_name,
+)
 from fullgraph.runtime.capture.origins import (
     CalloutOrigin,
     ExternalOrigin,
@@ -249,7 +254,11 @@ class GraphTape:
         ]
         node_args, node_kwargs = tree_unflatten(mapped, spec)
         self.note_updates(mutated)
-        node = emit_call(segment.graph, func, node_args, node_kwargs)
+        if func in _INDEXING and not node_kwargs and is_lifted_int(node_args[1]):
+            value_dims = args[2].dim() if len(args) > 2 and isinstance(args[2], torch.Tensor) else 0
+            node = indexed_by_lifted_int(segment.graph, func, node_args, args[0].dim(), value_dims)
+        else:
+            node = emit_call(segment.graph, func, node_args, node_kwargs)
         name = target_name(func)
         segment.op_count += 1
         segment.op_counts[name] = segment.op_counts.get(name, 0) + 1
@@ -464,6 +473,9 @@ class GraphTape:
             )
             segment.outputs = [work if out is node else out for out in segment.outputs]
             segment.writebacks.append((origins[node], segment.output_index(work)))
+
+
+_INDEXING = (torch.Tensor.__getitem__, torch.Tensor.__setitem__)
 
 
 def _held_tensors(values: list, depth: int = 0) -> list[torch.Tensor]:

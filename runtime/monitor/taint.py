@@ -18,6 +18,7 @@ import torch
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
     closure_sources,
+    lifted_index,
     packed_syms,
     passed_syms,
     taint_builds,  # also registers its handlers
@@ -66,6 +67,10 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
         return taint_builds.nesting(run, state, ins, after)
     if handler is not None:
         return handler(run, state, ins, shadow)
+    if name == "BINARY_SUBSCR" and any(shadow):
+        lifted = lifted_index.register(run, state, shadow)
+        if lifted is not None:
+            return lifted
     if any(shadow):
         _consume(run, shadow, _pops(ins))
     if name in cpython.SYMBOLIC_LOADS:
@@ -474,6 +479,8 @@ def _store_attr(run, state, ins, shadow) -> After:
 @handles("STORE_SUBSCR")
 def _store_subscr(run, state, ins, shadow) -> After:
     container, key = cpython.stack_item(state.frame, 1), cpython.stack_item(state.frame, 0)
+    # ``visits[t] += 1`` into a tensor: a varying int index is lifted into the graph.
+    lifted = lifted_index.register(run, state, shadow)
     # Where the value goes (``y[i] = x``, ``hist[step] = loss``, ``d[(i, "a")] = v``):
     # the replay stores at the recorded key, so a symbolic key is guarded by value.
     if shadow and shadow[-1] is not None:
@@ -489,7 +496,7 @@ def _store_subscr(run, state, ins, shadow) -> After:
             )
     elif not isinstance(container, torch.Tensor):
         run.stored_plain(container, key)
-    return None
+    return lifted
 
 
 @handles("STORE_GLOBAL")
