@@ -51,6 +51,14 @@ def memory_extent(tensor: torch.Tensor) -> tuple[int, int] | None:
     return start, start + (span + 1) * tensor.element_size()
 
 
+def overlaps_array(extent: tuple[int, int] | None, array) -> bool:
+    """Whether a tensor's bytes (``memory_extent``) meet a numpy array's (None: may)."""
+    if extent is None:
+        return True
+    low, high = _byte_bounds(array)
+    return extent[0] < high and low < extent[1]
+
+
 def _byte_bounds(array) -> tuple[int, int]:
     from numpy.lib import array_utils
 

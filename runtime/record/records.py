@@ -28,7 +28,7 @@ from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.tensor_meta import TensorMeta
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.monitor.symbolic_calls import REPLAYABLE_LIBRARIES
-from fullgraph.runtime.record import updated_views
+from fullgraph.runtime.record import changed_arrays, updated_views
 from fullgraph.runtime.record.codegen import Namespace, compile_source
 from fullgraph.runtime.record.guard_helpers import storages_apart
 from fullgraph.runtime.record.guards import GuardCode, GuardRenderer, generate_guard
@@ -237,6 +237,14 @@ def build_record(
         updated_views.check(run, result, updated_inputs, values)
     except updated_views.HandsOutAView as error:
         raise RecordError(None, f"{error}; such calls run eagerly") from None
+    changed = changed_arrays.unseen_change(run, values)
+    if changed is not None:
+        raise RecordError(
+            None,
+            f"the numpy array {changed} from outside is changed in place by numpy code "
+            "(a replay would not change it); such calls are monitored each time",
+            transient=True,
+        )
     tensor_meta = _tensor_meta_of_reads(run)
     # Before the guard is written: it may add identity reads (``run.reads``) of its own.
     distinct = run.distinct + _mutated_apart(run)
