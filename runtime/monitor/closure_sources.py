@@ -17,6 +17,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from fullgraph.runtime.monitor import user_code
 from fullgraph.runtime.sources import AttrSource, CellSource, ItemSource, Source, TypeOfSource
 
 _MADE_BY_THE_RUN = object()  # a cell the run created: local state, no path needed
@@ -83,10 +84,14 @@ def _classes(source: Source, owner: Any) -> list[tuple[Source, type]]:
     """The class ``owner`` is, or the classes an instance's attributes come from."""
     if isinstance(owner, type):
         return [(source, owner)]
-    if isinstance(owner, (types.ModuleType, types.FunctionType)) or not hasattr(owner, "__dict__"):
+    if isinstance(owner, (types.ModuleType, types.FunctionType)):
         return []
     mro = AttrSource(TypeOfSource(source), "__mro__")
-    return [(ItemSource(mro, i), klass) for i, klass in enumerate(type(owner).__mro__[:-1])]
+    return [
+        (ItemSource(mro, i), klass)
+        for i, klass in enumerate(type(owner).__mro__)
+        if klass.__module__ != "builtins" and not user_code.is_opaque_class(klass)
+    ]  # (a namedtuple's methods are the program's class's: ``P._asdict``)
 
 
 def _member(klass_source: Source, klass: type, name: str) -> Source:

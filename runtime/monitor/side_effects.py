@@ -22,6 +22,7 @@ from fullgraph.runtime.monitor.state import Mutation, current_state, state_group
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
+    ContainsSource,
     HasAttrSource,
     Source,
     is_key_representable,
@@ -44,8 +45,16 @@ class SideEffects:
         source = self.source_of(owner)
         if delete and source is not None and (id(owner), name) not in self.written:
             # ``del h.tmp`` raises where the attribute is gone; the mock removes it only
-            # where it is there (a store of the call before it, or the caller's).
-            self.read(HasAttrSource(source, name), True, symbolic=False)
+            # where it is there (a store of the call before it, or the caller's).  An
+            # instance attribute is looked for in ``__dict__``: ``hasattr`` would run a
+            # ``cached_property`` the deletion invalidates.
+            state = getattr(owner, "__dict__", None)
+            if not isinstance(owner, torch.nn.Module) and isinstance(state, dict) and name in state:
+                self.read(
+                    ContainsSource(AttrSource(source, "__dict__"), name), True, symbolic=False
+                )
+            else:
+                self.read(HasAttrSource(source, name), True, symbolic=False)
         self.mark_written(owner, name)
         if isinstance(owner, torch.Tensor):
             if name == "data" and isinstance(value, torch.Tensor):

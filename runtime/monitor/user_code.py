@@ -1,8 +1,9 @@
 """Which code the monitor steps into (user code), and facts about library layers.
 
-Opaque: the standard library, torch, numpy and fullgraph itself.  Everything
-else, third-party model code such as ``transformers`` included, is stepped
-into like the user's own.
+Opaque: the standard library (but for the Python classes of ``collections`` and
+``collections.abc``), torch, numpy and fullgraph itself.  Everything else,
+third-party model code such as ``transformers`` included, is stepped into like
+the user's own.
 """
 
 from __future__ import annotations
@@ -50,7 +51,14 @@ def _stdlib_dirs() -> tuple[str, ...]:
 
 
 _OPAQUE_PACKAGES = _package_dirs()
-_STEPPED_STDLIB = (os.sep + "_collections_abc.py",)
+# The mixins of collections.abc, and collections' Python classes (Counter, UserList,
+# UserDict, ChainMap): their methods change the object through its own stores, which
+# the monitor records where it steps into them (an opaque ``Counter.update`` was taken
+# for dict's, ``UserList.append`` for a read).
+_STEPPED_STDLIB = (
+    os.sep + "_collections_abc.py",
+    os.sep + os.path.join("collections", "__init__.py"),
+)
 _STEPPED_FROZEN = frozenset(["<frozen _collections_abc>"])
 _STDLIB = _stdlib_dirs()
 _user_code_cache: dict[types.CodeType, bool] = {}
