@@ -185,6 +185,18 @@ def prog(source: str, target: str = "f", name: str = "ordinary", seed: int = 0):
     return build
 
 
+def module_prog(source: str, factory: str = "make", name: str = "module", seed: int = 0):
+    """An env factory for a program whose ``factory()`` builds the module compiled:
+    ``env.target`` and ``env.module`` are the module each twin builds."""
+
+    def build() -> Env:
+        env = prog(source, target=factory, name=name, seed=seed)()
+        env.target = env.module = env.target()
+        return env
+
+    return build
+
+
 def setg(name: str, value_expr: str) -> Do:
     """A Do step: ``ns.<name> = eval(value_expr, ns)`` (each twin its own objects)."""
 

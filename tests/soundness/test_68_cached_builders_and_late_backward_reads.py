@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from harness import Call, Case, backends, calls, run_case, setg
+from harness import Call, Case, backends, calls, module_prog, run_case, setg
 from harness import prog as shared_prog
 
 prog = partial(shared_prog, name="cached68")
@@ -79,11 +79,7 @@ def make():
 """
 
 
-def _positions():
-    env = shared_prog(CACHED_METHOD_PRINTS, target="make", name="cached68m")()
-    env.target = env.target()
-    env.module = env.target
-    return env
+_positions = module_prog(CACHED_METHOD_PRINTS, name="cached68m")
 
 
 @backends()

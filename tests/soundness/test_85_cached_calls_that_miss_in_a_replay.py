@@ -21,7 +21,7 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from harness import Call, Case, backends, calls, run_case
+from harness import Call, Case, backends, calls, module_prog, run_case
 from harness import prog as shared_prog
 
 prog = partial(shared_prog, name="cached85")
@@ -141,11 +141,7 @@ def make():
 """
 
 
-def _rotary():
-    env = shared_prog(CACHED_METHOD, target="make", name="cached85m")()
-    env.target = env.target()
-    env.module = env.target
-    return env
+_rotary = module_prog(CACHED_METHOD, name="cached85m")
 
 
 @backends()

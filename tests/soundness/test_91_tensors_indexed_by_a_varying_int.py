@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from harness import Call, Case, backends, execg, run_case
+from harness import Call, Case, backends, execg, module_prog, run_case
 from harness import prog as shared_prog
 
 prog = partial(shared_prog, name="indexed91")
@@ -43,11 +43,7 @@ def make():
 """
 
 
-def _sampler():
-    env = shared_prog(SAMPLER_STEP, target="make", name="indexed91s")()
-    env.target = env.target()
-    env.module = env.target
-    return env
+_sampler = module_prog(SAMPLER_STEP, name="indexed91s")
 
 
 def _step(t):
@@ -110,11 +106,7 @@ def make():
 """
 
 
-def _decoder():
-    env = shared_prog(CACHE_WRITTEN_BY_POSITION, target="make", name="indexed91d")()
-    env.target = env.target()
-    env.module = env.target
-    return env
+_decoder = module_prog(CACHE_WRITTEN_BY_POSITION, name="indexed91d")
 
 
 @backends(inductor=True)
