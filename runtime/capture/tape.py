@@ -287,7 +287,27 @@ class GraphTape:
                     segment.mutates_external = True
                     if candidate.requires_grad and not candidate.is_leaf:
                         segment.restorable = False
+        for tensor in tensors:
+            node = segment.env.get(id(tensor))
+            if tensor._base is None and (node is None or node.op != "placeholder"):
+                self._note_alias_update(segment, tensor)
         segment.updated_storages.update(storage_key(tensor) for tensor in tensors)
+
+    def _note_alias_update(self, segment: Segment, tensor: torch.Tensor) -> None:
+        """An update through ``x.data`` or ``x.detach()`` (no view of ``x``): the graph
+        writes an outside tensor's memory itself, with no write-back the mock could
+        take back on a miss.  Such a segment is not restorable."""
+        key = storage_key(tensor)
+        for node, origin in segment.placeholders:
+            value = node.meta.get("example_value")
+            if (
+                isinstance(origin, (ExternalOrigin, CalloutOrigin))
+                and isinstance(value, torch.Tensor)
+                and key is not None
+                and storage_key(value) == key
+            ):
+                segment.mutates_external = True
+                segment.restorable = False
 
     def _bind_structure(
         self, graph: torch.fx.Graph, node: torch.fx.Node, value: Any, name: str

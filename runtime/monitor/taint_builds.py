@@ -199,3 +199,36 @@ def _build_map(run, state, ins, shadow) -> After:
             items[cpython.stack_item(state.frame, 2 * (count - i) - 1)] = value_sym
 
     return _container_built(run, state, items)
+
+
+@handles("MAP_ADD")
+def _map_add(run, state, ins, shadow) -> After:
+    """``{k: v.item() for k, v in losses.items()}``: a comprehension's dict remembers
+    which of its values are symbolic, as a literal does (a logged metric is not
+    pinned)."""
+    if len(shadow) < 2 or (shadow[-1] is None and shadow[-2] is None):
+        return None
+    if shadow[-2] is not None:  # where the value goes: by value
+        run.concretize(shadow[-2])
+        shadow[-2] = None
+    if shadow[-1] is not None:
+        target = cpython.stack_item(state.frame, ins.arg + 1)
+        run.container_syms.setdefault(id(target), {})[cpython.stack_item(state.frame, 1)] = shadow[
+            -1
+        ]
+        run.keepalive.append(target)
+        shadow[-1] = None
+    return None
+
+
+@handles("LIST_APPEND")
+def _list_append(run, state, ins, shadow) -> After:
+    """``[v.item() for v in losses]``: the comprehension's list remembers its symbolic
+    items."""
+    if not shadow or shadow[-1] is None:
+        return None
+    target = cpython.stack_item(state.frame, ins.arg)
+    run.container_syms.setdefault(id(target), {})[len(target)] = shadow[-1]
+    run.keepalive.append(target)
+    shadow[-1] = None
+    return None
