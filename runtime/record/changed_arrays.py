@@ -19,6 +19,7 @@ import torch
 
 from fullgraph.runtime.capture.origins import CalloutOrigin, ExternalOrigin
 from fullgraph.runtime.record.guard_helpers import memory_extent, overlaps_array, same_array
+from fullgraph.runtime.record.mock_support import leaves
 
 
 def unseen_change(run: Any, values: dict) -> str | None:
@@ -40,10 +41,8 @@ def _written_tensors(run: Any, values: dict) -> list[torch.Tensor]:
         for origin, _ in segment.writebacks:
             if isinstance(origin, ExternalOrigin):
                 tensor = values.get(origin.source)
-            elif isinstance(origin, CalloutOrigin):
-                tensor = run.tape.callouts[origin.index].result
-                for step in origin.path:
-                    tensor = tensor[step]
+            elif isinstance(origin, CalloutOrigin):  # a leaf of the callout's result
+                tensor = leaves(run.tape.callouts[origin.index].result)[origin.path[0]]
             else:
                 continue
             if isinstance(tensor, torch.Tensor):
