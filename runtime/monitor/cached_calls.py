@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import gc
 import types
+import weakref
 from typing import Any
 
 from fullgraph.runtime.monitor.user_code import steps_into
@@ -73,9 +74,22 @@ def missed_cache(value: Any) -> bool:
 
 def _cache_of(wrapper: Any) -> tuple[dict, object] | None:
     """The dict an ``lru_cache`` wrapper keeps its results in and the marker its keys
-    put before keyword arguments, or None where they can't be told: CPython's wrapper
-    visits the dict, the wrapped function and the marker in that order, and the dict
-    holds as many entries as ``cache_info()`` counts."""
+    put before keyword arguments, or None where they can't be told.  Found once per
+    wrapper (``cache_clear()`` empties the same dict): the walk of the wrapper's
+    referents visits every entry of a bounded cache, too slow for each replay."""
+    try:
+        return _FOUND[wrapper]
+    except KeyError:
+        found = _FOUND[wrapper] = _find_cache(wrapper)
+        return found
+
+
+_FOUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _find_cache(wrapper: Any) -> tuple[dict, object] | None:
+    """CPython's wrapper visits the dict, the wrapped function and the marker in that
+    order, and the dict holds as many entries as ``cache_info()`` counts."""
     if wrapper.cache_parameters()["maxsize"] == 0:
         return None  # nothing is kept: every call runs the function
     referents = gc.get_referents(wrapper)
