@@ -10,7 +10,6 @@ of the state at entry.
 from __future__ import annotations
 
 import sys
-import types
 from typing import Any
 
 import torch
@@ -134,7 +133,7 @@ class SideEffects:
             self.refuse("a store into a numpy array that shares a tensor's memory")
             return
         method = getattr(type(container), "__delitem__" if delete else "__setitem__", None)
-        if isinstance(method, types.FunctionType) and user_code.is_user_code(method.__code__):
+        if user_code.is_program_function(method):
             # ``log[k] = v`` runs the class's own method, stepped into: its stores are the
             # effects (replaying the store too would run the method a second time).  The
             # key is not marked written here: the method may read it first (a meter
@@ -168,8 +167,7 @@ class SideEffects:
     def store_inplace(self, container: Any, method: str, operand: Any) -> None:
         """An in-place operator on a container (``log += [v]``): replayed as the call."""
         self.written_containers.add(id(container))
-        override = getattr(type(container), method, None)
-        if isinstance(override, types.FunctionType) and user_code.is_user_code(override.__code__):
+        if user_code.is_program_function(getattr(type(container), method, None)):
             return  # the class's own ``__iadd__``, stepped into: its stores are the effects
         source = self.source_of(container)
         if source is None:

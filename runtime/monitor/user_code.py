@@ -155,6 +155,12 @@ def compiled_inner_target(fn: Any) -> tuple[Any, Any] | None:
     return compiled, target
 
 
+def is_program_function(fn: Any) -> bool:
+    """A Python function of the program's code (a class's own ``__setitem__``,
+    ``__iadd__``, ``append``), which the monitor steps into when it runs."""
+    return isinstance(fn, types.FunctionType) and is_user_code(fn.__code__)
+
+
 def store_code(owner: Any, name: str | None) -> Any:
     """The Python function a store into ``owner`` runs with the value, if any: a
     property's setter or a descriptor's ``__set__`` for ``owner.name = v``, the class's

@@ -390,7 +390,7 @@ class MockWriter:
         and its effects, the ``super()`` store included, are replayed on their own);
         "" where ``owner``'s own methods are called."""
         kind = type(owner)
-        if not any(_is_program_code(getattr(kind, name, None)) for name in methods):
+        if not any(user_code.is_program_function(getattr(kind, name, None)) for name in methods):
             return ""
         containers = (k for k in kind.__mro__ if k in UNDOABLE_CONTAINERS or k in _LIBRARY_MAPPINGS)
         base = next(containers, None)
@@ -407,11 +407,6 @@ class MockWriter:
 
 
 _LIBRARY_MAPPINGS = (collections.OrderedDict, collections.defaultdict, collections.Counter)
-
-
-def _is_program_code(method: Any) -> bool:
-    code = getattr(method, "__code__", None)
-    return code is not None and user_code.is_user_code(code)
 
 
 def _is_literal_text(expr: str) -> bool:
