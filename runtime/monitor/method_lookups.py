@@ -94,3 +94,5 @@ def read_cached_property(run: Any, owner: Any, name: str, cold: bool, value: Any
         return
     lookup = LookupSource(source, name)
     run.read(lookup, inspect.getattr_static(type(owner), name) if cold else value, symbolic=False)
+    if cold:  # the getter stored its value in the instance: a later ``del`` removes the run's
+        run.mark_written(owner, name)

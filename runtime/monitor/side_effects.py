@@ -16,8 +16,9 @@ import torch
 
 from fullgraph.runtime.capture.segments import Unsupported
 from fullgraph.runtime.capture.values import views_tensor_memory
-from fullgraph.runtime.monitor import user_code
-from fullgraph.runtime.monitor.state import Mutation, current_state, state_group
+from fullgraph.runtime.monitor import stored_state, user_code
+from fullgraph.runtime.monitor.state import Mutation, state_group
+from fullgraph.runtime.monitor.stored_state import current_state
 from fullgraph.runtime.record.codegen import is_literal
 from fullgraph.runtime.sources import (
     AttrSource,
@@ -39,8 +40,10 @@ class SideEffects:
         self, owner: Any, name: str, delete: bool = False, value: Any = None, direct: bool = False
     ) -> None:
         """``direct``: ``object.__setattr__``, which runs no setter of the class."""
-        if not (delete or direct) and user_code.store_runs_user_code(owner, name):
-            return  # ``s.v = n`` runs the class's setter, stepped into: its stores are the effects
+        if not direct and user_code.store_runs_user_code(owner, name, delete):
+            # ``s.v = n`` / ``del s.v`` runs the class's setter / deleter / ``__delattr__``,
+            # stepped into: its stores are the effects.
+            return
         source = self.source_of(owner)
         if delete and source is not None and (id(owner), name) not in self.written:
             # ``del h.tmp`` raises where the attribute is gone; the mock removes it only
@@ -55,6 +58,10 @@ class SideEffects:
             else:
                 self.read(HasAttrSource(source, name), True, symbolic=False)
         self.mark_written(owner, name)
+        if delete and stored_state.read_after_delete_is_outside(owner, name):
+            # ``del cfg.scale`` uncovers ``Cfg.scale``: a later read is of the caller's state
+            # (the instance's ``__dict__`` no longer holding it stays the run's).
+            self.written.discard((id(owner), name))
         if isinstance(owner, torch.Tensor):
             if name == "data" and isinstance(value, torch.Tensor):
                 return  # recorded when the store runs (``store_data``, from the torch mode)

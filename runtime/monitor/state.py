@@ -97,24 +97,3 @@ def state_group(mutation: Mutation) -> str | None:
     if kind == "delitem" and is_mapping(mutation.owner):
         return "item"
     return None
-
-
-ABSENT_STATE = ("absent",)
-
-
-def current_state(mutation: Mutation) -> tuple:
-    """The state a store mutation leaves now: ``("value", v)`` or ``("absent",)``."""
-    owner, name, group = mutation.owner, mutation.name, state_group(mutation)
-    if group == "attr":
-        return ("value", getattr(owner, name)) if hasattr(owner, name) else ABSENT_STATE
-    if group == "cell":
-        try:
-            return ("value", owner.cell_contents)
-        except ValueError:
-            return ABSENT_STATE
-    if is_mapping(owner):
-        return ("value", owner[name]) if name in owner else ABSENT_STATE
-    try:  # a list, a ModuleList: ``name`` is an index
-        return ("value", owner[name])
-    except (IndexError, KeyError, TypeError):
-        return ABSENT_STATE

@@ -161,6 +161,17 @@ def is_program_function(fn: Any) -> bool:
     return isinstance(fn, types.FunctionType) and is_user_code(fn.__code__)
 
 
+def library_class(owner: Any, method: str) -> type | None:
+    """The first class along ``type(owner)``'s MRO defining ``method`` other than as the
+    program's code (``dict`` for a ``dict`` subclass whose ``__getitem__`` transforms,
+    ``nn.Module`` for a module class with its own ``__delattr__``)."""
+    for klass in type(owner).__mro__:
+        found = vars(klass).get(method)
+        if found is not None and not is_program_function(found):
+            return klass
+    return None
+
+
 def store_code(owner: Any, name: str | None) -> Any:
     """The Python function a store into ``owner`` runs with the value, if any: a
     property's setter or a descriptor's ``__set__`` for ``owner.name = v``, the class's
@@ -185,15 +196,34 @@ def store_code(owner: Any, name: str | None) -> Any:
     return setter
 
 
+def delete_code(owner: Any, name: str) -> Any:
+    """The Python function ``del owner.name`` runs, if any: the class's own
+    ``__delattr__``, a property's deleter or a descriptor's ``__delete__``."""
+    kind = type(owner)
+    delattr_ = getattr(kind, "__delattr__", object.__delattr__)
+    if delattr_ is not object.__delattr__ and delattr_ is not torch.nn.Module.__delattr__:
+        return delattr_
+    try:
+        descriptor = inspect.getattr_static(kind, name, None)
+    except Exception:  # noqa: BLE001 - an odd metaclass: no descriptor known
+        return None
+    if isinstance(descriptor, property):
+        return descriptor.fdel
+    return getattr(type(descriptor), "__delete__", None)
+
+
 def store_runs_code(owner: Any, name: str | None) -> bool:
     """Whether a store into ``owner`` hands the value to code (see :func:`store_code`)."""
     return store_code(owner, name) is not None
 
 
-def store_runs_user_code(owner: Any, name: str | None) -> bool:
-    """Whether that code is the program's own, which the monitor steps into: its own
-    stores are the effects, the store itself replays nothing more."""
-    code = getattr(store_code(owner, name), "__code__", None)
+def store_runs_user_code(owner: Any, name: str | None, delete: bool = False) -> bool:
+    """Whether that code (``delete``: :func:`delete_code`'s) is the program's own, which
+    the monitor steps into: its own stores are the effects, the store itself replays
+    nothing more."""
+    code = getattr(
+        delete_code(owner, name) if delete else store_code(owner, name), "__code__", None
+    )
     return code is not None and is_user_code(code)
 
 

@@ -13,6 +13,7 @@ import types
 
 import torch
 
+from fullgraph.runtime.monitor import user_code
 from fullgraph.runtime.torch_internals import tree_flatten
 
 
@@ -165,7 +166,9 @@ class Undo:
     def item(self, owner, key, via=None):
         """``via``: the container class whose methods put the item back, where the
         program overrides ``owner``'s (they would make their effects again)."""
-        if isinstance(owner, dict):
+        if via is not None and issubclass(via, dict):
+            old = via.get(owner, key, ABSENT)
+        elif isinstance(owner, dict):
             old = owner.get(key, ABSENT)
         elif hasattr(type(owner), "keys"):  # a ModuleDict
             old = owner[key] if key in owner else ABSENT  # noqa: SIM401 - no .get
@@ -288,13 +291,12 @@ def _restore_item(owner, key, old) -> None:
 
 
 def _restore_attr(owner, name, old) -> None:
+    # Through the library's attribute methods where the program's class has its own:
+    # they ran under the monitor, and their other effects are taken back on their own.
     if old is not ABSENT:
-        setattr(owner, name, old)
-    elif hasattr(owner, name):
-        try:
-            delattr(owner, name)
-        except AttributeError:  # a class attribute: the instance had none
-            pass
+        (user_code.library_class(owner, "__setattr__") or object).__setattr__(owner, name, old)
+    else:  # (no ``hasattr``: it would build a ``cached_property`` the call deleted)
+        discard_attr(owner, name, user_code.library_class(owner, "__delattr__"))
 
 
 def _restore_cell(cell, _, old) -> None:
@@ -331,12 +333,16 @@ def _restore_contents(owner, _, old) -> None:
         owner[:] = old
 
 
-def discard_attr(owner, name) -> None:
+def discard_attr(owner, name, via=None) -> None:
     """``del owner.name`` when the instance has it: the call stored the attribute and
     deleted it again (``self._stash = ...; del self._stash``), so the state it leaves
-    is "absent" whether or not the attribute was there before."""
+    is "absent" whether or not the attribute was there before.  ``via``: the class whose
+    ``__delattr__`` deletes it, where the program's class has its own (replayed apart)."""
     try:
-        delattr(owner, name)
+        if via is None:
+            delattr(owner, name)
+        else:
+            via.__delattr__(owner, name)
     except AttributeError:
         pass
 

@@ -33,7 +33,8 @@ from fullgraph.runtime.capture.tape import GraphTape
 from fullgraph.runtime.capture.values import is_numpy_scalar, lifted_dtype
 from fullgraph.runtime.monitor import user_code
 from fullgraph.runtime.monitor.module_walks import ModuleWalk
-from fullgraph.runtime.monitor.state import Mutation, current_state, is_mapping, state_group
+from fullgraph.runtime.monitor.state import Mutation, is_mapping, state_group
+from fullgraph.runtime.monitor.stored_state import current_state
 from fullgraph.runtime.record.codegen import Namespace, is_literal, literal
 from fullgraph.runtime.record.mock_support import (
     GROWING_METHODS,
@@ -315,17 +316,23 @@ class MockWriter:
                     AttrSource(mutation.target, key).expr(),
                     f"U.attr({target}, {key!r})",
                 )
-                if not present:
+                if not present and user_code.store_runs_user_code(owner, key, delete=True):
+                    # The class's own __delattr__ (stepped into) made this delete with
+                    # ``object.__delattr__``; its other effects are replayed on their own.
+                    via = self._library_class(owner, "__delattr__")
+                    store = f"discard_attr({target}, {key!r}, {via})"
+                elif not present:
                     store = f"discard_attr({target}, {key!r})"
                 elif user_code.store_runs_user_code(owner, key):
                     # The class's own __setattr__ (stepped into) made this store with
                     # ``object.__setattr__``; its other effects are replayed on their own.
-                    store = f"object.__setattr__({target}, {key!r}, {final})"
+                    via = self._library_class(owner, "__setattr__")
+                    store = f"{via}.__setattr__({target}, {key!r}, {final})"
                 else:
                     store = f"setattr({target}, {key!r}, {final})"
             else:
                 text = key_text(key)  # torch.float32, int, 0.5: keys with text of their own
-                via = self._base_for(owner, ("__setitem__", "__delitem__", "pop"))
+                via = self._base_for(owner, _ITEM_METHODS)
                 location, save = (
                     ItemSource(mutation.target, key).expr(),
                     f"U.item({target}, {text}{via and ', ' + via})",
@@ -396,6 +403,12 @@ class MockWriter:
         base = next(containers, None)
         return self.ns.bind(base, base.__name__) if base is not None else ""
 
+    def _library_class(self, owner: Any, method: str) -> str:
+        """The name of the class whose ``method`` a replayed store calls, where the
+        program's class overrides it (``object``, ``nn.Module``)."""
+        klass = user_code.library_class(owner, method) or object
+        return "object" if klass is object else self.ns.bind(klass, klass.__name__)
+
     def _call_arguments(self, mutation: Mutation, skip: int) -> str:
         """A replayed call's arguments, symbolic ones as expressions, from position ``skip``."""
         args = [
@@ -406,6 +419,9 @@ class MockWriter:
         return ", ".join(self.settled(a) if "=" not in a else a for a in args)
 
 
+# A container's methods a replayed item store, or its undo, calls (a program's
+# ``__getitem__`` that transforms would hand the undo a value that is not the item).
+_ITEM_METHODS = ("__setitem__", "__delitem__", "pop", "__getitem__", "get", "__contains__")
 _LIBRARY_MAPPINGS = (collections.OrderedDict, collections.defaultdict, collections.Counter)
 
 
