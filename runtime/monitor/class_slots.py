@@ -175,6 +175,12 @@ def read_binary(run: Any, symbol: str, left: Any, right: Any) -> None:
         read_protocol(run, right, single(f"__r{verb}__"))
 
 
+def inplace_method(symbol: str) -> str | None:
+    """``"+="`` -> ``"__iadd__"``: the method an in-place operator asks for first."""
+    verb = _BINARY.get(symbol.rstrip("="))
+    return None if verb is None else f"__i{verb}__"
+
+
 def read_compare(run: Any, symbol: str, left: Any, right: Any) -> None:
     names = _COMPARE.get(symbol)
     if names is None:

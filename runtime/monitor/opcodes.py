@@ -268,6 +268,8 @@ def binary_op(run, state, ins) -> After:
         return None
     if isinstance(target, MUTABLE_CONTAINERS):
         run.store_inplace(target, _INPLACE_METHODS.get(symbol, symbol), operand)
+    else:
+        run.inplace_unseen(target, class_slots.inplace_method(symbol))
     return None
 
 

@@ -186,6 +186,19 @@ class SideEffects:
             return
         self._mutate(Mutation("call", source, container, method, (operand,), {}))
 
+    def inplace_unseen(self, target: Any, method: str | None) -> None:
+        """``self.layers += [m]`` on a ``ModuleList``, ``buf += more`` on an
+        ``array.array``: an in-place operator of a library or C class, which changes an
+        object from outside where the monitor does not see (no store to replay)."""
+        if isinstance(target, torch.Tensor):
+            return  # captured by the torch mode
+        found = getattr(type(target), method, None) if method else None
+        if found is None or user_code.is_program_function(found):
+            return  # rebinds the name to a new object, or the program's method (stepped into)
+        source = self.source_of(target)
+        if source is not None:
+            self.refuse(f"{method} of {type(target).__name__} changes {source.expr()} unseen")
+
     def store_global(self, globals_dict: dict, name: str) -> None:
         self.mark_written(globals_dict, name)
         from fullgraph.runtime.sources import ConstSource
