@@ -122,6 +122,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.entry_conditions: list[Condition] = []
         self.pending_lifts: dict[int, Sym] = {}
         self.container_syms: dict[int, dict] = {}
+        # Iterators over such containers: [container, next index] (container_items.py).
+        self.item_iterators: dict[int, list] = {}
         # Containers holding such containers (``[[n]]``): the inner ones, by the outer's id.
         self.nested_containers: dict[int, list] = {}
         self.store_syms: dict[tuple, tuple] = {}

@@ -18,6 +18,7 @@ import torch
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import (
     closure_sources,
+    container_items,
     lifted_index,
     packed_syms,
     passed_syms,
@@ -60,7 +61,11 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
             run.shapes, name, lambda depth: cpython.stack_item(state.frame, depth)
         )
     if run.container_syms and name not in _MOVES_CONTAINERS:
-        _read_containers(run, state, ins)
+        taken = container_items.step(run, state, ins, shadow)
+        if taken is not False:  # ``vals[0]``, ``for v in vals``: the item's symbol
+            return taken
+        if not container_items.keeps_items(run, state, ins):
+            _read_containers(run, state, ins)
     handler = HANDLERS.get(name)
     if run.container_syms and name in taint_builds.NESTS:
         after = handler(run, state, ins, shadow) if handler is not None else None

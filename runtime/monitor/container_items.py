@@ -1,0 +1,132 @@
+"""Symbolic numbers read back out of a container the run built with them.
+
+``vals = [a.item(), b.item()]``, ``logs = {"ce": ce.item(), ...}`` (a literal or a
+comprehension, see ``taint_builds``) remember their items' symbols in
+``run.container_syms``.  Reading an item back by a constant index or key
+(``vals[0]``, ``logs["ce"]``) or iterating the list (``for v in vals``,
+``[2 * v for v in vals]``) takes the item's symbol, so a replay computes it from
+the call's own numbers: otherwise every such read pins the number (a record per
+call for a training step that logs its losses).
+
+An item is taken only while the container still holds the very object the symbol
+stands for (a callout may have reordered the list: ``random.shuffle(vals)``); any
+other read of the container falls back to ``taint._read_containers``, which guards
+the numbers by value.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor.taint_stack import After, set_top
+
+if TYPE_CHECKING:
+    from fullgraph.runtime.monitor.run import MonitorRun
+    from fullgraph.runtime.monitor.state import FrameState
+
+_SEQUENCES = (list, tuple)
+
+
+def step(run: MonitorRun, state: FrameState, ins: Any, shadow: list) -> After | bool:
+    """The after-phase of an instruction reading an item out of such a container;
+    False where the instruction is not one (the caller guards the items by value)."""
+    name = ins.opname
+    if name == "BINARY_SUBSCR":
+        return _subscript(run, state, shadow)
+    if name == "GET_ITER":
+        return _get_iter(run, state)
+    if name == "FOR_ITER":
+        return _for_iter(run, state)
+    return False
+
+
+# A list method that stores its argument into an outside list as it is: the mock
+# replays the call with the container rebuilt from its items' symbols
+# (``history.append({"loss": loss.item()})``).
+_STORING_METHODS = {list.append: 0, list.insert: 1}
+
+
+def keeps_items(run: MonitorRun, state: FrameState, ins: Any) -> bool:
+    """Whether ``ins`` stores a container the run built with symbolic items into an
+    outside list (``history.append(logs)``), which needs no number by value."""
+    if ins.opname != "CALL":
+        return False
+    fn, _, args, kwargs = cpython.call_operands(
+        ins, lambda depth: cpython.stack_item(state.frame, depth), state.kwnames
+    )
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:  # a bound method: its receiver first, as the unbound form
+        fn, args = getattr(type(owner), getattr(fn, "__name__", ""), None), (owner, *args)
+    position = _STORING_METHODS.get(fn) if isinstance(fn, type(list.append)) else None
+    if position is None or kwargs or len(args) != position + 2:
+        return False
+    stored = args[-1]
+    return type(args[0]) is list and run.source_of(args[0]) is not None and (
+        id(stored) in run.container_syms and not any(a is stored for a in args[:-1])
+    )
+
+
+def _item_sym(run: MonitorRun, container: Any, key: Any) -> Any:
+    """The symbol of ``container[key]``, while it still holds the object it stands for."""
+    items = run.container_syms.get(id(container))
+    sym = items.get(key) if items else None
+    if sym is None:
+        return None
+    try:
+        held = container[key]
+    except (IndexError, KeyError, TypeError):
+        return None
+    return sym if held is sym.value else None
+
+
+def _subscript(run: MonitorRun, state: FrameState, shadow: list) -> After | bool:
+    container = cpython.stack_item(state.frame, 1)
+    key = cpython.stack_item(state.frame, 0)
+    if len(shadow) < 2 or shadow[-1] is not None or shadow[-2] is not None:
+        return False  # a symbolic index (``lifted_index``) or a symbolic operand
+    if type(container) in _SEQUENCES and type(key) is int:
+        if not -len(container) <= key < len(container):
+            return False
+        key %= len(container)
+    elif type(container) is not dict:
+        return False
+    try:
+        sym = _item_sym(run, container, key)
+    except TypeError:  # an unhashable key
+        return False
+    if sym is None:
+        return False
+    return lambda: set_top(state, sym)
+
+
+def _get_iter(run: MonitorRun, state: FrameState) -> After | bool:
+    iterable = cpython.stack_item(state.frame, 0)
+    if type(iterable) not in _SEQUENCES or id(iterable) not in run.container_syms:
+        return False
+
+    def after() -> None:
+        iterator = cpython.stack_item(state.frame, 0)
+        run.item_iterators[id(iterator)] = [iterable, 0]
+        run.keepalive.append(iterator)
+
+    return after
+
+
+def _for_iter(run: MonitorRun, state: FrameState) -> After | bool:
+    iterator = cpython.stack_item(state.frame, 0)
+    position = run.item_iterators.get(id(iterator))
+    if position is None:
+        return False
+    depth = cpython.stack_depth(state.frame)
+
+    def after() -> None:
+        if cpython.stack_depth(state.frame) <= depth:
+            return  # exhausted: the loop jumped past its end
+        iterable, index = position
+        position[1] = index + 1
+        item = cpython.stack_item(state.frame, 0)
+        sym = _item_sym(run, iterable, index) if index < len(iterable) else None
+        set_top(state, sym if sym is not None and sym.value is item else None)
+
+    return after
