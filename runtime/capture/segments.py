@@ -71,6 +71,10 @@ class Callout:
     effectful: bool  # replaying it has an effect outside the program (print, I/O)
     location: Any = None  # breaks.GraphBreak, filled by the monitor
     guard_result: bool = True  # the rest of the run depends on the exact returned value
+    # It may change state outside the program (``Q.get_nowait()``, ``it.__next__()``, an
+    # unknown C call): made again by the monitoring run after a miss, it would take a
+    # second item.  A miss after it hands its result over instead (``resume_on_miss``).
+    changes_state: bool = False
     conditions: list = dataclasses.field(default_factory=list)  # symbolic.Condition after it
     arg_syms: dict = dataclasses.field(default_factory=dict)  # position -> Sym
     # Set when the read runs in front of the segment it was made in (no split there):

@@ -302,6 +302,7 @@ class Callouts:
                     guard_result=value is not None or not effectful or cached,
                     reads_a_setting=name in annotation_table.SETTING_READS or _marked_constant(fn),
                 )
+                callout.changes_state = not annotation.pure
                 if not annotation.pure and not shows_only:
                     self._note_receiver_changed(fn, args, name)
                 # What the call left in those lists decides what follows: read, mid-guarded.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import functools
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -317,6 +317,11 @@ class CallHandling(Callouts):
             receiver = args[0]  # an unbound method descriptor called with its receiver first
         if fn is next and args and id(args[0]) in self.iterators:
             return self._next_call(args, result)
+        if name == "__next__" and isinstance(receiver, Iterator):
+            # ``it.__next__()``, as ``next(it)``: one from outside is refused (read_whole)
+            if id(receiver) in self.iterators:
+                return self._next_call((receiver,), result)
+            self.read_whole(receiver)
         hidden_state_reads.read_definition(self, fn, args)  # inspect.signature(h): h's defaults
         hidden_state_reads.read_library_switches(self, fn)  # Distribution._validate_args
         if fn is id and len(args) == 1 and self.source_of(args[0]) is not None:
@@ -356,6 +361,8 @@ class CallHandling(Callouts):
             function = receiver is None or isinstance(receiver, types.ModuleType)
             owner = _mutated_owner(receiver, args, annotation)
             call_args = args[1:] if args and args[0] is owner else args
+            if isinstance(owner, dict):
+                self.namespace_changed(owner, name, call_args, kwargs)  # ``vars(args).update``
             if name == "setdefault" and isinstance(owner, dict) and call_args:
                 return self._setdefault(owner, call_args, result)
             if name in _TAKING_MUTATORS and not kwargs:

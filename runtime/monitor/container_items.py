@@ -62,8 +62,10 @@ def keeps_items(run: MonitorRun, state: FrameState, ins: Any) -> bool:
     if position is None or kwargs or len(args) != position + 2:
         return False
     stored = args[-1]
-    return type(args[0]) is list and run.source_of(args[0]) is not None and (
-        id(stored) in run.container_syms and not any(a is stored for a in args[:-1])
+    return (
+        type(args[0]) is list
+        and run.source_of(args[0]) is not None
+        and (id(stored) in run.container_syms and not any(a is stored for a in args[:-1]))
     )
 
 

@@ -19,7 +19,7 @@ import inspect
 import types
 from typing import Any
 
-from fullgraph.runtime.monitor import class_slots
+from fullgraph.runtime.monitor import class_slots, user_code
 from fullgraph.runtime.sources import (
     AttrSource,
     ContainsSource,
@@ -71,28 +71,48 @@ def _found_on_class(owner: Any, name: str, value: Any) -> bool:
 
 
 def cached_property_cold(owner: Any, name: str) -> bool | None:
-    """Before ``owner.name``: None unless the class gives a ``functools.cached_property``;
-    else whether ``owner`` has no cached value yet (the getter runs now and stores one)."""
+    """Before ``owner.name``: None unless the class gives a ``functools.cached_property``
+    or another descriptor of that kind, the program's (a ``__get__`` without ``__set__``:
+    Django's or werkzeug's ``cached_property``, pyramid's ``reify``, which store their
+    value in the instance); else whether ``owner`` has no value of its own yet (the
+    descriptor's ``__get__`` runs now)."""
     try:
         found = inspect.getattr_static(type(owner), name, None)
     except Exception:  # noqa: BLE001 - a class whose lookup raises: not a cached property
         return None
-    if not isinstance(found, functools.cached_property):
-        return None
     own = getattr(owner, "__dict__", None)
+    if not isinstance(found, functools.cached_property) and not (
+        _program_lazy_descriptor(found) and isinstance(own, dict)
+    ):
+        return None
     return not (isinstance(own, dict) and name in own)
 
 
-def read_cached_property(run: Any, owner: Any, name: str, cold: bool, value: Any) -> None:
+def _program_lazy_descriptor(found: Any) -> bool:
+    kind = type(found)
+    getter = getattr(kind, "__get__", None)
+    return (
+        isinstance(getter, types.FunctionType)
+        and user_code.is_user_code(getter.__code__)
+        and not hasattr(kind, "__set__")
+        and not hasattr(kind, "__delete__")
+    )
+
+
+def read_cached_property(
+    run: Any, owner: Any, name: str, cold: bool, value: Any, ours: bool
+) -> None:
     """``owner.name`` of a ``cached_property``: whether the instance held a value decides
     whether its getter runs.  Cold, the getter ran (stepped into) and the guard checks
     the instance still holds none; warm, the instance's value is read where it is
     (``type(o).name`` would run the getter in the guard when the cache is gone)."""
     source = run.source_of(owner)
-    if source is None or (id(owner), name) in run.written:
+    if source is None or ours:  # ``ours``: the run stored the attribute before this read
         run.read_attr(owner, name, value)
         return
     lookup = LookupSource(source, name)
     run.read(lookup, inspect.getattr_static(type(owner), name) if cold else value, symbolic=False)
-    if cold:  # the getter stored its value in the instance: a later ``del`` removes the run's
+    if cold and isinstance(inspect.getattr_static(type(owner), name), functools.cached_property):
+        # functools' getter stored its value in the instance, unseen: a later ``del``
+        # removes the run's.  (A program's descriptor makes its store stepped into.)
         run.mark_written(owner, name)

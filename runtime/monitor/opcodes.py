@@ -64,13 +64,15 @@ def load_attr(run, state, ins) -> After:
     name = ins.argval
     class_slots.read_attribute_hooks(run, owner, _GET_HOOKS)
     cold = method_lookups.cached_property_cold(owner, name)
+    # (asked now: a program's descriptor stores the value into the instance as it runs)
+    ours = cold is not None and (id(owner), name) in run.written
 
     def after() -> None:
         # A method load pushes [method, self] when the attribute is a function found
         # on the type, else the value and a NULL (their order depends on the version).
         depth = cpython.loaded_depth(ins, lambda depth: tos(state, depth))
         if depth is not None and cold is not None:
-            method_lookups.read_cached_property(run, owner, name, cold, tos(state, depth))
+            method_lookups.read_cached_property(run, owner, name, cold, tos(state, depth), ours)
         elif depth is not None:
             run.read_attr(owner, name, tos(state, depth))
         else:  # [method, self]: the function found on the type, under self

@@ -10,6 +10,7 @@ of the state at entry.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -122,6 +123,30 @@ class SideEffects:
         if other is not None:
             self.written.add((id(other), key))
             self.written_aliases[(id(other), key)] = (id(owner), key)
+
+    def namespace_changed(self, namespace: dict, method: str, args: tuple, kwargs: dict) -> None:
+        """``vars(args).update(scale=2.0)``, ``obj.__dict__.update(cfg)``: a dict method
+        changing an object's ``__dict__`` (a module's namespace) changes its attributes,
+        which later reads must take as the run's.  Keys ``update`` / ``setdefault`` name
+        are marked as stored; a method that may remove or replace any other refuses."""
+        owner = self._namespace_owner(namespace)
+        if owner is None:
+            return
+        keys = list(kwargs)
+        where = self.source_of(namespace)
+        where = where.expr() if where is not None else f"the namespace of {owner!r}"[:80]
+        if method == "update" and len(args) <= 1:
+            if args and not isinstance(args[0], Mapping):
+                self.refuse(f"update of {where} with pairs")
+                return
+            keys += list(args[0].keys()) if args else []
+        elif method == "setdefault" and args:
+            keys.append(args[0])
+        else:
+            self.refuse(f"{method} of {where} changes attributes")
+            return
+        for key in keys:
+            self.mark_written(owner, key)
 
     def _namespace_owner(self, namespace: dict) -> Any:
         """The object (or module) whose ``__dict__`` ``namespace`` is, where known."""

@@ -10,13 +10,14 @@ hands back the transformed value (which the mock would then store).  Here the st
 is read where the store put it: the instance ``__dict__``, a module's parameter /
 buffer / submodule dicts, a slot, or through the container methods of a library base
 class.  Objects whose class stores attributes with a library ``__setattr__`` of its
-own (a config node) keep them elsewhere: they are read with ``getattr``, which runs
-library code only.
+own (a config node) may keep them elsewhere: those not found in the instance are
+read with ``getattr``, unless that would run the program's ``__getattr__``.
 """
 
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,9 +49,6 @@ def current_state(mutation: Mutation) -> tuple:
 def attribute_state(owner: Any, name: str) -> tuple:
     """``owner.name`` as the store left it (see the module docstring)."""
     kind = type(owner)
-    setattr_ = getattr(kind, "__setattr__", object.__setattr__)
-    if setattr_ not in _PLAIN_SETATTR and not user_code.is_program_function(setattr_):
-        return _read_with_getattr(owner, name)  # a library keeps it where its code knows
     try:
         descriptor = inspect.getattr_static(kind, name, _MISSING)
     except Exception:  # noqa: BLE001 - an odd metaclass: read as before
@@ -71,10 +69,22 @@ def attribute_state(owner: Any, name: str) -> tuple:
             for slots in (own.get(d) for d in _MODULE_DICTS):
                 if isinstance(slots, dict) and name in slots:
                     return ("value", slots[name])
-        # Not the instance's own: a class attribute, a method, a ``cached_property``
-        # not built, or what a ``__getattr__`` would make: the store left none.
+    setattr_ = getattr(kind, "__setattr__", object.__setattr__)
+    library_store = setattr_ not in _PLAIN_SETATTR and not user_code.is_program_function(setattr_)
+    if not library_store or descriptor is not _MISSING or _program_fallback(owner, own):
+        # Not the instance's own: a class attribute, a method, a ``cached_property`` not
+        # built, or what the program's ``__getattr__`` would make: the store left none.
         return ABSENT_STATE
-    return _read_with_getattr(owner, name)
+    return _read_with_getattr(owner, name)  # a library keeps it where its code knows
+
+
+def _program_fallback(owner: Any, own: Any) -> bool:
+    """Whether a missing attribute of ``owner`` runs the program's ``__getattr__`` (its
+    class's, or a module's own, PEP 562)."""
+    fallback = getattr(type(owner), "__getattr__", None)
+    if isinstance(owner, types.ModuleType) and isinstance(own, Mapping):
+        fallback = own.get("__getattr__", fallback)
+    return user_code.is_program_function(fallback)
 
 
 def item_state(owner: Any, key: Any) -> tuple:

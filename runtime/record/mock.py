@@ -354,7 +354,11 @@ class _Body:
             return
         if callout.changed_input and callout.index <= self.last_midguard:
             self.input_changed_before_midguard = (callout.function_name, callout.changed_input)
-        if callout.effectful and callout.index <= self.last_midguard and not self.midguards_done:
+        if (
+            (callout.effectful or callout.changes_state)
+            and callout.index <= self.last_midguard
+            and not self.midguards_done
+        ):
             # A miss at a later mid-guard must not repeat this effect: the
             # monitoring run that follows is handed its result (see Missed).
             self.effect_callout_before_midguard = True
