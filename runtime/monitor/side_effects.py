@@ -177,8 +177,14 @@ class SideEffects:
             if source is not None:
                 self.refuse(f"slice assignment into {source.expr()}, which came from outside")
             return
-        if delete and isinstance(container, dict) and key in container:
-            # ``del d["a"]`` raises when the key is gone: a call without it is another.
+        if (
+            delete
+            and isinstance(container, dict)
+            and key in container
+            and (id(container), key) not in self.written
+        ):
+            # ``del d["a"]`` raises when the key is gone: a call without it is another
+            # (unless the run stored the key itself: ``d["tmp"] = v; ...; del d["tmp"]``).
             self.read_membership(container, key, True)
         self.mark_written(container, key)
         if source is None:

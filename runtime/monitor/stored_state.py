@@ -28,8 +28,6 @@ from fullgraph.runtime.monitor.state import Mutation, is_mapping, state_group
 
 ABSENT_STATE = ("absent",)
 _MISSING = object()
-# ``__setattr__`` methods that store into ``__dict__``, a slot or a module's dicts.
-_PLAIN_SETATTR = (object.__setattr__, type.__setattr__, torch.nn.Module.__setattr__)
 _MODULE_DICTS = ("_parameters", "_buffers", "_modules")
 
 
@@ -70,7 +68,9 @@ def attribute_state(owner: Any, name: str) -> tuple:
                 if isinstance(slots, dict) and name in slots:
                     return ("value", slots[name])
     setattr_ = getattr(kind, "__setattr__", object.__setattr__)
-    library_store = setattr_ not in _PLAIN_SETATTR and not user_code.is_program_function(setattr_)
+    library_store = setattr_ not in user_code.PLAIN_SETATTRS and not user_code.is_program_function(
+        setattr_
+    )
     if not library_store or descriptor is not _MISSING or _program_fallback(owner, own):
         # Not the instance's own: a class attribute, a method, a ``cached_property`` not
         # built, or what the program's ``__getattr__`` would make: the store left none.

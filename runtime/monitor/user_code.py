@@ -172,6 +172,18 @@ def library_class(owner: Any, method: str) -> type | None:
     return None
 
 
+# ``__setattr__`` methods that put the value in the instance's ``__dict__`` (a class's,
+# a module's), a slot, or a module's parameter / buffer / submodule dicts, running no
+# code that could take the value apart.
+PLAIN_SETATTRS = (
+    object.__setattr__,
+    type.__setattr__,
+    types.ModuleType.__setattr__,
+    types.SimpleNamespace.__setattr__,
+    torch.nn.Module.__setattr__,
+)
+
+
 def store_code(owner: Any, name: str | None) -> Any:
     """The Python function a store into ``owner`` runs with the value, if any: a
     property's setter or a descriptor's ``__set__`` for ``owner.name = v``, the class's
@@ -182,7 +194,7 @@ def store_code(owner: Any, name: str | None) -> Any:
         method = getattr(kind, "__setitem__", None)
         return method if isinstance(method, types.FunctionType) else None
     setattr_ = getattr(kind, "__setattr__", object.__setattr__)
-    if setattr_ is not object.__setattr__ and setattr_ is not torch.nn.Module.__setattr__:
+    if setattr_ not in PLAIN_SETATTRS:
         return setattr_
     try:
         descriptor = inspect.getattr_static(kind, name, None)
