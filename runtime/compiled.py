@@ -25,7 +25,7 @@ from fullgraph.runtime.monitor.attribute_hooks import ProgramHooks
 from fullgraph.runtime.monitor.driver import Monitor
 from fullgraph.runtime.monitor.run import MonitorRun
 from fullgraph.runtime.record import native_guards
-from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
+from fullgraph.runtime.record.mock_support import EffectRaised, Missed, restore_rng, rng_state
 from fullgraph.runtime.record.records import Record, RecordError, build_record
 from fullgraph.runtime.report import Report, fill_report, make_report
 from fullgraph.runtime.torch_internals import (
@@ -194,6 +194,8 @@ class CompiledFunction:
             except Exception as error:
                 # A graph that raised inside its no_grad / autocast regions left them on.
                 restore_torch_state(state)
+                if isinstance(error, EffectRaised):
+                    raise error.error from None  # made as eager made it: not run again
                 if not record.rerun_safe or isinstance(error, _CONTROL_FLOW_ERRORS):
                     raise  # (checkpoint's recompute stopping early: the program's own)
                 if rng is not None:  # the rerun draws the graph's random numbers again

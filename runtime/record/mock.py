@@ -80,6 +80,7 @@ def generate_mock(
         elif not _shared(callout.result) and not _returns_its_module(callout):
             writer.callout_results[id(callout.result)] = f"c{callout.index}"
     early: list[Effect] = []
+    raising_effects = False  # a replayed call among the effects at the end (it may raise)
     for mutation in mutations:
         if mutation.position < len(tape.callouts):
             start, tail.before = len(tail.lines), mutation.position
@@ -91,6 +92,7 @@ def generate_mock(
                 tail.shadows.append(effect.shadow)  # the values after it are read later
         else:
             tail.effects.extend(tail.mutation(mutation).lines)
+            raising_effects = raising_effects or mutation.kind in ("call", "function")
     if symbols.result is not None and symbols.result[0] is result:
         returned = tail.settled(tail.unshadow(symbols.result[1].expr()))
     else:
@@ -175,14 +177,15 @@ def generate_mock(
     entry = [
         f"e{i} = {expr}  # read before any call can change it" for i, expr in enumerate(entry_reads)
     ]
-    body = (
-        entry
-        + writer.lines
-        + tail.lines
-        + tail.effects
-        + _exit_state(tape)
-        + [f"return {returned}"]
-    )
+    effects = tail.effects
+    if raising_effects:  # see mock_support.EffectRaised: raised as made, never run again
+        effects = [
+            "try:",
+            *(f"    {line}" for line in effects),
+            "except BaseException as error:",
+            "    effect_raised(error)",
+        ]
+    body = entry + writer.lines + tail.lines + effects + _exit_state(tape) + [f"return {returned}"]
     if undo and rerun_safe:
         # A replay that raises runs the program again (compiled.py): from the state the
         # call found, so the stores and in-place updates it made first are taken back.
@@ -190,7 +193,13 @@ def generate_mock(
         body = (
             [*body[:first], "try:"]
             + [f"    {line}" for line in body[first:]]
-            + ["except BaseException:", "    U.undo()", "    raise"]
+            + [
+                "except EffectRaised:",
+                "    raise",
+                "except BaseException:",
+                "    U.undo()",
+                "    raise",
+            ]
         )
     source = (
         f"def mock(I, {GUARD_PARAMS}, R=(), made=None):\n"

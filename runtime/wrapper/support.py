@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from fullgraph.runtime.backends import eager_backend, inductor_backend, inductor_dynamic_backend
-from fullgraph.runtime.record.mock_support import Missed, restore_rng, rng_state
+from fullgraph.runtime.record.mock_support import EffectRaised, Missed, restore_rng, rng_state
 from fullgraph.runtime.torch_internals import control_flow_errors
 from fullgraph.runtime.wrapper.graphs import graph_from_class
 
@@ -203,6 +203,8 @@ class CompiledTarget:
                     continue
                 result = bound.mock(inputs, args, kwargs, self.module, self.fn, made, made_now)
             except Exception as error:
+                if isinstance(error, EffectRaised):
+                    raise error.error from None  # made as eager made it: not run again
                 if not record.rerun_safe or isinstance(error, _CONTROL_FLOW_ERRORS):
                     raise  # (checkpoint's recompute stopping early: the program's own)
                 if rng is not None:  # the rerun draws the graphs' random numbers again
