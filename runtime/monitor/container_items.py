@@ -19,7 +19,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fullgraph.runtime import cpython
+from fullgraph.runtime.monitor import taint_builds
 from fullgraph.runtime.monitor.taint_stack import After, set_top
+from fullgraph.runtime.symbolic.scalars import Sym
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -38,6 +40,8 @@ def step(run: MonitorRun, state: FrameState, ins: Any, shadow: list) -> After | 
         return _get_iter(run, state)
     if name == "FOR_ITER":
         return _for_iter(run, state)
+    if name == "BINARY_OP" and cpython.BINARY_OPS.get(ins.arg, (None,))[0] == "%":
+        return _percent_format(run, state, shadow)
     return False
 
 
@@ -100,6 +104,26 @@ def _subscript(run: MonitorRun, state: FrameState, shadow: list) -> After | bool
     if sym is None:
         return False
     return lambda: set_top(state, sym)
+
+
+def _percent_format(run: MonitorRun, state: FrameState, shadow: list) -> After | bool:
+    """``"%d: %.3f" % (epoch, loss)`` of a tuple the run built with symbolic items."""
+    text, items = cpython.stack_item(state.frame, 1), cpython.stack_item(state.frame, 0)
+    if type(text) is not str or type(items) is not tuple or any(shadow[-2:]):
+        return False
+    operands = []
+    for index, value in enumerate(items):
+        sym = _item_sym(run, items, index)
+        if sym is None and not _plain_operand(value):
+            return False
+        operands.append(sym if sym is not None else value)
+    if not any(isinstance(o, Sym) for o in operands):
+        return False
+    return taint_builds.percent_format(run, state, text, (tuple(operands), True))
+
+
+def _plain_operand(value: Any) -> bool:
+    return value is None or type(value) in (int, float, bool, str)
 
 
 def _get_iter(run: MonitorRun, state: FrameState) -> After | bool:

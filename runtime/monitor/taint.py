@@ -329,6 +329,8 @@ def _binary_op(run, state, ins, shadow) -> After:
             if sym is not None:
                 run.concretize(sym)
         return None
+    if symbol == "%" and type(values[0]) is str and syms[0] is None and _numeric(values[1]):
+        return taint_builds.percent_format(run, state, values[0], ((syms[1],), False))
     if symbol == "**" and syms[1] is not None and all(type(v) is int for v in values):
         # ``base ** e`` of ints is an int for e >= 0, a float below: the sign is decided.
         run.branch_on(Op(values[1] >= 0, "({0} >= 0)", (syms[1],)), values[1] >= 0)

@@ -111,6 +111,21 @@ def _format(run, state, shadow, count: int, template: str) -> After:
     return after
 
 
+def percent_format(run, state, text: str, items: tuple) -> After:
+    """``"loss %.4f" % v``, ``"%d: %.3f" % (epoch, v)``: printf-style formatting of
+    symbolic numbers (``items``: the right operand's, a Sym or a value each, and whether
+    it was a tuple), rebuilt from each call's numbers as an f-string is."""
+    operands, packed = items
+    places = ", ".join(f"{{{i + 1}}}" for i in range(len(operands)))
+    template = f"({{0}} % ({places},))" if packed else f"({{0}} % {places})"
+
+    def after() -> None:
+        result = cpython.stack_item(state.frame, 0)
+        set_top(state, Op(result, template, (text, *operands)) if type(result) is str else None)
+
+    return after
+
+
 @handles("BUILD_STRING")
 def _build_string(run, state, ins, shadow) -> After:
     count = ins.arg

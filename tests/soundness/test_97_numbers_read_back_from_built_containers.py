@@ -108,3 +108,25 @@ def test_items_replaced_moved_or_sliced(backend):
         Call(_vector),
     ]
     run_case(Case("replaced", prog(REPLACED), script, watch=lambda env: None), backend)
+
+
+PERCENT_FORMAT = """
+import torch
+
+LOG = []
+
+def f(x, epoch):
+    loss = x.sum().item()
+    print("loss %.4f" % loss)
+    print("epoch %d loss %.3f (%s)" % (epoch, loss, "train"))
+    LOG.append("%d:%.2f" % (epoch, x.mean().item()))
+    return x * 2
+"""
+
+
+@backends()
+def test_printf_style_formatting_of_numbers_that_vary(backend):
+    """F370: ``"loss %.4f" % loss.item()`` pinned the number (f-strings did not)."""
+    script = [Call(lambda env, i=i: (torch.randn(3), i)) for i in range(6)]
+    watch = lambda env: list(env.ns.LOG)
+    run_case(Case("percent", prog(PERCENT_FORMAT), script, min_hits=3, watch=watch), backend)
