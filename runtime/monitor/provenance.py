@@ -258,6 +258,8 @@ class Provenance:
                 class_slots.read_lookup(self, owner, name)
             return
         if isinstance(owner, types.ModuleType) and name.startswith("__"):
+            if name == "__dict__":  # ``mod.__dict__[k] = v``: a store into the module
+                self.register(value, AttrSource(source, name))
             return
         if isinstance(value, types.MethodType) and value.__self__ is owner:
             self.read_class_attribute(owner, source, name)

@@ -46,6 +46,10 @@ class SideEffects:
             # stepped into: its stores are the effects.
             return
         source = self.source_of(owner)
+        if name == "__dict__" and source is not None:
+            # ``o.__dict__ = {...}``: every attribute read after it is the new dict's.
+            self.refuse(f"{source.expr()}.__dict__ replaced")
+            return
         if delete and source is not None and (id(owner), name) not in self.written:
             # ``del h.tmp`` raises where the attribute is gone; the mock removes it only
             # where it is there (a store of the call before it, or the caller's).  An

@@ -13,7 +13,7 @@ import types
 
 import torch
 
-from fullgraph.runtime.monitor import user_code
+from fullgraph.runtime.monitor import stored_state, user_code
 from fullgraph.runtime.torch_internals import tree_flatten
 
 
@@ -198,6 +198,12 @@ class Undo:
         return old
 
     def attr(self, owner, name):
+        if user_code.is_program_function(getattr(type(owner), "__getattribute__", None)):
+            # Not through the program's own lookup, which may transform what it hands out.
+            state = stored_state.attribute_state(owner, name)
+            old = state[1] if state[0] == "value" else ABSENT
+            self.saved.append((_restore_attr, owner, name, old))
+            return old
         state = getattr(owner, "__dict__", None)
         instance = not isinstance(state, dict) or name in state or _managed(owner, name)
         old = getattr(owner, name, ABSENT) if instance else ABSENT

@@ -217,3 +217,50 @@ def test_a_deletion_that_uncovers_a_class_attribute(backend):
     watch = lambda env: (vars(env.ns.cfg), env.ns.Config.scale)
     case = Case("uncovered", prog(CLASS_ATTRIBUTE_UNCOVERED), script, min_hits=2, watch=watch)
     run_case(case, backend)
+
+
+MODULE_DICT_STORE = """
+import types
+import torch
+
+settings = types.ModuleType("settings")
+settings.scale = 1.0
+
+def f(x):
+    settings.__dict__["scale"] = settings.scale * 2
+    return x * settings.scale
+"""
+
+
+@backends()
+def test_a_store_into_a_modules_dict(backend):
+    """F371: ``mod.__dict__[k] = v`` was not recorded (the module's ``__dict__`` had no
+    path), so replays left the setting as it was."""
+    reset = execg("settings.scale = 1.0")
+    script = [Call(_vector), Call(_vector), reset, Call(_vector), Call(_vector)]
+    watch = lambda env: env.ns.settings.scale
+    run_case(Case("module_dict", prog(MODULE_DICT_STORE), script, watch=watch), backend)
+
+
+DICT_REPLACED = """
+import torch
+
+class Holder:
+    pass
+
+holder = Holder()
+holder.scale = 3.0
+
+def f(x):
+    holder.__dict__ = {"scale": 5.0}
+    return x * holder.scale
+"""
+
+
+@backends()
+def test_an_objects_dict_replaced(backend):
+    """F372: ``o.__dict__ = {...}`` then ``o.scale`` read the value at entry."""
+    reset = execg("holder.scale = 3.0")
+    script = [Call(_vector), reset, Call(_vector), reset, Call(_vector)]
+    watch = lambda env: dict(vars(env.ns.holder))
+    run_case(Case("dict_replaced", prog(DICT_REPLACED), script, watch=watch), backend)
