@@ -439,7 +439,8 @@ class CallHandling(Callouts):
         present = key in owner
         self.read_membership(owner, key, present)
         if present:
-            self.read_item(owner, key, owner[key])
+            if not self.pin_stored(owner, key):  # (one the run stored: its number pinned)
+                self.read_item(owner, key, owner[key])
             return  # nothing changes
         self.written.add((id(owner), key))
         if source is not None:
@@ -451,7 +452,7 @@ class CallHandling(Callouts):
             if hasattr(type(owner), attr):
                 return  # torch's own attributes: metadata the capture sees
             source = source or self.resolve_external(owner)  # ``getattr(x, "scale", 1.0)``
-        if source is None or (id(owner), attr) in self.written:
+        if source is None or self.pin_stored(owner, attr):
             return
         if attribute_hooks.read_through_property(self, owner, source, attr):
             return

@@ -159,19 +159,22 @@ class IterationTracking:
                     self._yield(sub, value)
         elif state.kind in ("keys", "checked"):
             pass  # guarded as a whole
-        elif state.kind == "items":
+        elif state.kind in ("items", "values"):
+            # (a key the run stored holds its value: pinned, not guarded at entry)
             key = state.keys[index] if state.keys and index < len(state.keys) else None
-            if isinstance(item, tuple) and len(item) == 2:
-                self.read(ItemSource(state.source, key), item[1], symbolic=False)
-        elif state.kind == "values":
-            if state.keys and index < len(state.keys):
-                self.read(ItemSource(state.source, state.keys[index]), item, symbolic=False)
+            value = item[1] if state.kind == "items" and isinstance(item, tuple) else item
+            if state.keys and index < len(state.keys) and not self._stored_item(state, index):
+                self.read(ItemSource(state.source, key), value, symbolic=False)
         elif state.kind == "reversed":
             length = len(state.iterable)
             self.read(LenSource(state.source), length, symbolic=False)
             self.read(ItemSource(state.source, length - 1 - index), item, symbolic=False)
-        elif state.source is not None:
+        elif state.source is not None and not self.pin_stored(state.iterable, index):
             self.read(ItemSource(state.source, index), item, symbolic=False)
+
+    def _stored_item(self, state: IteratorState, index: int) -> bool:
+        keys = tuple(state.iterable.keys()) if isinstance(state.iterable, dict) else ()
+        return index < len(keys) and self.pin_stored(state.iterable, keys[index])
 
     def iterator_exhausted(self, iterator: Any) -> None:
         state = self.iterators.get(id(iterator))

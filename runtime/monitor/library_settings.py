@@ -40,8 +40,7 @@ def stored_by_the_call(run: Any, owner: Any, name: str) -> None:
     a constant, so a number that varies (a lifted argument, a schedule's value) is
     guarded by value from here on."""
     key = (id(owner), name)  # or stored as ``layer.__dict__[name] = s`` (its other name)
-    stored = run.store_syms.get(key) or run.store_syms.get(run.written_aliases.get(key))
-    if stored is not None:
+    for stored in run.stored_entries(key):
         run.concretize(stored[1])
 
 

@@ -77,6 +77,8 @@ class Provenance:
                 meta = TensorMeta.taken(value)
                 if meta is not None:
                     self.entry_meta[id(value)] = meta
+            elif isinstance(value, types.ModuleType):
+                self.module_namespaces[id(value.__dict__)] = value
             elif is_ndarray(value):  # its contents, before ``from_numpy(a).add_(x)`` writes them
                 self.entry_arrays[id(value)] = value.copy()
             elif isinstance(value, torch.nn.Module):
@@ -219,8 +221,8 @@ class Provenance:
 
     def loaded_written(self, key: tuple, value: Any) -> None:
         """A load of something the program stored earlier in this run."""
-        stored = self.store_syms.get(key) or self.store_syms.get(self.written_aliases.get(key))
-        self._last_read = ("stored", stored[1], stored[0]) if stored is not None else None
+        stored = [e for e in self.stored_entries(key) if e[0] is value]  # the latest store
+        self._last_read = ("stored", stored[0][1], stored[0][0]) if stored else None
 
     def read_attr(self, owner: Any, name: str, value: Any) -> None:
         if (id(owner), name) in self.written:
@@ -384,11 +386,15 @@ class Provenance:
         if isinstance(container, (list, tuple, *MODULE_SEQUENCES)):
             self.read(LenSource(source), len(container), symbolic=False)
             for i, item in enumerate(container):
-                self.read(ItemSource(source, i), item, symbolic=False)
+                if not self.pin_stored(container, i):
+                    self.read(ItemSource(source, i), item, symbolic=False)
         elif isinstance(container, dict):
             keys = tuple(container.keys())
             for key, form in zip(keys, dict_keys.read_keys(self, source, container)):
-                self.read(ItemSource(source, form), container[key], symbolic=False)
+                if not self.pin_stored(container, key):
+                    self.read(
+                        ItemSource(source, form), dict.__getitem__(container, key), symbolic=False
+                    )
         elif isinstance(container, type(os.environ)):  # ``dict(os.environ)``, ``{**os.environ}``
             keys = tuple(container)
             self.read(IterItemsSource(source), keys, symbolic=False)

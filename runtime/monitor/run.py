@@ -149,6 +149,9 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
         self.written: set[tuple[int, Any]] = set()
         # The same slot under its other name (``vars(o)["a"]`` / ``o.a``): -> the stored one.
         self.written_aliases: dict[tuple[int, Any], tuple[int, Any]] = {}
+        # Modules the run reached, by the id of their ``__dict__`` (a function of theirs
+        # storing a global stores the module's attribute: side_effects.mark_written).
+        self.module_namespaces: dict[int, types.ModuleType] = {}
         self.deleted_slots: set[tuple[int, Any]] = set()  # outside keys / attributes deleted
         self.written_cells: set[int] = set()
         # id -> (function, the function whose frame made it), for functions made now.
@@ -323,6 +326,12 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
     def store_symbolic(self, key: tuple, owner: Any, value: Any, sym: Sym) -> None:
         """A symbolic value stored into ``owner``: the mock writes the expression."""
         if self.source_of(owner) is None and not isinstance(owner, dict):
+            items = self.container_syms.get(id(owner))
+            if items and type(key[1]) is int and -len(owner) <= key[1] < len(owner):
+                # ``vals[0] = loss`` into a list the call built with symbols: the slot's
+                # symbol is the stored one now (pinned: an iterator made before the
+                # store, a C call, may read the slot where no symbol follows).
+                items[key[1] % len(owner)] = sym
             self.concretize(sym)
             return
         self.store_syms[key] = (value, sym)

@@ -111,6 +111,23 @@ class SideEffects:
             self.tape.unsupported = error
             self.unsupported.append(self.locate("Tensor.data", error.category, error.detail))
 
+    def pin_stored(self, owner: Any, key: Any) -> bool:
+        """Whether ``owner``'s ``key`` holds what the run stored, read back by code not
+        followed (``sum(window)``): a number stored as a symbol is then pinned."""
+        if (id(owner), key) not in self.written:
+            return False
+        for stored in self.stored_entries((id(owner), key)):
+            self.concretize(stored[1])
+        return True
+
+    def stored_entries(self, key: tuple) -> list:
+        """``store_syms``' entries (value, Sym) for the slot ``key`` names, under its other
+        name too (``stats.n`` and the global ``n`` of ``stats``' functions): a store
+        under one name leaves the other's entry behind, so a load takes the entry whose
+        value it loaded."""
+        keys = (key, self.written_aliases.get(key))
+        return [self.store_syms[k] for k in keys if k is not None and k in self.store_syms]
+
     def mark_written(self, owner: Any, key: Any) -> None:
         """``owner``'s ``key`` holds what the run stored, under its other name too: an
         attribute is an item of the object's ``__dict__`` (``vars(args)["lr"]``), a
@@ -145,7 +162,8 @@ class SideEffects:
                 return
             keys += list(args[0].keys()) if args else []
         elif method == "setdefault" and args:
-            keys.append(args[0])
+            if args[0] not in namespace:  # (one there is left as it is: read, not stored)
+                keys.append(args[0])
         else:
             self.refuse(f"{method} of {where} changes attributes")
             return
@@ -154,6 +172,9 @@ class SideEffects:
 
     def _namespace_owner(self, namespace: dict) -> Any:
         """The object (or module) whose ``__dict__`` ``namespace`` is, where known."""
+        module = self.module_namespaces.get(id(namespace))
+        if module is not None:
+            return module
         source = self.source_of(namespace)
         if isinstance(source, AttrSource) and source.name == "__dict__":
             return self.source_values.get(source.base)

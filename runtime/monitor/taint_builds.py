@@ -171,7 +171,8 @@ def _unpack_sequence(run, state, ins, shadow) -> After:
 
     def after() -> None:
         for index in range(ins.arg):
-            set_at(state, index, items.get(index))
+            sym = items.get(index)  # while the list still holds what the symbol stands for
+            set_at(state, index, sym if sym is not None and sym.value is container[index] else None)
 
     return after
 
