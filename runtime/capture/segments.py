@@ -75,6 +75,9 @@ class Callout:
     # unknown C call): made again by the monitoring run after a miss, it would take a
     # second item.  A miss after it hands its result over instead (``resume_on_miss``).
     changes_state: bool = False
+    # It sets state to what it sets whenever it is made (``model.eval()``): a run after
+    # a miss makes it again where the program does, rather than being handed its result.
+    remade_on_rerun: bool = False
     conditions: list = dataclasses.field(default_factory=list)  # symbolic.Condition after it
     arg_syms: dict = dataclasses.field(default_factory=dict)  # position -> Sym
     # Set when the read runs in front of the segment it was made in (no split there):

@@ -31,6 +31,7 @@ from fullgraph.runtime.monitor import (
     class_slots,
     logging_calls,
     speculation,
+    training_switch,
     warnings_blocks,
 )
 from fullgraph.runtime.record.codegen import is_literal
@@ -303,6 +304,7 @@ class Callouts:
                     reads_a_setting=name in annotation_table.SETTING_READS or _marked_constant(fn),
                 )
                 callout.changes_state = not annotation.pure
+                callout.remade_on_rerun = annotation is training_switch.SWITCH
                 if not annotation.pure and not shows_only:
                     self._note_receiver_changed(fn, args, name)
                 # What the call left in those lists decides what follows: read, mid-guarded.

@@ -181,13 +181,13 @@ class CallHandling(Callouts):
             cpython.replace_stack_item(state.frame, fn_depth, replacement)
             return None
         if autograd_calls.is_autograd_state_call(fn, args):
-            if not training_switch.follow(self, fn, args, kwargs):
+            switch = training_switch.annotation(self, fn, args, kwargs)
+            if switch is None:
                 self.note_state_change(
                     autograd_calls.state_changed_by(fn, args), annotation_table.qualified_name(fn)
                 )
-            return self._replayed_callout(
-                state, fn, args, kwargs, _AUTOGRAD_STATE, result, fn_depth
-            )
+            annotation = switch or _AUTOGRAD_STATE
+            return self._replayed_callout(state, fn, args, kwargs, annotation, result, fn_depth)
         target = fn.__func__ if isinstance(fn, types.MethodType) else fn
         tracker = self.shapes
         if (

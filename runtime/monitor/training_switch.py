@@ -26,10 +26,20 @@ from typing import Any
 
 import torch
 
+from fullgraph.runtime import breaks
+from fullgraph.runtime.monitor.annotation_table import Annotation
 from fullgraph.runtime.sources import AttrSource, KeysSource, Source
 
 _Module = torch.nn.Module
 _SWITCHES = (_Module.train, _Module.eval)
+# The annotation of a switch followed: replayed in program order, and made again by a
+# run after a miss rather than handed over (``Callout.remade_on_rerun``).
+SWITCH = Annotation(pure=False, category=breaks.AUTOGRAD_STATE_CALL)
+
+
+def annotation(run: Any, fn: Any, args: tuple, kwargs: dict) -> Annotation | None:
+    """:data:`SWITCH` where :func:`follow` follows the call, else None."""
+    return SWITCH if follow(run, fn, args, kwargs) else None
 
 
 def follow(run: Any, fn: Any, args: tuple, kwargs: dict) -> bool:

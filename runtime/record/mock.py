@@ -339,7 +339,7 @@ class _Body:
             comment += " (a setting read in front of the graph)"
         if isinstance(callout.result, Raised):  # it raised, and the program caught it
             call = f"catching({', '.join([fn, *call_args])})"
-        elif callout.effectful and not _output_only(callout):
+        elif callout.effectful and not _output_only(callout) and not callout.remade_on_rerun:
             # Should it raise (a scheduler stepped past its end), the program runs again
             # from here with the error, and does not make the call a second time.
             call = f"noting(made, {callout.index}, {', '.join([fn, *call_args])})"
@@ -363,19 +363,24 @@ class _Body:
             return
         if callout.changed_input and callout.index <= self.last_midguard:
             self.input_changed_before_midguard = (callout.function_name, callout.changed_input)
-        if (
-            (callout.effectful or callout.changes_state)
-            and callout.index <= self.last_midguard
-            and not self.midguards_done
-        ):
-            # A miss at a later mid-guard must not repeat this effect: the
-            # monitoring run that follows is handed its result (see Missed).
-            self.effect_callout_before_midguard = True
-        if (
-            callout.index <= self.last_midguard
-        ):  # a missed replay of another record may have made it
-            call = f"R[{callout.index}] if {callout.index} in R else {call}"
-        writer.lines.append(f"c{callout.index} = made[{callout.index}] = {call}  {comment}")
+        if callout.remade_on_rerun:
+            # ``model.eval()``: never handed over (the run after a miss makes it again
+            # where the program does, so the code between sees the flags it set then).
+            writer.lines.append(f"c{callout.index} = {call}  {comment}")
+        else:
+            if (
+                (callout.effectful or callout.changes_state)
+                and callout.index <= self.last_midguard
+                and not self.midguards_done
+            ):
+                # A miss at a later mid-guard must not repeat this effect: the
+                # monitoring run that follows is handed its result (see Missed).
+                self.effect_callout_before_midguard = True
+            if (
+                callout.index <= self.last_midguard
+            ):  # a missed replay of another record may have made it
+                call = f"R[{callout.index}] if {callout.index} in R else {call}"
+            writer.lines.append(f"c{callout.index} = made[{callout.index}] = {call}  {comment}")
         if is_cached_call(callout):
             missed = writer.ns.bind(missed_cache, "missed_cache")
             writer.lines.append(
