@@ -172,16 +172,12 @@ def library_class(owner: Any, method: str) -> type | None:
     return None
 
 
-# ``__setattr__`` methods that put the value in the instance's ``__dict__`` (a class's,
+# Classes whose ``__setattr__`` / ``__delattr__`` put the value in the instance's ``__dict__`` (a class's,
 # a module's), a slot, or a module's parameter / buffer / submodule dicts, running no
 # code that could take the value apart.
-PLAIN_SETATTRS = (
-    object.__setattr__,
-    type.__setattr__,
-    types.ModuleType.__setattr__,
-    types.SimpleNamespace.__setattr__,
-    torch.nn.Module.__setattr__,
-)
+_PLAIN_STORAGE = (object, type, types.ModuleType, types.SimpleNamespace, torch.nn.Module)
+PLAIN_SETATTRS = tuple(kind.__setattr__ for kind in _PLAIN_STORAGE)
+PLAIN_DELATTRS = tuple(kind.__delattr__ for kind in _PLAIN_STORAGE)
 
 
 def store_code(owner: Any, name: str | None) -> Any:
@@ -189,39 +185,34 @@ def store_code(owner: Any, name: str | None) -> Any:
     property's setter or a descriptor's ``__set__`` for ``owner.name = v``, the class's
     ``__setattr__``, or its ``__setitem__`` for ``owner[k] = v`` (``name`` None).
     torch's own ``Module.__setattr__`` and plain slots are not counted."""
-    kind = type(owner)
     if name is None:
-        method = getattr(kind, "__setitem__", None)
+        method = getattr(type(owner), "__setitem__", None)
         return method if isinstance(method, types.FunctionType) else None
-    setattr_ = getattr(kind, "__setattr__", object.__setattr__)
-    if setattr_ not in PLAIN_SETATTRS:
-        return setattr_
-    try:
-        descriptor = inspect.getattr_static(kind, name, None)
-    except Exception:  # noqa: BLE001 - an odd metaclass: no descriptor known
-        return None
-    if isinstance(descriptor, property):
-        return descriptor.fset
-    setter = getattr(type(descriptor), "__set__", None)
-    if setter is None or isinstance(descriptor, types.MemberDescriptorType):
-        return None
-    return setter
+    return _attribute_code(owner, name, "__setattr__", PLAIN_SETATTRS, "fset", "__set__")
 
 
 def delete_code(owner: Any, name: str) -> Any:
     """The Python function ``del owner.name`` runs, if any: the class's own
     ``__delattr__``, a property's deleter or a descriptor's ``__delete__``."""
+    return _attribute_code(owner, name, "__delattr__", PLAIN_DELATTRS, "fdel", "__delete__")
+
+
+def _attribute_code(owner: Any, name: str, method: str, plain: tuple, accessor: str, slot: str):
+    """The class's own ``method`` (other than the ``plain`` ones), else the property's
+    ``accessor`` or the descriptor's ``slot`` method for ``name``; None for a plain slot."""
     kind = type(owner)
-    delattr_ = getattr(kind, "__delattr__", object.__delattr__)
-    if delattr_ is not object.__delattr__ and delattr_ is not torch.nn.Module.__delattr__:
-        return delattr_
+    found = getattr(kind, method, None)
+    if found not in plain:
+        return found
     try:
         descriptor = inspect.getattr_static(kind, name, None)
     except Exception:  # noqa: BLE001 - an odd metaclass: no descriptor known
         return None
     if isinstance(descriptor, property):
-        return descriptor.fdel
-    return getattr(type(descriptor), "__delete__", None)
+        return getattr(descriptor, accessor)
+    if isinstance(descriptor, types.MemberDescriptorType):
+        return None
+    return getattr(type(descriptor), slot, None)
 
 
 def store_runs_code(owner: Any, name: str | None) -> bool:
