@@ -172,9 +172,9 @@ def library_class(owner: Any, method: str) -> type | None:
     return None
 
 
-# Classes whose ``__setattr__`` / ``__delattr__`` put the value in the instance's ``__dict__`` (a class's,
-# a module's), a slot, or a module's parameter / buffer / submodule dicts, running no
-# code that could take the value apart.
+# Classes whose ``__setattr__`` / ``__delattr__`` store into the instance's ``__dict__``
+# (a class's, a module's), a slot, or a module's parameter / buffer / submodule dicts,
+# running no code that could take the value apart.
 _PLAIN_STORAGE = (object, type, types.ModuleType, types.SimpleNamespace, torch.nn.Module)
 PLAIN_SETATTRS = tuple(kind.__setattr__ for kind in _PLAIN_STORAGE)
 PLAIN_DELATTRS = tuple(kind.__delattr__ for kind in _PLAIN_STORAGE)
