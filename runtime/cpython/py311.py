@@ -143,6 +143,8 @@ def _variable_pops(ins) -> int | None:
         return 3 + (ins.arg & 1)
     if name == "FORMAT_VALUE":
         return 1 + bool(ins.arg & 4)
+    if name == "MAKE_FUNCTION":  # the code object, under the parts its flags name
+        return 1 + (ins.arg & 0x0F).bit_count()
     return None
 
 

@@ -10,7 +10,7 @@ call for a training step that logs its losses).
 
 An item is taken only while the container still holds the very object the symbol
 stands for (a callout may have reordered the list: ``random.shuffle(vals)``); any
-other read of the container falls back to ``taint._read_containers``, which guards
+other read of the container falls back to :func:`read_containers`, which guards
 the numbers by value.
 """
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from fullgraph.runtime import cpython
 from fullgraph.runtime.monitor import taint_builds
 from fullgraph.runtime.monitor.taint_stack import After, set_top
-from fullgraph.runtime.symbolic.scalars import Sym
+from fullgraph.runtime.symbolic.scalars import Op, Sym
 
 if TYPE_CHECKING:
     from fullgraph.runtime.monitor.run import MonitorRun
@@ -45,23 +45,46 @@ def step(run: MonitorRun, state: FrameState, ins: Any, shadow: list) -> After | 
     return False
 
 
+def read_containers(run: MonitorRun, state: FrameState, ins: Any) -> None:
+    """``vals[0]``, ``sum(vals)``, ``"%d-%d" % (n, m)``, ``for v in vals``: an instruction
+    that reads a container the run built with symbolic items takes the items' numbers
+    where no symbol follows them: those are guarded by value (correct, less reusable)."""
+    pops = cpython.operands_read(ins)
+    if not pops or keeps_items(run, state, ins):
+        return
+    for depth in range(min(pops, cpython.stack_depth(state.frame))):
+        taint_builds.concretize_items(run, cpython.stack_item(state.frame, depth))
+
+
 # A list method that stores its argument into an outside list as it is: the mock
 # replays the call with the container rebuilt from its items' symbols
 # (``history.append({"loss": loss.item()})``).
 _STORING_METHODS = {list.append: 0, list.insert: 1}
 
 
+# Reductions of a built list of numbers followed as an expression (``sum(per_class)``).
+_REDUCTIONS = {sum: "sum", max: "max", min: "min"}
+
+
 def keeps_items(run: MonitorRun, state: FrameState, ins: Any) -> bool:
     """Whether ``ins`` stores a container the run built with symbolic items into an
-    outside list (``history.append(logs)``), which needs no number by value."""
+    outside list (``history.append(logs)``), or reduces one (``sum(per_class)``), so
+    that it needs no number by value."""
+    if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval == "append":
+        return type(cpython.stack_item(state.frame, 0)) is list  # ``per.append``: no item read
     if ins.opname != "CALL":
         return False
     fn, _, args, kwargs = cpython.call_operands(
         ins, lambda depth: cpython.stack_item(state.frame, depth), state.kwnames
     )
+    if _reduction(run, state, fn, args, kwargs) or (fn is len and len(args) == 1):
+        return True  # (``len(per)`` reads no item)
     owner = getattr(fn, "__self__", None)
     if owner is not None:  # a bound method: its receiver first, as the unbound form
         fn, args = getattr(type(owner), getattr(fn, "__name__", ""), None), (owner, *args)
+    appends = fn is list.append and len(args) == 2 and type(args[0]) is list
+    if appends and run.source_of(args[0]) is None and type(args[1]) in (int, float, bool):
+        return True  # ``per.append(v)`` to a list the call made reads none of its items
     position = _STORING_METHODS.get(fn) if isinstance(fn, type(list.append)) else None
     if position is None or kwargs or len(args) != position + 2:
         return False
@@ -71,6 +94,45 @@ def keeps_items(run: MonitorRun, state: FrameState, ins: Any) -> bool:
         and run.source_of(args[0]) is not None
         and (id(stored) in run.container_syms and not any(a is stored for a in args[:-1]))
     )
+
+
+def appended(run: MonitorRun, state: FrameState, ins: Any, operands: list) -> bool:
+    """``per.append(v)`` of a symbolic number to a list the call made: the list
+    remembers the item's symbol, as one built as ``[a, b]`` does."""
+    if ins.opname != "CALL" or state.kwnames or operands[-1] is None or any(operands[:-1]):
+        return False
+    fn, _, args, _ = cpython.call_operands(
+        ins, lambda depth: cpython.stack_item(state.frame, depth), state.kwnames
+    )
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:
+        fn, args = getattr(type(owner), getattr(fn, "__name__", ""), None), (owner, *args)
+    if fn is not list.append or len(args) != 2 or type(args[0]) is not list:
+        return False
+    if run.source_of(args[0]) is not None:
+        return False  # an outside list: its append is a store the mock replays
+    run.container_syms.setdefault(id(args[0]), {})[len(args[0])] = operands[-1]
+    run.keepalive.append(args[0])
+    return True
+
+
+def _reduction(run: MonitorRun, state: FrameState, fn: Any, args: tuple, kwargs: dict) -> bool:
+    """``sum(per)``, ``max(per)`` of a list or tuple the run built with numbers of one
+    type (symbols while it holds them): the call's result is the expression."""
+    name = _REDUCTIONS.get(fn) if isinstance(fn, type(sum)) else None
+    items = args[0] if len(args) == 1 else None
+    if name is None or kwargs or type(items) not in _SEQUENCES or not items:
+        return False
+    if id(items) not in run.container_syms or len({type(v) for v in items}) != 1:
+        return False  # (mixed ints and floats: which one wins decides the type)
+    if type(items[0]) not in (int, float):
+        return False
+    operands = [_item_sym(run, items, i) or value for i, value in enumerate(items)]
+    if not any(isinstance(o, Sym) for o in operands):
+        return False
+    places = ", ".join(f"{{{i}}}" for i in range(len(operands)))
+    state.call_result_sym = Op(fn(items), f"{name}(({places},))", tuple(operands))
+    return True
 
 
 def _item_sym(run: MonitorRun, container: Any, key: Any) -> Any:

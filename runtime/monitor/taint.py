@@ -64,8 +64,7 @@ def step(run: MonitorRun, state: FrameState, ins) -> After:
         taken = container_items.step(run, state, ins, shadow)
         if taken is not False:  # ``vals[0]``, ``for v in vals``: the item's symbol
             return taken
-        if not container_items.keeps_items(run, state, ins):
-            _read_containers(run, state, ins)
+        container_items.read_containers(run, state, ins)
     handler = HANDLERS.get(name)
     if run.container_syms and name in taint_builds.NESTS:
         after = handler(run, state, ins, shadow) if handler is not None else None
@@ -109,17 +108,6 @@ _MOVES_CONTAINERS = frozenset(
         "DICT_UPDATE",
     ]
 )
-
-
-def _read_containers(run: MonitorRun, state: FrameState, ins) -> None:
-    """``vals[0]``, ``sum(vals)``, ``"%d-%d" % (n, m)``, ``for v in vals``: an instruction
-    that reads a container the run built with symbolic items takes the items' numbers
-    where no symbol follows them: those are guarded by value (correct, less reusable)."""
-    pops = cpython.operands_read(ins)
-    if not pops:
-        return
-    for depth in range(min(pops, cpython.stack_depth(state.frame))):
-        taint_builds.concretize_items(run, cpython.stack_item(state.frame, depth))
 
 
 def _consume(run: MonitorRun, shadow: list, pops: int | None) -> int:
@@ -425,6 +413,8 @@ def _call(run, state, ins, shadow) -> After:
         operands, top = operands[:-1], 1
     state.call_syms = list(operands) if any(operands) else None
     state.call_values = None
+    if state.call_syms is not None and container_items.appended(run, state, ins, operands):
+        state.call_syms = None  # ``per.append(v)``: the list the call built keeps v's symbol
     if ins.opname == "CALL_FUNCTION_EX":  # ``fn(*args, **kwargs)``: the packed items' symbols
         unpacked = packed_syms.unpacked_operands(run, state, ins)
         if unpacked is not None:
