@@ -390,6 +390,43 @@ def unversioned_updates(func, args: tuple, kwargs: dict) -> list[torch.Tensor]:
     return [t for t in stats if isinstance(t, torch.Tensor)]
 
 
+def schema_updates(func, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensors an aten op's schema says ``func`` writes (``Tensor(a!)``, also in a
+    list), for the ops that move no version counter when they do
+    (``torch._amp_foreach_non_finite_check_and_unscale_`` updates the gradients and
+    ``found_inf``, ``torch._amp_update_scale_`` the growth tracker): the monitor would
+    otherwise take the update for none."""
+    name = getattr(func, "__name__", None)
+    layout = _written_parameters(name) if isinstance(name, str) and name.endswith("_") else ()
+    written: list[torch.Tensor] = []
+    for names, writes in layout:
+        if len(args) > len(names):
+            continue
+        for i, (param, write) in enumerate(zip(names, writes)):
+            value = args[i] if i < len(args) else kwargs.get(param)
+            items = value if isinstance(value, (list, tuple)) else [value]
+            written += [t for t in items if write and isinstance(t, torch.Tensor)]
+        break
+    return written
+
+
+@functools.cache
+def _written_parameters(name: str) -> tuple:
+    """Per overload of ``aten.<name>`` that writes an argument: its parameter names and
+    which of them it writes (empty where none does, or there is no such op)."""
+    try:
+        packet = getattr(torch.ops.aten, name)
+        schemas = [getattr(packet, overload)._schema for overload in packet.overloads()]
+    except (AttributeError, RuntimeError):
+        return ()
+    layouts = []
+    for schema in schemas:
+        writes = tuple(bool(p.alias_info and p.alias_info.is_write) for p in schema.arguments)
+        if any(writes):
+            layouts.append((tuple(p.name for p in schema.arguments), writes))
+    return tuple(layouts)
+
+
 # -- torch modes the caller runs the function under -------------------------------------
 # A ``with torch.device("meta"):`` block and ``torch.set_default_device`` push a
 # DeviceContext torch-function mode, which gives factories without a ``device=`` that

@@ -32,6 +32,7 @@ from fullgraph.runtime.symbolic.scalars import Condition, Op
 from fullgraph.runtime.symbolic.sizes import SizeInt, holds_size, plain
 from fullgraph.runtime.torch_internals import (
     getset_descriptor_name,
+    schema_updates,
     tensor_version,
     tree_flatten,
     unversioned_updates,
@@ -259,6 +260,7 @@ class TorchCallRouting:
             return result
         mutated = [t for t, v in zip(tensors, versions) if tensor_version(t) != v]
         mutated += [t for t in unversioned_updates(func, args, kwargs) if not _among(t, mutated)]
+        mutated += [t for t in schema_updates(func, args, kwargs) if not _among(t, mutated)]
         try:
             if name in _HIDDEN_STATE_CALLS or prop in _HIDDEN_STATE_CALLS:
                 # Not a function of what the guard checks (memory addresses, autograd
@@ -271,7 +273,7 @@ class TorchCallRouting:
                     breaks.AUTOGRAD_STATE_CALL,
                     effectful=name in _HIDDEN_STATE_EFFECTS,
                 )
-            elif _contains_tensor(result) or (result is None and mutated):
+            elif _contains_tensor(result) or (mutated and (result is None or result == ())):
                 if name in _POWER_OPS:
                     self._integer_power_condition(args)
                 self.tape.record_op(func, args, kwargs, result, mutated)
@@ -287,6 +289,10 @@ class TorchCallRouting:
                     self.size_reads += 1  # Python now depends on a size: no dynamic shapes
                 else:
                     result = symbolic
+            elif mutated:  # an update no graph node would make: never dropped silently
+                self.refuse(
+                    f"{name} updates tensors in place and returns a {type(result).__name__}"
+                )
         except Unsupported as error:
             self.tape.unsupported = error
             self.unsupported.append(
