@@ -142,6 +142,7 @@ make_dataclass_instance, make_plain_object = _mock.make_dataclass_instance, _moc
 rng_state, restore_rng = _mock.rng_state, _mock.restore_rng
 Undo, ABSENT, discard, discard_attr = _mock.Undo, _mock.ABSENT, _mock.discard, _mock.discard_attr
 Raised, catching, raised_as, noting = _mock.Raised, _mock.catching, _mock.raised_as, _mock.noting
+EffectRaised, effect_raised = _mock.EffectRaised, _mock.effect_raised
 
 __all__ = ["STATS", "compile", "compiled"]
 
