@@ -221,13 +221,18 @@ class Provenance:
 
     def loaded_written(self, key: tuple, value: Any) -> None:
         """A load of something the program stored earlier in this run."""
-        stored = [e for e in self.stored_entries(key) if e[0] is value]  # the latest store
+        entries = self.stored_entries(key)
+        stored = [e for e in entries if e[0] is value]  # the latest store
         self._last_read = ("stored", stored[0][1], stored[0][0]) if stored else None
+        for entry in entries if not stored else ():  # another object (``array.array``): pinned
+            self.concretize(entry[1])
 
     def read_attr(self, owner: Any, name: str, value: Any) -> None:
         if (id(owner), name) in self.written:
             self.loaded_written((id(owner), name), value)
             return
+        if not in_instance_dict(owner, name) and self.pin_stored(type(owner), name):
+            return  # ``C.last = v`` earlier, read through an instance: pinned
         if isinstance(owner, torch.Tensor):
             if (
                 name == "data"
@@ -364,7 +369,7 @@ class Provenance:
         if self.written_external(container):
             return
         form = dict_keys.key_form(self, item)
-        if form is not None:
+        if form is not None and not self.holds_stored(container):
             self.read(ContainsSource(source, form), result)
         else:
             self.read_whole(container)
@@ -403,6 +408,8 @@ class Provenance:
         elif isinstance(container, SNAPSHOT_ITERABLES) and not isinstance(container, (str, bytes)):
             # sum(a_set), sorted(a_deque)...  (strings are guarded by value already)
             items = tuple(container)
+            for i in range(len(items)):  # (a number the run stored there: pinned)
+                self.pin_stored(container, i)
             whole = IterItemsSource(source)
             self.read(whole, items, symbolic=False)
             if not is_literal(items):
@@ -430,11 +437,12 @@ class Provenance:
             self.read(LenSource(source), len(owner), symbolic=False)  # out of range: it raises
             if isinstance(index, int) and -len(owner) <= index < len(owner):
                 position = index % len(owner)
-                self.read(ItemSource(source, position), owner[position], symbolic=False)
+                if not self.pin_stored(owner, position):  # (a number the run stored: pinned)
+                    self.read(ItemSource(source, position), owner[position], symbolic=False)
         elif isinstance(owner, dict) and name == "pop" and call_args:
             key = call_args[0]  # (a key with no form: both read the whole dict)
             self.read_membership(owner, key, key in owner)
-            if key in owner:
+            if key in owner and not self.pin_stored(owner, key):
                 self.read_item(owner, key, owner[key])
         else:
             self.read_whole(owner)  # popitem, set.pop: which item depends on all of it

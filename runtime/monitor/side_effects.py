@@ -120,6 +120,13 @@ class SideEffects:
             self.concretize(stored[1])
         return True
 
+    def holds_stored(self, container: Any) -> bool:
+        """A list holding an item the run stored (``v in window`` after ``window[1] =
+        loss`` reads its items as they are now, the stored one pinned)."""
+        return isinstance(container, list) and any(
+            (id(container), i) in self.written for i in range(len(container))
+        )
+
     def stored_entries(self, key: tuple) -> list:
         """``store_syms``' entries (value, Sym) for the slot ``key`` names, under its other
         name too (``stats.n`` and the global ``n`` of ``stats``' functions): a store

@@ -73,6 +73,10 @@ def follow(run: Any, fn: Any, args: tuple, kwargs: dict) -> bool:
         run.written.add((id(owner), "training"))
     for owner, owner_source, _ in tree[1:]:
         run.read(owner_source, owner, symbolic=False)
+    state = run.frames[-1] if run.frames else None
+    for sym in (state.call_syms or ()) if state is not None else ():
+        if sym is not None:  # ``model.train(acc > 0.5)``: the mode decides the graph
+            run.concretize(sym)
     return True
 
 
