@@ -372,8 +372,8 @@ class CallHandling(Callouts):
                     self.read_nested(value)
             self.written_containers.add(id(owner))
             source = self.source_of(owner)
-            if fn is setattr and len(args) >= 2:
-                self.store_attr(args[0], args[1])
+            if fn is setattr and len(args) >= 3:
+                self.store_attr(args[0], args[1], value=args[2])
             elif source is not None:
                 kind, called = (
                     ("function", fn) if function and fn is not setattr else ("call", name)

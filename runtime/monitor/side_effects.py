@@ -81,7 +81,12 @@ class SideEffects:
             if source is None or not (name in _TENSOR_STATE or user_attribute):
                 return  # torch's own flags of intermediate tensors die with them
         if source is not None:
-            self._mutate(Mutation("delattr" if delete else "setattr", source, owner, name))
+            mutation = Mutation("delattr" if delete else "setattr", source, owner, name)
+            if isinstance(owner, torch.Tensor) and name == "grad" and not delete:
+                # ``w.grad = None`` before ``backward()``: the state it leaves is the stored
+                # value (backward then sets ``grad`` where the monitor does not see it).
+                mutation.snapshot = ("value", value)
+            self._mutate(mutation)
 
     def object_slot_call(self, fn: Any, name: str, args: tuple, result: Any) -> Any:
         """``object.__setattr__(self, n, v)`` or ``super().__setattr__(n, v)`` (bound: its
@@ -94,7 +99,8 @@ class SideEffects:
             return None
         owner, attr = args[0], args[1]
         if name in ("__setattr__", "__delattr__"):
-            self.store_attr(owner, attr, delete=name == "__delattr__", direct=True)
+            value = args[2] if len(args) > 2 else None
+            self.store_attr(owner, attr, name == "__delattr__", value, direct=True)
             return None
         return lambda: self.getattr_read(getattr, owner, attr, result())
 
@@ -299,6 +305,7 @@ class SideEffects:
             and last.position == mutation.position
         ):
             last.sym_entry = mutation.sym_entry  # its state is still the run's to come
+            last.snapshot = mutation.snapshot  # (one taken at the store: the later store's)
             return
         for existing in self.mutations:
             if (

@@ -88,3 +88,32 @@ def test_a_hand_written_loss_scaler_step(backend):
     watch = lambda env: (env.ns.scale.clone(), env.ns.growth.clone())
     case = Case("scaled_step", prog(SCALED_STEP), script, min_hits=3, watch=watch)
     run_case(case, backend)
+
+
+GRAD_SET_TO_NONE = """
+import torch
+
+torch.manual_seed(0)
+w = torch.randn(4, requires_grad=True)
+
+def f(x):
+    w.grad = None
+    loss = (w * x).sum()
+    loss.backward()
+    with torch.no_grad():
+        w.sub_(0.1 * w.grad)
+    return loss.detach()
+"""
+
+
+@backends()
+def test_a_gradient_set_to_none_before_backward(backend):
+    """F383: ``w.grad = None`` before ``backward()``: the mock stored the gradient
+    backward made later (``setattr(w, 'grad', c1)`` before ``c1`` existed: every replay
+    raised inside the mock and was run again)."""
+    watch = lambda env: (env.ns.w.detach().clone(), env.ns.w.grad)
+    vector = lambda env: (torch.randn(4),)
+    run_case(
+        Case("grad_none", prog(GRAD_SET_TO_NONE), calls(5, vector), min_hits=3, watch=watch),
+        backend,
+    )
