@@ -332,8 +332,9 @@ class Provenance:
         if form is None:
             self.read_whole(container)  # slices and other keys: guard the whole container
             return
-        if (id(container), key) in self.written:
-            self.loaded_written((id(container), key), value)
+        slot = self.list_slot(container, key) if self.holds_stored(container) else key
+        if (id(container), slot) in self.written:
+            self.loaded_written((id(container), slot), value)
             return
         self.read(ItemSource(source, form), value)
 

@@ -325,6 +325,8 @@ class MonitorRun(Provenance, SideEffects, TorchCallRouting, CallHandling, Iterat
 
     def store_symbolic(self, key: tuple, owner: Any, value: Any, sym: Sym) -> None:
         """A symbolic value stored into ``owner``: the mock writes the expression."""
+        if type(owner) is list and type(key[1]) is int and -len(owner) <= key[1] < 0:
+            key = (key[0], key[1] % len(owner))  # ``window[-1]``: its slot from the front
         if self.source_of(owner) is None and not isinstance(owner, dict):
             items = self.container_syms.get(id(owner))
             if items and type(key[1]) is int and -len(owner) <= key[1] < len(owner):

@@ -25,6 +25,7 @@ from fullgraph.runtime.sources import (
     AttrSource,
     ContainsSource,
     HasAttrSource,
+    LenSource,
     Source,
     is_key_representable,
 )
@@ -126,6 +127,17 @@ class SideEffects:
             self.concretize(stored[1])
         return True
 
+    def list_slot(self, container: Any, key: Any) -> Any:
+        """``window[-1]`` of a list: its slot from the front (``window[2]``), so a store
+        and a read under either index (or ``sum(window)``) meet; the length that makes
+        them one slot is guarded."""
+        if type(container) is not list or type(key) is not int or key >= 0:
+            return key
+        source = self.source_of(container)
+        if source is not None and -len(container) <= key:
+            self.read(LenSource(source), len(container), symbolic=False)
+        return key % len(container) if -len(container) <= key else key
+
     def holds_stored(self, container: Any) -> bool:
         """A list holding an item the run stored (``v in window`` after ``window[1] =
         loss`` reads its items as they are now, the stored one pinned)."""
@@ -224,6 +236,7 @@ class SideEffects:
             # ``del d["a"]`` raises when the key is gone: a call without it is another
             # (unless the run stored the key itself: ``d["tmp"] = v; ...; del d["tmp"]``).
             self.read_membership(container, key, True)
+        key = self.list_slot(container, key)  # (the mock stores ``window[2]``: length guarded)
         self.mark_written(container, key)
         if source is None:
             return

@@ -7,8 +7,10 @@ stored number that F373's pinning did not cover (all wrong before this session t
   ``D.pop("a")`` or ``W.pop(1)`` takes after the call stored it; ``C.last = v`` read
   through an instance (``inst.last``); ``dq[1] = v; sum(dq)`` on a ``deque`` and
   ``arr[1] = v; arr[1]`` on an ``array.array`` (which hands back a new float, so the
-  stored symbol's identity check failed and nothing was guarded).  Each reads the
-  stored number where no symbol follows it: pinned now.
+  stored symbol's identity check failed and nothing was guarded); ``window[-1] = v``
+  then ``sum(window)``, ``w[1] = v`` then ``w[-1]`` (the slot under its two indexes
+  was two keys).  Each reads the stored number where no symbol follows it: pinned
+  now, and a list's slot is keyed from the front (its length guarded).
 - F382: ``model.train(acc > 0.5)`` with a mode computed from data: the followed
   switch took the mode as known, so the graph after it kept the first call's mode.
   The mode's symbol is pinned.
@@ -58,6 +60,8 @@ BODIES = {
     "class_attribute": "Config.last = v\n    return x * config.last",
     "deque": "DQ[1] = v\n    return x * sum(DQ)",
     "array": "ARR[1] = v\n    return x * ARR[1]",
+    "negative_store": "WINDOW[-1] = v\n    return x * sum(WINDOW)",
+    "negative_read": "W[1] = v\n    return x * W[-1]",
 }
 
 
